@@ -1,0 +1,68 @@
+"""Streams of samples ``(x, y)`` for online learning: file readers, generators, concept drift.
+
+Every stream is a `Stream`: iterating it yields ``(x, y)`` with ``x`` a 1-D float64 numpy
+vector in the order of ``stream.schema.features`` and ``y`` the label; iterating again starts
+again from the first sample. `open_stream` builds one from a path or a ``synth:NAME`` string,
+which is what the command line and the configs use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from edgebayes.streams.base import Stream
+from edgebayes.streams.csv_reader import CSVStream
+from edgebayes.streams.schema import Feature, Schema
+
+__all__ = ["Stream", "Schema", "Feature", "CSVStream", "open_stream"]
+
+
+def open_stream(
+    source,
+    *,
+    target: str | None = None,
+    drop: Iterable[str] = (),
+    n_samples: int | None = None,
+    seed: int | None = None,
+) -> Stream:
+    """Open a stream from a file path or a synthetic stream name.
+
+    Args:
+        source: a path ending in ``.csv``, ``.csv.gz`` (`CSVStream`) or ``.arff`` /
+            ``.arff.gz`` (`ARFFStream`); or ``"synth:NAME"`` with NAME a preset of the SRP
+            paper (``LED_A``, ``LED_G``, ``AGR_A``, ``AGR_G``, ``RBF_M``, ``RBF_F``) or a
+            generator (``SEA``, ``AGRAWAL``, ``LED``, ``RBF``, ``HYPERPLANE``, ``SINE``).
+        target: label column of a file (default: the last column / attribute).
+        drop: file columns that are not features.
+        n_samples: a synthetic stream's length (default 1,000,000, the SRP paper's);
+            for a file, at most this many rows are read (default: all).
+        seed: a synthetic stream's seed (numpy Generator; None = fresh entropy, fixed at
+            construction so that iterating twice gives the same samples).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: an unknown suffix or synthetic name, an empty file, a missing column.
+    """
+    text = str(source)
+    if text.startswith("synth:"):
+        from edgebayes.streams.presets import synthetic
+
+        return synthetic(text[len("synth:"):], n_samples=n_samples, seed=seed)
+    path = Path(source)
+    name = path.name.lower()
+    if name.endswith((".csv", ".csv.gz")):
+        stream = CSVStream(path, target=target, drop=drop)
+    elif name.endswith((".arff", ".arff.gz")):
+        from edgebayes.streams.arff import ARFFStream
+
+        stream = ARFFStream(path, target=target, drop=drop)
+    else:
+        if not path.exists():
+            raise FileNotFoundError(f"no such file: {path}")
+        raise ValueError(f"{path}: unknown stream format (expected .csv, .csv.gz, .arff or synth:NAME)")
+    if n_samples is not None:
+        from edgebayes.streams.base import Head
+
+        stream = Head(stream, n_samples)
+    return stream
