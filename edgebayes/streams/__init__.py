@@ -11,11 +11,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from edgebayes.streams.base import Stream
+from edgebayes.streams.agrawal import Agrawal
+from edgebayes.streams.arff import ARFFStream
+from edgebayes.streams.base import Head, Stream
 from edgebayes.streams.csv_reader import CSVStream
+from edgebayes.streams.drift import ConceptDriftStream
+from edgebayes.streams.generator import Generator
+from edgebayes.streams.hyperplane import Hyperplane
+from edgebayes.streams.led import LED
+from edgebayes.streams.presets import PRESETS, srp_stream, synthetic
+from edgebayes.streams.rbf import RandomRBF
 from edgebayes.streams.schema import Feature, Schema
+from edgebayes.streams.sea import SEA
+from edgebayes.streams.sine import Sine
 
-__all__ = ["Stream", "Schema", "Feature", "CSVStream", "open_stream"]
+__all__ = [
+    "Stream", "Schema", "Feature", "Head", "CSVStream", "ARFFStream", "open_stream",
+    "Generator", "SEA", "Agrawal", "LED", "RandomRBF", "Hyperplane", "Sine", "ConceptDriftStream",
+    "PRESETS", "srp_stream", "synthetic",
+]
 
 
 def open_stream(
@@ -42,27 +56,24 @@ def open_stream(
 
     Raises:
         FileNotFoundError: the file does not exist.
-        ValueError: an unknown suffix or synthetic name, an empty file, a missing column.
+        ValueError: an unknown suffix or synthetic name, an empty file, a missing column,
+            target or drop given with a synthetic stream.
     """
     text = str(source)
     if text.startswith("synth:"):
-        from edgebayes.streams.presets import synthetic
-
+        if target is not None or tuple(drop):
+            raise ValueError("target and drop apply to files, not to synthetic streams")
         return synthetic(text[len("synth:"):], n_samples=n_samples, seed=seed)
     path = Path(source)
     name = path.name.lower()
     if name.endswith((".csv", ".csv.gz")):
         stream = CSVStream(path, target=target, drop=drop)
     elif name.endswith((".arff", ".arff.gz")):
-        from edgebayes.streams.arff import ARFFStream
-
         stream = ARFFStream(path, target=target, drop=drop)
     else:
         if not path.exists():
             raise FileNotFoundError(f"no such file: {path}")
         raise ValueError(f"{path}: unknown stream format (expected .csv, .csv.gz, .arff or synth:NAME)")
     if n_samples is not None:
-        from edgebayes.streams.base import Head
-
         stream = Head(stream, n_samples)
     return stream
