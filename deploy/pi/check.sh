@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Run edgebayes's tests on Raspberry Pi OS's platform (Debian bookworm, arm64 or armhf) under
+# qemu user-mode emulation.
+#
+# Builds once, with debootstrap, a Debian bookworm root per architecture holding what a Pi user
+# has (Debian's python3, python3-venv, mosquitto), cached under $EDGEBAYES_PI_CACHE. Each run
+# starts from that clean root (an overlay: nothing a run installs sticks), copies in the working
+# tree, installs edgebayes into a venv the way deploy/install.sh does (numpy and friends from the
+# package index's wheels for the platform), and runs the unit tests plus the end-to-end runtime
+# test(s) with Mosquitto inside the root. Prints pytest's per-test summary and the time of each
+# step. Exit status 0 when every architecture asked for passed.
+#
+#   deploy/pi/check.sh               # arm64: 64-bit Raspberry Pi OS (Zero 2 W, 3, 4, 5)
+#   deploy/pi/check.sh armhf         # 32-bit Raspberry Pi OS
+#   deploy/pi/check.sh arm64 armhf
+#
+# Needs root and: apt-get install -y debootstrap qemu-user-static binfmt-support
+# Environment: EDGEBAYES_PI_CACHE (default /var/cache/edgebayes-pi), EDGEBAYES_PI_MIRROR (Debian
+# mirror), EDGEBAYES_PI_NICE (niceness of the emulated work, default 19), EDGEBAYES_PI_E2E and
+# EDGEBAYES_PI_EXCLUDE (override the selection below), EDGEBAYES_PI_KEEP=1 (keep the run's
+# overlay for a look afterwards).
+set -euo pipefail
+
+# --- test selection (fnmatch patterns on pytest node ids, space-separated) ---------------------
+# Every test under tests/ that does not use the `broker` fixture and matches no EXCLUDE pattern,
+# plus the end-to-end tests matching E2E, which run against Mosquitto inside the emulated root.
+E2E="${EDGEBAYES_PI_E2E:-tests/test_runtime_*::*end_to_end*}"
+EXCLUDE="${EDGEBAYES_PI_EXCLUDE:-tests/test_runtime_*}"
+
+SUITE=bookworm
+CACHE="${EDGEBAYES_PI_CACHE:-/var/cache/edgebayes-pi}"
+MIRROR="${EDGEBAYES_PI_MIRROR:-http://deb.debian.org/debian}"
+NICE="${EDGEBAYES_PI_NICE:-19}"
+PACKAGES=python3,python3-venv,mosquitto,ca-certificates
+# No armv7 wheels of numpy or msgpack exist on PyPI (Raspberry Pi OS gets them from piwheels),
+# so the armhf root also carries Debian's builds; see ensure_wheels below.
+PACKAGES_armhf=python3-numpy,python3-msgpack
+VENV=/opt/edgebayes/venv
+HERE="$(cd "$(dirname "$0")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+SHARED="$(cd "$REPO/../shared" 2>/dev/null && pwd || true)"
+
+say() { printf '[pi-check %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+die() { say "ERROR: $*"; exit 2; }
+qemu_name() { case "$1" in arm64) echo aarch64 ;; armhf) echo arm ;; *) die "unknown architecture $1 (arm64 or armhf)" ;; esac; }
+
+# The kernel must run foreign binaries through qemu for every process in the root (pip, pytest,
+# mosquitto), so binfmt_misc is needed; Debian registers qemu with the F flag (interpreter opened
+# at registration), so no qemu binary has to be copied into the root.
+ensure_binfmt() {
+  local q; q="$(qemu_name "$1")"
+  command -v debootstrap >/dev/null && [ -x "/usr/bin/qemu-$q-static" ] ||
+    die "needs debootstrap and qemu-user-static: apt-get install -y debootstrap qemu-user-static binfmt-support"
+  mountpoint -q /proc/sys/fs/binfmt_misc ||
+    mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc ||
+    die "cannot mount binfmt_misc: foreign binaries cannot run here (a container without that privilege?)"
+  [ -e "/proc/sys/fs/binfmt_misc/qemu-$q" ] || update-binfmts --enable "qemu-$q" ||
+    die "cannot register qemu-$q with binfmt_misc"
+  grep -q '^flags:.*F' "/proc/sys/fs/binfmt_misc/qemu-$q" ||
+    die "qemu-$q is registered without the F flag: a chroot would not find the interpreter"
+}
+
+# The cached root: built in ROOT.partial and renamed when complete, so an interrupted build is
+# never taken for a finished one.
+build_root() {
+  local arch="$1" root="$CACHE/$SUITE-$1" t0=$SECONDS pkgs="$PACKAGES"
+  if [ -e "$root/.edgebayes-pi-ready" ]; then
+    say "$arch: cached root $root"
+    return
+  fi
+  extra="PACKAGES_$arch"; [ -n "${!extra:-}" ] && pkgs="$pkgs,${!extra}"
+  say "$arch: building $root with debootstrap (once; several minutes under emulation)"
+  mkdir -p "$CACHE"
+  rm -rf "$root.partial"
+  nice -n "$NICE" debootstrap --arch="$arch" --variant=minbase --include="$pkgs" \
+    "$SUITE" "$root.partial" "$MIRROR" >"$CACHE/debootstrap-$arch.log" 2>&1 ||
+    die "debootstrap failed, see $CACHE/debootstrap-$arch.log"
+  rm -rf "$root.partial/var/cache/apt/archives/"*.deb
+  date -u +%FT%TZ >"$root.partial/.edgebayes-pi-ready"
+  mv "$root.partial" "$root"
+  say "$arch: root built in $((SECONDS - t0)) s"
+}
+
+# What runs inside the root, as root, with a clean environment. Mirrors deploy/install.sh's
+# venv step: Debian's python3 -m venv under /opt/edgebayes, then pip from the package index.
+inner_script() {
+  cat <<'EOF'
+set -euo pipefail
+say() { printf '[pi-check %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+cd /srv/edgebayes/main
+say "$ARCH: $(python3 --version), $(uname -m), glibc $(ldd --version | head -1 | awk '{print $NF}')"
+t0=$SECONDS
+python3 -m venv $VENV_FLAGS "$VENV"
+if [ "$ARCH" = armhf ]; then
+  # Is there a wheel on the package index for this platform? pip's own answer, printed as is.
+  for pkg in numpy msgpack; do
+    say "armhf: wheels of $pkg on the package index for $($VENV/bin/python -c 'import sysconfig; print(sysconfig.get_platform())'):"
+    "$VENV/bin/pip" download --quiet --no-deps --only-binary=:all: -d /tmp/wheelcheck "$pkg" 2>&1 |
+      sed 's/^/    /' || true
+  done
+  say "armhf: so numpy and msgpack come from Debian (python3-numpy $(dpkg-query -W -f='${Version}' python3-numpy), python3-msgpack $(dpkg-query -W -f='${Version}' python3-msgpack)) through --system-site-packages"
+fi
+"$VENV/bin/pip" install --quiet ".[test]"
+say "$ARCH: venv + pip install .[test] in $((SECONDS - t0)) s"
+"$VENV/bin/python" - <<'PY'
+import importlib.metadata as md, platform
+print("    installed:", ", ".join(f"{n} {md.version(n)}" for n in ("edgebayes", "numpy", "msgpack", "paho-mqtt", "tqdm", "pytest", "hypothesis")), "on", platform.machine())
+PY
+t0=$SECONDS
+rc=0
+PYTHONPATH=/srv/edgebayes/main/deploy/pi EDGEBAYES_PI_E2E_COUNT_FILE=/tmp/e2e-count \
+  "$VENV/bin/python" -m pytest -p select_tests -p no:cacheprovider -q -rA --durations=5 tests || rc=$?
+say "$ARCH: tests in $((SECONDS - t0)) s (pytest exit $rc)"
+n_e2e=$(cat /tmp/e2e-count 2>/dev/null || echo 0)
+if [ -n "$EDGEBAYES_PI_E2E" ] && [ "$n_e2e" = 0 ]; then
+  say "$ARCH: FAIL: no end-to-end test matched EDGEBAYES_PI_E2E='$EDGEBAYES_PI_E2E'"
+  rc=1
+fi
+exit $rc
+EOF
+}
+
+# Runs in a private mount namespace (see main): every mount vanishes with it, even on a kill.
+run_inside() {
+  local arch="$1" run="$2" root="$CACHE/$SUITE-$1" m="$2/merged" venv_flags=
+  mount -t overlay overlay -o "lowerdir=$root,upperdir=$run/upper,workdir=$run/work" "$m"
+  mount -t proc proc "$m/proc"
+  mount -t sysfs -o ro sysfs "$m/sys"
+  mount --bind /dev "$m/dev"
+  mount -t tmpfs tmpfs "$m/tmp"
+  mkdir -p "$m/srv/edgebayes/main" "$m/srv/edgebayes/shared"
+  # the working tree as git sees it (tracked and untracked files, not the ignored ones)
+  git -C "$REPO" ls-files -z --cached --others --exclude-standard |
+    (cd "$REPO" && xargs -0 tar -cf - --ignore-failed-read 2>/dev/null) | tar -xf - -C "$m/srv/edgebayes/main"
+  [ -n "$SHARED" ] && mount --bind -o ro "$SHARED" "$m/srv/edgebayes/shared"
+  cp /etc/resolv.conf "$m/etc/resolv.conf"
+  # pip trusts what this host trusts (a proxy's CA, if any); the root's own store is untouched
+  cp /etc/ssl/certs/ca-certificates.crt "$m/etc/ssl/host-ca-bundle.crt"
+  [ "$arch" = armhf ] && venv_flags=--system-site-packages
+  inner_script | nice -n "$NICE" chroot "$m" /usr/bin/env -i \
+    PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/root LANG=C.UTF-8 TERM=dumb \
+    ARCH="$arch" VENV="$VENV" VENV_FLAGS="$venv_flags" \
+    PIP_CERT=/etc/ssl/host-ca-bundle.crt PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
+    PIP_DEFAULT_TIMEOUT=120 EDGEBAYES_PI_E2E="$E2E" EDGEBAYES_PI_EXCLUDE="$EXCLUDE" \
+    /bin/bash -s
+}
+
+check_arch() {
+  local arch="$1" t0=$SECONDS run rc=0
+  ensure_binfmt "$arch"
+  build_root "$arch"
+  run="$(mktemp -d "$CACHE/run-$arch.XXXXXX")"
+  mkdir -p "$run/upper" "$run/work" "$run/merged"
+  say "$arch: run in $run (overlay on the cached root)"
+  unshare --mount --propagation private "$0" __inside "$arch" "$run" || rc=$?
+  if [ "${EDGEBAYES_PI_KEEP:-0}" = 1 ]; then say "$arch: kept $run"; else rm -rf "$run"; fi
+  say "$arch: $([ $rc = 0 ] && echo PASS || echo FAIL) in $((SECONDS - t0)) s"
+  return $rc
+}
+
+main() {
+  if [ "${1:-}" = __inside ]; then run_inside "$2" "$3"; return; fi
+  [ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot and mounts need it)"
+  local archs=("$@") failed=()
+  [ ${#archs[@]} -gt 0 ] || archs=(arm64)
+  [ -n "$SHARED" ] || say "warning: $REPO/../shared not found: tests that read shared data will fail"
+  for arch in "${archs[@]}"; do
+    qemu_name "$arch" >/dev/null
+    check_arch "$arch" || failed+=("$arch")
+  done
+  if [ ${#failed[@]} -gt 0 ]; then say "FAILED: ${failed[*]}"; exit 1; fi
+  say "PASSED: ${archs[*]}"
+}
+
+main "$@"
