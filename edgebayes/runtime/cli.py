@@ -1,0 +1,55 @@
+"""``edgebayes run --config FILE [--broker HOST:PORT] [--checkpoint-dir DIR] [--log-level LEVEL]``.
+
+Runs until SIGTERM or SIGINT, then stops taking readings, drains the queue, checkpoints,
+publishes ``offline`` and exits 0. Exit 2 for a bad config (every problem on stderr), 1 when
+the worker thread died (a service manager restarts the runtime).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from edgebayes.runtime.config import ConfigError, load_config
+
+log = logging.getLogger("edgebayes.runtime")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, metavar="FILE", help="TOML config file")
+    parser.add_argument("--broker", metavar="HOST:PORT", help="override [broker] host and port")
+    parser.add_argument("--checkpoint-dir", metavar="DIR", help="override [checkpoint] dir")
+    parser.add_argument("--log-level", default="INFO", type=str.upper,
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
+
+
+def main(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = load_config(args.config).with_overrides(args.broker, args.checkpoint_dir)
+    except ConfigError as exc:
+        print(f"edgebayes run: {exc}", file=sys.stderr)
+        return 2
+    from edgebayes.runtime.service import Runtime
+
+    try:
+        runtime = Runtime(config)
+    except OSError as exc:
+        print(f"edgebayes run: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stop.set())
+    runtime.start()
+    while not stop.wait(0.5):
+        if not runtime.worker.is_alive():
+            log.critical("the worker thread died; exiting")
+            runtime.client.stop()
+            return 1
+    log.info("stopping: draining the queue, checkpointing")
+    runtime.stop()
+    log.info("stopped")
+    return 0

@@ -1,0 +1,389 @@
+"""The runtime's TOML config: read with ``tomllib``, checked in full before anything starts.
+
+Every problem found is reported, one line each (unknown table or key, wrong type, value out of
+range, missing feature list, a model the registry cannot build), in a single ``ConfigError``.
+Keys carry their units (``interval_s``, ``max_age_s``, ``model_budget_bytes``). Tables and keys,
+with defaults (``-`` = no default, ``None`` = unset)::
+
+    [broker]      host="127.0.0.1" port=1883 client_id="edgebayes-<hostname>" keepalive_s=60
+                  username=None password_file=None tls_ca_file=None tls_cert_file=None
+                  tls_key_file=None protocol="mqttv5" ("mqttv5" | "mqttv311")
+                  session_expiry_s=604800 reconnect_min_s=1 reconnect_max_s=60
+    [topics]      prefix="edgebayes" devices="+" (a device id, or "+" for all)
+    [schema]      features=- (ordered feature names) label="y" (payload key of the label)
+    [[models]]    name=- kind=- (a ``edgebayes.base.KINDS`` name), then the learner's own
+                  parameters under their API names (learning_rate, n_models, ...)
+    [memory]      model_budget_bytes=None rss_limit_mb=None max_devices=64
+    [checkpoint]  dir=None (no checkpoints) interval_s=60
+    [labels]      max_pending=1000 (per device) max_age_s=3600
+    [output]      format="msgpack" ("msgpack" | "json") prediction_qos=0 metrics_interval_s=10
+                  error_interval_s=1
+    [queue]       max_size=10000 policy="block" ("block" | "drop_oldest")
+                  max_payload_bytes=65536
+    [evaluation]  accuracy_window=200 (labelled readings per model and device)
+    [drift]       delta=0.002 (ADWIN confidence for models without their own detectors)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import socket
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from edgebayes.base import make_learner
+
+#: device ids, client ids and model names: one safe MQTT topic level
+NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+
+
+class ConfigError(ValueError):
+    """An invalid config. ``problems`` lists one message per problem found."""
+
+    def __init__(self, problems: list[str], source: str = "config"):
+        self.problems = problems
+        super().__init__(f"{source}: " + "; ".join(problems) if len(problems) == 1
+                         else f"{source}: {len(problems)} problems:\n  " + "\n  ".join(problems))
+
+
+def _default_client_id() -> str:
+    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:40] or "host"
+    return f"edgebayes-{host}"
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    host: str = "127.0.0.1"
+    port: int = 1883
+    client_id: str = field(default_factory=_default_client_id)
+    keepalive_s: int = 60
+    username: str | None = None
+    password_file: str | None = None
+    tls_ca_file: str | None = None
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    protocol: str = "mqttv5"
+    session_expiry_s: int = 604800
+    reconnect_min_s: float = 1.0
+    reconnect_max_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class TopicsConfig:
+    prefix: str = "edgebayes"
+    devices: str = "+"
+
+
+@dataclass(frozen=True)
+class SchemaConfig:
+    features: tuple[str, ...]
+    label: str = "y"
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str
+    kind: str
+    params: dict[str, Any]
+
+    def build(self):
+        """A fresh learner of this kind with these parameters."""
+        return make_learner(self.kind, **self.params)
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    model_budget_bytes: int | None = None
+    rss_limit_mb: float | None = None
+    max_devices: int = 64
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    dir: Path | None = None
+    interval_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class LabelsConfig:
+    max_pending: int = 1000
+    max_age_s: float = 3600.0
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    format: str = "msgpack"
+    prediction_qos: int = 0
+    metrics_interval_s: float = 10.0
+    error_interval_s: float = 1.0
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    max_size: int = 10000
+    policy: str = "block"
+    max_payload_bytes: int = 65536
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    accuracy_window: int = 200
+
+
+@dataclass(frozen=True)
+class DriftConfig:
+    delta: float = 0.002
+
+
+@dataclass(frozen=True)
+class Config:
+    schema: SchemaConfig
+    models: tuple[ModelConfig, ...]
+    broker: BrokerConfig = field(default_factory=BrokerConfig)
+    topics: TopicsConfig = field(default_factory=TopicsConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    labels: LabelsConfig = field(default_factory=LabelsConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    queue: QueueConfig = field(default_factory=QueueConfig)
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+    drift: DriftConfig = field(default_factory=DriftConfig)
+
+    def with_overrides(self, broker: str | None = None, checkpoint_dir: str | None = None) -> "Config":
+        """A copy with the command line's ``--broker HOST:PORT`` / ``--checkpoint-dir`` applied.
+
+        Raises:
+            ConfigError: ``broker`` is not HOST:PORT with a port in 1..65535.
+        """
+        cfg = self
+        if broker is not None:
+            host, sep, port = broker.rpartition(":")
+            if not (sep and host and port.isdigit() and 1 <= int(port) <= 65535):
+                raise ConfigError([f"--broker {broker!r}: expected HOST:PORT"], "command line")
+            cfg = dataclasses.replace(cfg, broker=dataclasses.replace(cfg.broker, host=host, port=int(port)))
+        if checkpoint_dir is not None:
+            cfg = dataclasses.replace(
+                cfg, checkpoint=dataclasses.replace(cfg.checkpoint, dir=Path(checkpoint_dir)))
+        return cfg
+
+
+# --- checks: each returns an error message or None -------------------------------------------
+
+def _positive(v):
+    return None if v > 0 else "must be > 0"
+
+
+def _non_negative(v):
+    return None if v >= 0 else "must be >= 0"
+
+
+def _one_of(*choices):
+    return lambda v: None if v in choices else f"must be one of {', '.join(map(repr, choices))}"
+
+
+def _name(v):
+    return None if NAME_RE.match(v) else "must be 1 to 64 characters from [A-Za-z0-9_-]"
+
+
+def _port(v):
+    return None if 1 <= v <= 65535 else "must be in 1..65535"
+
+
+def _prefix(v):
+    levels = v.split("/")
+    if not v or any(not lvl or "+" in lvl or "#" in lvl for lvl in levels):
+        return "must be non-empty topic levels without wildcards, no leading or trailing '/'"
+    return None
+
+
+def _devices(v):
+    return None if v == "+" else _name(v)
+
+
+def _features(v):
+    if not v:
+        return "must list at least one feature name"
+    if not all(isinstance(f, str) and f for f in v):
+        return "must hold non-empty strings"
+    if len(set(v)) != len(v):
+        return "holds a name twice"
+    return None
+
+
+def _label(v):
+    return "must not be one of the reading's own keys (seq, ts, x)" if v in ("seq", "ts", "x") else None
+
+
+def _window(v):
+    return None if 1 <= v <= 100000 else "must be in 1..100000"
+
+
+def _receive_max(v):
+    return None if 1 <= v <= 65535 else "must be in 1..65535 (MQTT receive maximum)"
+
+
+def _delta(v):
+    return None if 0 < v < 1 else "must be in (0, 1)"
+
+
+INT, NUM, STR, LIST = (int,), (int, float), (str,), (list,)
+
+#: table -> key -> (accepted types, check or None, dataclass field); missing = dataclass default
+SPEC: dict[str, tuple[type, dict[str, tuple[tuple[type, ...], Callable | None]]]] = {
+    "broker": (BrokerConfig, {
+        "host": (STR, lambda v: None if v else "must not be empty"),
+        "port": (INT, _port),
+        "client_id": (STR, _name),
+        "keepalive_s": (INT, _positive),
+        "username": (STR, None),
+        "password_file": (STR, None),
+        "tls_ca_file": (STR, None),
+        "tls_cert_file": (STR, None),
+        "tls_key_file": (STR, None),
+        "protocol": (STR, _one_of("mqttv5", "mqttv311")),
+        "session_expiry_s": (INT, _non_negative),
+        "reconnect_min_s": (NUM, _positive),
+        "reconnect_max_s": (NUM, _positive),
+    }),
+    "topics": (TopicsConfig, {"prefix": (STR, _prefix), "devices": (STR, _devices)}),
+    "schema": (SchemaConfig, {"features": (LIST, _features), "label": (STR, _label)}),
+    "memory": (MemoryConfig, {
+        "model_budget_bytes": (INT, _positive),
+        "rss_limit_mb": (NUM, _positive),
+        "max_devices": (INT, _positive),
+    }),
+    "checkpoint": (CheckpointConfig, {"dir": (STR, None), "interval_s": (NUM, _positive)}),
+    "labels": (LabelsConfig, {"max_pending": (INT, _non_negative), "max_age_s": (NUM, _positive)}),
+    "output": (OutputConfig, {
+        "format": (STR, _one_of("msgpack", "json")),
+        "prediction_qos": (INT, _one_of(0, 1)),
+        "metrics_interval_s": (NUM, _positive),
+        "error_interval_s": (NUM, _non_negative),
+    }),
+    "queue": (QueueConfig, {
+        "max_size": (INT, _receive_max),
+        "policy": (STR, _one_of("block", "drop_oldest")),
+        "max_payload_bytes": (INT, _positive),
+    }),
+    "evaluation": (EvaluationConfig, {"accuracy_window": (INT, _window)}),
+    "drift": (DriftConfig, {"delta": (NUM, _delta)}),
+}
+
+
+def _type_ok(value, types) -> bool:
+    if isinstance(value, bool):  # TOML true is not a number
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    return isinstance(value, types)
+
+
+def _table(name: str, raw: Any, problems: list[str]) -> Any:
+    cls, keys = SPEC[name]
+    if not isinstance(raw, dict):
+        problems.append(f"[{name}] must be a table")
+        return None
+    values = {}
+    for key, value in raw.items():
+        if key not in keys:
+            problems.append(f"[{name}] unknown key {key!r}; known: {', '.join(keys)}")
+            continue
+        types, check = keys[key]
+        if not _type_ok(value, types):
+            problems.append(f"[{name}] {key} = {value!r}: expected {' or '.join(t.__name__ for t in types)}")
+            continue
+        message = check(value) if check else None
+        if message:
+            problems.append(f"[{name}] {key} = {value!r}: {message}")
+            continue
+        values[key] = value
+    if name == "schema":
+        if "features" not in raw:
+            problems.append("[schema] features: missing (the ordered list of feature names)")
+            return None
+        if "features" not in values:
+            return None
+        values["features"] = tuple(values["features"])
+    if name == "checkpoint" and "dir" in values:
+        values["dir"] = Path(values["dir"])
+    return cls(**values)
+
+
+def _models(raw: Any, problems: list[str]) -> tuple[ModelConfig, ...]:
+    if not isinstance(raw, list) or not raw:
+        problems.append("[[models]]: at least one model is required")
+        return ()
+    models, names = [], set()
+    for i, table in enumerate(raw):
+        where = f"[[models]] #{i + 1}"
+        if not isinstance(table, dict):
+            problems.append(f"{where}: must be a table")
+            continue
+        params = dict(table)
+        name, kind = params.pop("name", None), params.pop("kind", None)
+        if not isinstance(name, str) or _name(name):
+            problems.append(f"{where}: name must be 1 to 64 characters from [A-Za-z0-9_-], got {name!r}")
+            continue
+        where = f"[[models]] {name!r}"
+        if name in names:
+            problems.append(f"{where}: the name is used twice")
+            continue
+        names.add(name)
+        if not isinstance(kind, str):
+            problems.append(f"{where}: kind must be a string, got {kind!r}")
+            continue
+        model = ModelConfig(name, kind, params)
+        try:
+            model.build()  # the learner checks its own parameters
+        except ModuleNotFoundError as exc:
+            problems.append(f"{where}: kind {kind!r} is not available in this installation ({exc.name})")
+            continue
+        except (ValueError, TypeError) as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        models.append(model)
+    return tuple(models)
+
+
+def parse_config(raw: dict, source: str = "config") -> Config:
+    """Validate a decoded TOML document and return the ``Config``.
+
+    Raises:
+        ConfigError: listing every problem found, one per line.
+    """
+    problems: list[str] = []
+    for name in raw:
+        if name not in SPEC and name != "models":
+            problems.append(f"unknown table [{name}]; known: {', '.join([*SPEC, 'models'])}")
+    if "schema" not in raw:
+        problems.append("[schema]: missing (features = the ordered list of feature names)")
+    tables = {name: _table(name, raw[name], problems) for name in SPEC if name in raw}
+    models = _models(raw.get("models"), problems)
+    broker = tables.get("broker")
+    if broker and broker.reconnect_min_s > broker.reconnect_max_s:
+        problems.append("[broker] reconnect_min_s must not exceed reconnect_max_s")
+    if broker and (broker.tls_cert_file is None) != (broker.tls_key_file is None):
+        problems.append("[broker] tls_cert_file and tls_key_file go together")
+    if problems:
+        raise ConfigError(problems, source)
+    return Config(models=models, **{k: v for k, v in tables.items()})
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a TOML config file.
+
+    Raises:
+        ConfigError: unreadable file, invalid TOML, or invalid content (every problem listed).
+    """
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError([f"cannot read: {exc.strerror}"], str(path)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"invalid TOML: {exc}"], str(path)) from None
+    return parse_config(raw, str(path))

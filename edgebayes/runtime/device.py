@@ -1,0 +1,174 @@
+"""One device's model set: predict with every model, score, learn, and raise drift alerts.
+
+Each configured model gets a ``ModelSlot`` per device: the learner, its prequential accuracy
+over the last ``accuracy_window`` labelled readings (test-then-train: the prediction made at
+reading time is scored when the label arrives, before learning), and a drift signal. A learner
+with its own detectors (SRP) reports them after ``learn_one`` in ``last_events``, a list of
+``(level, member)`` pairs (level "warning" or "drift", member the ensemble index); every
+other learner gets an ``ErrorDetector(ADWIN(delta))`` over its 0/1 error stream (1 = wrong),
+which signals only a rise of the error (DESIGN.md 2.4). The prediction published is the one
+of the model with the best recent accuracy (first configured on ties and before any label).
+
+Only the runtime's worker thread touches these objects (no locks).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections import deque
+from typing import Any, Sequence
+
+from edgebayes.base import learner_from_state
+from edgebayes.drift.base import ErrorDetector, detector_from_state
+from edgebayes.runtime.config import ModelConfig
+from edgebayes.runtime.pending import PendingLabels
+
+log = logging.getLogger(__name__)
+
+
+class ModelSlot:
+    """A learner with its recent-accuracy window and (unless it has its own) its detector."""
+
+    __slots__ = ("name", "kind", "learner", "window", "n_window_correct", "detector", "n_labels", "n_correct")
+
+    def __init__(self, name: str, kind: str, learner, accuracy_window: int, drift_delta: float):
+        self.name = name
+        self.kind = kind
+        self.learner = learner
+        self.window: deque[int] = deque(maxlen=accuracy_window)
+        self.n_window_correct = 0
+        self.detector = None if hasattr(learner, "last_events") else _error_detector(drift_delta)
+        self.n_labels = 0
+        self.n_correct = 0
+
+    @property
+    def accuracy(self) -> float | None:
+        """Accuracy over the window (0..1), None before any label."""
+        return self.n_window_correct / len(self.window) if self.window else None
+
+    def score(self, correct: int) -> None:
+        window = self.window
+        if len(window) == window.maxlen:
+            self.n_window_correct -= window[0]
+        window.append(correct)
+        self.n_window_correct += correct
+        self.n_labels += 1
+        self.n_correct += correct
+
+    def memory_bytes(self) -> int:
+        """The learner's bytes, plus the detector's and the window's."""
+        extra = self.detector.memory_bytes() if self.detector is not None else 0
+        return self.learner.memory_bytes() + extra + sys.getsizeof(self.window)
+
+    def state(self) -> dict:
+        return {
+            "name": self.name, "kind": self.kind, "learner": self.learner.state(),
+            "window": list(self.window), "n_labels": self.n_labels, "n_correct": self.n_correct,
+            "detector": self.detector.state() if self.detector is not None else None,
+        }
+
+    def load_state(self, state: dict) -> None:
+        self.learner = learner_from_state(state["learner"])
+        self.window.clear()
+        self.window.extend(int(c) for c in state["window"][-self.window.maxlen:])
+        self.n_window_correct = sum(self.window)
+        self.n_labels, self.n_correct = int(state["n_labels"]), int(state["n_correct"])
+        if self.detector is not None and state["detector"] is not None:
+            self.detector = detector_from_state(state["detector"])
+
+
+def _error_detector(delta: float) -> ErrorDetector:
+    from edgebayes.drift.adwin import ADWIN
+
+    return ErrorDetector(ADWIN(delta=delta))
+
+
+class Device:
+    """The model set, pending labels and last accepted ``seq`` of one device.
+
+    Args:
+        device: the device id.
+        models: the configured models; each gets a fresh learner from ``ModelConfig.build``.
+        accuracy_window: labelled readings in each model's recent accuracy.
+        drift_delta: ADWIN delta for models without their own detectors.
+        pending: this device's delayed-label buffer.
+    """
+
+    def __init__(self, device: str, models: Sequence[ModelConfig], accuracy_window: int,
+                 drift_delta: float, pending: PendingLabels):
+        self.device = device
+        self.slots = [ModelSlot(m.name, m.kind, m.build(), accuracy_window, drift_delta) for m in models]
+        self.pending = pending
+        self.last_seq = -1
+        self.best = 0  # index of the slot with the best recent accuracy
+
+    def predict(self, x: list[float]) -> tuple[list[Any], dict]:
+        """Every model's prediction for ``x`` (None before it learned), and the best one's proba."""
+        y_preds, best_proba = [], {}
+        best = self.best
+        for i, slot in enumerate(self.slots):
+            proba = slot.learner.predict_proba_one(x)
+            y_preds.append(max(proba, key=proba.get) if proba else None)
+            if i == best:
+                best_proba = proba
+        return y_preds, best_proba
+
+    def learn(self, seq: int, x: list[float], y: Any, y_preds: list[Any], now: float) -> list[dict]:
+        """Score each model's reading-time prediction against ``y``, learn, and return alerts.
+
+        Returns:
+            Drift alerts (docs/protocol.md "Drift alert" payloads, ``ts`` = ``now``).
+        Raises:
+            ValueError: a learner refused the sample (that learner unchanged).
+        """
+        alerts = []
+        for slot, y_pred in zip(self.slots, y_preds):
+            correct = 1 if y_pred is not None and y_pred == y else 0
+            slot.score(correct)
+            slot.learner.learn_one(x, y)
+            det = slot.detector
+            if det is None:
+                for level, member in slot.learner.last_events:
+                    alerts.append(_alert(seq, now, slot.name, level, "adwin", member, None, None))
+            elif det.update(1.0 - correct):
+                adwin = det.detector
+                alerts.append(_alert(seq, now, slot.name, "drift", "adwin", None,
+                                     1.0 - adwin.estimation_before_drift, 1.0 - adwin.estimation))
+        self._choose_best()
+        return alerts
+
+    def _choose_best(self) -> None:
+        best, best_acc = 0, -1.0
+        for i, slot in enumerate(self.slots):
+            acc = slot.accuracy
+            if acc is not None and acc > best_acc:
+                best, best_acc = i, acc
+        self.best = best
+
+    def state(self) -> dict:
+        """Plain-data state of the whole device, for checkpoints."""
+        return {"device": self.device, "last_seq": self.last_seq,
+                "models": [s.state() for s in self.slots], "pending": self.pending.state()}
+
+    def load_state(self, state: dict) -> None:
+        """Restore ``state()``. A configured model absent from it (by name and kind) stays fresh.
+
+        Raises:
+            ValueError, KeyError, TypeError: a malformed state (the caller treats it as corrupt).
+        """
+        saved = {(m["name"], m["kind"]): m for m in state["models"]}
+        for slot in self.slots:
+            m = saved.get((slot.name, slot.kind))
+            if m is None:
+                log.warning("device %s: model %r has no checkpoint; it starts fresh", self.device, slot.name)
+            else:
+                slot.load_state(m)
+        self.pending.load_state(state["pending"])
+        self.last_seq = int(state["last_seq"])
+        self._choose_best()
+
+
+def _alert(seq, ts, model, level, detector, member, acc_before, acc_after) -> dict:
+    return {"seq": seq, "ts": ts, "model": model, "level": level, "detector": detector,
+            "member": member, "accuracy_before": acc_before, "accuracy_after": acc_after}

@@ -1,0 +1,227 @@
+"""A thin paho-mqtt 2.x wrapper: the network thread only hands messages over.
+
+- Built with ``CallbackAPIVersion.VERSION2`` and ``client_id`` by keyword (casebook C37: a
+  positional client id hits ``callback_api_version`` in paho 2.x); the message handler's
+  signature is checked when the wrapper is built, not when the first message arrives.
+- Persistent session: MQTT 5 clean start off with a session expiry interval (MQTT 3.1.1: clean
+  session off), a fixed client id, QoS 1 subscriptions renewed in every ``on_connect``.
+- Manual acknowledgement: a message is acknowledged by ``ack`` once the consumer is done with
+  it, so a message still queued when the process dies is delivered again. The MQTT 5 Receive
+  Maximum is set to the consumer's queue size, so the broker never has more unacknowledged
+  messages in flight than the queue can hold.
+- Reconnects with paho's exponential backoff (``reconnect_min_s`` doubling up to
+  ``reconnect_max_s``). Status ``online`` retained on connect; ``offline`` retained as the last
+  will and on ``stop``.
+- Every callback catches and logs its exceptions with traceback at ERROR and counts them
+  (casebook C31): one bad message never kills the network thread, and is never silent.
+- Disconnect reason codes are logged with their MQTT 5 names (casebook C35).
+- Outgoing traffic is bounded: ``max_queued_out`` QoS>0 messages, and as many QoS 0 packets
+  waiting for the socket; beyond that ``publish`` refuses and counts. QoS 0 publishes are
+  never waited for (casebook C34).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+from pathlib import Path
+from typing import Callable
+
+import paho.mqtt.client as paho
+from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode, MQTTProtocolVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+from paho.mqtt.subscribeoptions import SubscribeOptions
+
+from edgebayes.runtime.config import BrokerConfig
+
+log = logging.getLogger(__name__)
+
+#: handler(topic, payload, mid, qos); it must return quickly (it runs on the network thread)
+MessageHandler = Callable[[str, bytes, int, int], None]
+
+
+class MqttClient:
+    """One MQTT connection of the runtime.
+
+    Args:
+        cfg: the ``[broker]`` table.
+        subscriptions: topic filters, subscribed at QoS 1 on every connect.
+        status_topic: where ``online`` / ``offline`` are published (retained, QoS 1).
+        on_message: called on the network thread as ``on_message(topic, payload, mid, qos)``;
+            the consumer must call ``ack(mid, qos)`` when done with the message.
+        receive_maximum: most unacknowledged messages the broker may send us (MQTT 5).
+        max_queued_out: bound of the outgoing queues.
+        on_connected: called (network thread) after each successful connect and resubscribe.
+
+    Raises:
+        TypeError: ``on_message`` cannot take ``(topic, payload, mid, qos)``.
+        OSError: the password file cannot be read.
+    """
+
+    def __init__(self, cfg: BrokerConfig, *, subscriptions: list[str], status_topic: str,
+                 on_message: MessageHandler, receive_maximum: int = 65535,
+                 max_queued_out: int = 10000, on_connected: Callable[[], None] | None = None):
+        try:
+            inspect.signature(on_message).bind("topic", b"", 0, 0)
+        except TypeError:
+            raise TypeError(f"on_message {on_message!r} must take (topic, payload, mid, qos)") from None
+        self.cfg = cfg
+        self.subscriptions = list(subscriptions)
+        self.status_topic = status_topic
+        self.max_queued_out = max_queued_out
+        self._handler = on_message
+        self._on_connected = on_connected
+        self.v5 = cfg.protocol == "mqttv5"
+        self.connected = threading.Event()
+        self.n_connects = 0
+        self.n_callback_errors = 0
+        self.n_publish_failed = 0
+        self.last_disconnect_reason: paho.ReasonCode | None = None
+        self._stopping = False
+
+        c = paho.Client(
+            callback_api_version=CallbackAPIVersion.VERSION2,
+            client_id=cfg.client_id,
+            protocol=MQTTProtocolVersion.MQTTv5 if self.v5 else MQTTProtocolVersion.MQTTv311,
+            clean_session=None if self.v5 else False,
+            manual_ack=True,
+        )
+        c.on_connect = self._on_connect
+        c.on_disconnect = self._on_disconnect
+        c.on_message = self._on_message
+        c.on_subscribe = self._on_subscribe
+        c.will_set(status_topic, b"offline", qos=1, retain=True)
+        c.reconnect_delay_set(min_delay=cfg.reconnect_min_s, max_delay=cfg.reconnect_max_s)
+        c.max_queued_messages_set(max_queued_out)
+        c.max_inflight_messages_set(100)
+        if cfg.username is not None:
+            password = None
+            if cfg.password_file is not None:  # first line; a file keeps it out of the config
+                password = (Path(cfg.password_file).read_text().splitlines() or [""])[0]
+            c.username_pw_set(cfg.username, password)
+        if cfg.tls_ca_file or cfg.tls_cert_file:
+            c.tls_set(ca_certs=cfg.tls_ca_file, certfile=cfg.tls_cert_file, keyfile=cfg.tls_key_file)
+        self._client = c
+        self._connect_properties = None
+        if self.v5:
+            props = Properties(PacketTypes.CONNECT)
+            props.SessionExpiryInterval = cfg.session_expiry_s
+            props.ReceiveMaximum = max(1, min(receive_maximum, 65535))
+            self._connect_properties = props
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        """Connect in the background (retrying with backoff until the broker answers)."""
+        cfg = self.cfg
+        if self.v5:
+            self._client.connect_async(cfg.host, cfg.port, cfg.keepalive_s, clean_start=False,
+                                       properties=self._connect_properties)
+        else:
+            self._client.connect_async(cfg.host, cfg.port, cfg.keepalive_s)
+        self._client.loop_start()
+
+    def stop(self, timeout_s: float = 5.0) -> bool:
+        """Publish ``offline`` (retained), disconnect cleanly, stop the network thread.
+
+        Returns:
+            True when the broker acknowledged ``offline`` within ``timeout_s`` seconds.
+        """
+        self._stopping = True
+        ok = self.connected.is_set() and self.publish_and_wait(
+            self.status_topic, b"offline", qos=1, retain=True, timeout_s=timeout_s)
+        self._client.disconnect()
+        self._client.loop_stop()
+        return ok
+
+    # --- outgoing ---------------------------------------------------------------------------
+    def publish(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False) -> paho.MQTTMessageInfo | None:
+        """Queue a message; never waits. None (and counted) if refused.
+
+        A QoS 1 message published while disconnected stays queued and goes out on reconnect; a
+        QoS 0 one is dropped (paho's behaviour) and counted.
+        """
+        if qos == 0 and len(self._client._out_packet) >= self.max_queued_out:  # paho keeps no bound here
+            self.n_publish_failed += 1
+            return None
+        info = self._client.publish(topic, payload, qos=qos, retain=retain)
+        rc = info.rc
+        if rc == MQTTErrorCode.MQTT_ERR_SUCCESS or (qos > 0 and rc == MQTTErrorCode.MQTT_ERR_NO_CONN):
+            return info
+        self.n_publish_failed += 1
+        return None
+
+    def publish_and_wait(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False,
+                         timeout_s: float = 5.0) -> bool:
+        """Publish and, for QoS >= 1, wait up to ``timeout_s`` for the broker's acknowledgement.
+
+        A QoS 0 message has no acknowledgement, so it is never waited for (casebook C34): the
+        result is whether paho accepted it.
+        """
+        info = self.publish(topic, payload, qos=qos, retain=retain)
+        if info is None:
+            return False
+        if qos == 0:
+            return True
+        try:
+            info.wait_for_publish(timeout_s)
+        except (RuntimeError, ValueError):
+            return False
+        return info.is_published()
+
+    def ack(self, mid: int, qos: int) -> None:
+        """Acknowledge an incoming message (safe from any thread: paho queues the packet)."""
+        if qos > 0:
+            self._client.ack(mid, qos)
+
+    # --- callbacks (network thread) ----------------------------------------------------------
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        try:
+            if reason_code.is_failure:
+                log.error("broker refused the connection: %s (%d)", reason_code.getName(), reason_code.value)
+                return
+            log.info("connected to %s:%d (session present: %s)", self.cfg.host, self.cfg.port,
+                     flags.session_present)
+            if self.v5:
+                client.subscribe([(f, SubscribeOptions(qos=1)) for f in self.subscriptions])
+            else:
+                client.subscribe([(f, 1) for f in self.subscriptions])
+            client.publish(self.status_topic, b"online", qos=1, retain=True)
+            self.n_connects += 1
+            self.connected.set()
+            if self._on_connected is not None:
+                self._on_connected()
+        except Exception:
+            self._callback_error("on_connect")
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
+        try:
+            self.connected.clear()
+            self.last_disconnect_reason = reason_code
+            if self._stopping and not reason_code.is_failure:
+                log.info("disconnected")
+            else:
+                log.warning("disconnected from the broker: %s (%d); reconnecting with backoff",
+                            reason_code.getName(), reason_code.value)
+        except Exception:
+            self._callback_error("on_disconnect")
+
+    def _on_subscribe(self, client, userdata, mid, reason_code_list, properties) -> None:
+        try:
+            for f, rc in zip(self.subscriptions, reason_code_list):
+                if rc.is_failure:
+                    log.error("subscription to %s refused: %s", f, rc.getName())
+        except Exception:
+            self._callback_error("on_subscribe")
+
+    def _on_message(self, client, userdata, msg) -> None:
+        try:
+            self._handler(msg.topic, msg.payload, msg.mid, msg.qos)
+        except Exception:
+            self._callback_error("on_message")
+            self.ack(msg.mid, msg.qos)  # counted and logged: do not leave it in flight
+
+    def _callback_error(self, where: str) -> None:
+        self.n_callback_errors += 1
+        log.exception("error in MQTT %s callback (counted: %d so far)", where, self.n_callback_errors)

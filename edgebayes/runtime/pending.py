@@ -1,0 +1,80 @@
+"""Readings waiting for their delayed label, bounded by count and by age.
+
+Each device has one ``PendingLabels``: reading ``seq`` -> (arrival time, features, every
+model's prediction made at reading time). The stored predictions let the delayed label score
+the prediction the device actually received (prequential, test-then-train). The oldest entry
+falls out when the buffer is full or older than ``max_age_s``; both are counted.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, NamedTuple
+
+
+class Pending(NamedTuple):
+    """One unlabelled reading. ``t`` is the arrival time in unix seconds (survives restarts)."""
+
+    t: float
+    x: list[float]
+    y_preds: list[Any]
+
+
+class PendingLabels:
+    """A bounded FIFO of unlabelled readings of one device.
+
+    Args:
+        max_pending: most entries kept (0 keeps none: delayed labels are then all unknown).
+        max_age_s: entries older than this (in seconds) fall out at the next ``expire``/``add``.
+    """
+
+    def __init__(self, max_pending: int, max_age_s: float):
+        self.max_pending = max_pending
+        self.max_age_s = max_age_s
+        self._items: OrderedDict[int, Pending] = OrderedDict()
+        self.n_overflow = 0  # fallen out because the buffer was full
+        self.n_expired = 0  # fallen out because too old
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, seq: int, entry: Pending) -> None:
+        """Keep ``entry`` under ``seq``, dropping the oldest entries beyond the limits."""
+        self.expire(entry.t)
+        items = self._items
+        while items and len(items) >= self.max_pending:
+            items.popitem(last=False)
+            self.n_overflow += 1
+        if self.max_pending:
+            items[seq] = entry
+        else:
+            self.n_overflow += 1
+
+    def pop(self, seq: int) -> Pending | None:
+        """The entry of ``seq``, removed; None if it is not pending."""
+        return self._items.pop(seq, None)
+
+    def expire(self, now: float) -> None:
+        """Drop entries that arrived more than ``max_age_s`` before ``now`` (unix seconds)."""
+        items, limit = self._items, now - self.max_age_s
+        while items:
+            seq, entry = next(iter(items.items()))
+            if entry.t >= limit:
+                break
+            del items[seq]
+            self.n_expired += 1
+
+    def state(self) -> dict:
+        """Plain-data state for checkpoints."""
+        return {
+            "items": [[seq, e.t, e.x, e.y_preds] for seq, e in self._items.items()],
+            "n_overflow": self.n_overflow,
+            "n_expired": self.n_expired,
+        }
+
+    def load_state(self, state: dict) -> None:
+        """Restore the entries and counters of ``state()`` (limits stay as configured)."""
+        self._items = OrderedDict((int(seq), Pending(float(t), list(x), list(yp)))
+                                  for seq, t, x, yp in state["items"])
+        self.n_overflow = int(state["n_overflow"])
+        self.n_expired = int(state["n_expired"])

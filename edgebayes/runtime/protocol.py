@@ -1,0 +1,186 @@
+"""The wire protocol (docs/protocol.md): topic names, and validation of readings and labels.
+
+``Topics`` names every topic and routes an incoming topic to ``("reading" | "label", device)``
+with paho's ``topic_matches_sub`` (casebook C32: a filter like ``test/6/#`` must not match
+``test/3``). ``Parser`` turns a payload into a clean ``Reading`` or ``Label``, or raises
+``ProtocolError`` whose ``kind`` names what was wrong; nothing it refuses reaches a model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from paho.mqtt.client import topic_matches_sub
+
+from edgebayes.codec import DecodeError, decode
+from edgebayes.runtime.config import NAME_RE
+
+#: ``ProtocolError.kind`` values (docs/protocol.md, "Error report")
+ERROR_KINDS = (
+    "oversize", "decode", "not_a_map", "field", "vector_length", "not_finite",
+    "unknown_feature", "device_id", "duplicate", "unknown_seq", "device_limit",
+)
+
+
+class ProtocolError(ValueError):
+    """A message the runtime refuses. ``kind`` is one of ``ERROR_KINDS``; ``seq`` if it was read."""
+
+    def __init__(self, kind: str, message: str, seq: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.seq = seq
+
+
+@dataclass(slots=True)
+class Reading:
+    """A validated reading: ``x`` holds ``n_features`` floats in schema order (NaN = missing)."""
+
+    device: str
+    seq: int
+    ts: float | None
+    x: list[float]
+    y: Any  # str | int | None
+
+
+@dataclass(slots=True)
+class Label:
+    """A validated delayed label for reading ``seq`` of ``device``."""
+
+    device: str
+    seq: int
+    y: Any  # str | int
+
+
+class Topics:
+    """Every topic of the runtime, for a prefix, a device filter and the runtime's id."""
+
+    def __init__(self, prefix: str, devices: str, runtime_id: str):
+        self.prefix = prefix
+        self.reading_filter = f"{prefix}/{devices}/reading"
+        self.label_filter = f"{prefix}/{devices}/label"
+        self.status = f"{prefix}/runtime/{runtime_id}/status"
+        self.metrics = f"{prefix}/runtime/{runtime_id}/metrics"
+        self.runtime_error = f"{prefix}/runtime/{runtime_id}/error"
+        self._skip = len(prefix) + 1
+
+    @property
+    def subscriptions(self) -> list[str]:
+        return [self.reading_filter, self.label_filter]
+
+    def device_topic(self, device: str, kind: str) -> str:
+        """``<prefix>/<device>/<kind>`` for kind prediction, drift or error."""
+        return f"{self.prefix}/{device}/{kind}"
+
+    def route(self, topic: str) -> tuple[str, str] | None:
+        """``("reading" | "label", device)`` for a subscribed topic, None for any other.
+
+        Raises:
+            ProtocolError: kind ``device_id``: the device level is not 1-64 of [A-Za-z0-9_-].
+        """
+        if topic_matches_sub(self.reading_filter, topic):
+            kind = "reading"
+        elif topic_matches_sub(self.label_filter, topic):
+            kind = "label"
+        else:
+            return None
+        device = topic[self._skip:topic.rindex("/")]
+        if not NAME_RE.match(device):
+            raise ProtocolError("device_id", f"device id {device[:80]!r} is not 1-64 characters from [A-Za-z0-9_-]")
+        return kind, device
+
+
+def _int_field(msg: dict, key: str) -> int:
+    v = msg.get(key)
+    if type(v) is not int or v < 0:
+        raise ProtocolError("field", f"'{key}' must be an int >= 0, got {v!r}" if key in msg else f"'{key}' is missing")
+    return v
+
+
+def _label_field(msg: dict, key: str, seq: int, required: bool) -> Any:
+    y = msg.get(key)
+    if y is None:
+        if required:
+            raise ProtocolError("field", f"label '{key}' is missing", seq)
+        return None
+    if type(y) is not str and type(y) is not int:
+        raise ProtocolError("field", f"label '{key}' must be a str or an int, got {type(y).__name__}", seq)
+    return y
+
+
+class Parser:
+    """Validates readings and labels against the schema.
+
+    Args:
+        features: the ordered feature names (``[schema] features``).
+        label_key: the payload key holding the label (``[schema] label``, default "y").
+        max_payload_bytes: longer payloads are refused unread.
+    """
+
+    def __init__(self, features: tuple[str, ...], label_key: str = "y", max_payload_bytes: int = 65536):
+        self.features = tuple(features)
+        self.index = {name: i for i, name in enumerate(self.features)}
+        self.label_key = label_key
+        self.max_payload_bytes = max_payload_bytes
+
+    def _decode(self, payload: bytes) -> dict:
+        if len(payload) > self.max_payload_bytes:
+            raise ProtocolError("oversize", f"payload of {len(payload)} bytes exceeds {self.max_payload_bytes}")
+        try:
+            msg = decode(payload)
+        except DecodeError as exc:
+            raise ProtocolError("decode", str(exc)) from None
+        if not isinstance(msg, dict):
+            raise ProtocolError("not_a_map", f"payload is a {type(msg).__name__}, not a map")
+        return msg
+
+    def _vector(self, x: Any, seq: int) -> list[float]:
+        if isinstance(x, list):
+            if len(x) != len(self.features):
+                raise ProtocolError("vector_length", f"'x' holds {len(x)} values, the schema {len(self.features)}", seq)
+            out = list(x)
+            for i, v in enumerate(out):
+                out[i] = self._number(v, self.features[i], seq)
+            return out
+        if isinstance(x, dict):
+            out = [math.nan] * len(self.features)
+            for name, v in x.items():
+                i = self.index.get(name)
+                if i is None:
+                    raise ProtocolError("unknown_feature", f"feature {str(name)[:80]!r} is not in the schema", seq)
+                out[i] = self._number(v, name, seq)
+            return out
+        raise ProtocolError("field", "'x' is missing" if x is None else
+                            f"'x' must be a list or a map, got {type(x).__name__}", seq)
+
+    @staticmethod
+    def _number(v: Any, name: str, seq: int) -> float:
+        t = type(v)
+        if t is not float and t is not int:
+            raise ProtocolError("field", f"feature {name!r} must be a number, got {t.__name__}", seq)
+        try:
+            v = float(v)
+        except OverflowError:
+            raise ProtocolError("not_finite", f"feature {name!r} is too large for a float", seq) from None
+        if math.isinf(v):
+            raise ProtocolError("not_finite", f"feature {name!r} is {v}", seq)
+        return v
+
+    def parse_reading(self, device: str, payload: bytes) -> Reading:
+        """A clean ``Reading``, or ``ProtocolError`` naming the problem (see docs/protocol.md)."""
+        msg = self._decode(payload)
+        seq = _int_field(msg, "seq")
+        ts = msg.get("ts")
+        if ts is not None:
+            if type(ts) is not float and type(ts) is not int or not math.isfinite(ts):
+                raise ProtocolError("field", f"'ts' must be a finite number, got {ts!r}", seq)
+            ts = float(ts)
+        x = self._vector(msg.get("x"), seq)
+        return Reading(device, seq, ts, x, _label_field(msg, self.label_key, seq, required=False))
+
+    def parse_label(self, device: str, payload: bytes) -> Label:
+        """A clean ``Label``, or ``ProtocolError`` naming the problem."""
+        msg = self._decode(payload)
+        seq = _int_field(msg, "seq")
+        return Label(device, seq, _label_field(msg, self.label_key, seq, required=True))

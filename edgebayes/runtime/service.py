@@ -1,0 +1,65 @@
+"""The runtime assembled: config -> MQTT client -> bounded queue -> worker -> publisher.
+
+``Runtime(config)`` wires a ``Worker`` (all model state, one thread) to an ``MqttClient``
+(paho's network thread, which only enqueues). ``start()`` connects in the background;
+``stop()`` does the clean shutdown: no more intake, drain the queue, checkpoint every device,
+publish ``offline`` (retained), disconnect.
+
+Hooks: ``ready_hooks`` run (network thread) after every successful connect, e.g. a systemd
+READY notification; ``worker.tick_hooks`` run from the worker loop (a watchdog keep-alive).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from edgebayes.runtime.checkpoint import CheckpointStore
+from edgebayes.runtime.config import Config
+from edgebayes.runtime.mqtt import MqttClient
+from edgebayes.runtime.protocol import Topics
+from edgebayes.runtime.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+class Runtime:
+    """The whole runtime for one config (see the module docstring).
+
+    Raises:
+        OSError: the checkpoint folder cannot be created, or the password file cannot be read.
+    """
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.topics = Topics(config.topics.prefix, config.topics.devices, config.broker.client_id)
+        store = None
+        if config.checkpoint.dir is not None:
+            store = CheckpointStore(config.checkpoint.dir, config.schema.features)
+        self.worker = Worker(config, self.topics, store)
+        self.ready_hooks: list[Callable[[], None]] = []
+        self.client = MqttClient(
+            config.broker, subscriptions=self.topics.subscriptions, status_topic=self.topics.status,
+            on_message=self.worker.submit, receive_maximum=config.queue.max_size,
+            max_queued_out=config.queue.max_size, on_connected=self._connected,
+        )
+        self.worker.client = self.client
+
+    def _connected(self) -> None:
+        for hook in self.ready_hooks:
+            hook()
+
+    def start(self) -> None:
+        mem = self.config.memory
+        if mem.model_budget_bytes is not None or mem.rss_limit_mb is not None:
+            log.warning("[memory] model_budget_bytes / rss_limit_mb are not enforced by this release")
+        self.worker.start()
+        self.client.start()
+        log.info("serving %s and %s as %s", *self.topics.subscriptions, self.config.broker.client_id)
+
+    def stop(self, timeout_s: float = 10.0) -> bool:
+        """Clean shutdown; True when ``offline`` was acknowledged by the broker."""
+        self.worker.stop(timeout_s)
+        if self.worker.is_alive():
+            log.error("the worker did not drain its queue within %.0f s", timeout_s)
+        return self.client.stop()

@@ -1,0 +1,327 @@
+"""The worker: the one thread that owns every model, pending label and counter.
+
+The MQTT network thread only calls ``submit`` (enqueue, never blocks on model work except under
+the ``block`` policy when the queue is full). The worker takes messages in arrival order,
+validates them (``protocol.Parser``), predicts, publishes, learns, raises drift alerts, then
+acknowledges the message to the broker. Every ``TICK_S`` it also expires old pending labels,
+writes due checkpoints, publishes due metrics and runs ``tick_hooks``.
+
+Hooks for later work: ``admit_device`` is where a memory budget refuses a device that does not
+fit, and ``tick_hooks`` are called from this loop at least every ``TICK_S`` seconds (a
+systemd watchdog fed from here restarts a hung worker).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import resource
+import threading
+import time
+from collections import Counter
+from typing import Callable
+
+from edgebayes.codec import encode
+from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
+from edgebayes.runtime.config import Config
+from edgebayes.runtime.device import Device
+from edgebayes.runtime.pending import Pending, PendingLabels
+from edgebayes.runtime.protocol import Label, Parser, ProtocolError, Reading, Topics
+
+log = logging.getLogger(__name__)
+
+TICK_S = 0.2
+#: error kinds counted as malformed input (the others are protocol-level refusals)
+MALFORMED = frozenset({"oversize", "decode", "not_a_map", "field", "vector_length", "not_finite",
+                       "unknown_feature", "device_id"})
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process in bytes (Linux /proc; peak RSS elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class Worker:
+    """Owns all model state; fed by ``submit`` from the network thread.
+
+    Args:
+        config: the validated config.
+        topics: the runtime's topics.
+        store: checkpoint store, or None for no checkpoints.
+
+    Set ``client`` (an ``MqttClient``-like object with ``publish`` and ``ack``) before ``start``.
+    """
+
+    def __init__(self, config: Config, topics: Topics, store: CheckpointStore | None):
+        self.config = config
+        self.topics = topics
+        self.store = store
+        self.parser = Parser(config.schema.features, config.schema.label, config.queue.max_payload_bytes)
+        self.queue: queue.Queue = queue.Queue(maxsize=config.queue.max_size)
+        self.client = None
+        self.devices: dict[str, Device] = {}
+        self.tick_hooks: list[Callable[[], None]] = []
+        self._drop_oldest = config.queue.policy == "drop_oldest"
+        self._fmt = config.output.format
+        self._pred_qos = config.output.prediction_qos
+        self._names = [m.name for m in config.models]
+        self._dirty: set[str] = set()
+        self._last_error: dict[str, float] = {}
+        self._suppressed: Counter = Counter()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="edgebayes-worker", daemon=True)
+        # counters (docs/protocol.md "Metrics")
+        self.errors: Counter = Counter()  # error kind -> count
+        self.n_readings = self.n_labels = self.n_predictions = self.n_learned = 0
+        self.n_dropped = self.n_errors_suppressed = self.n_internal_errors = self.n_drift_alerts = 0
+        self.started_at = time.time()
+        now = time.monotonic()
+        self._next_tick = now + TICK_S
+        self._next_checkpoint = now + config.checkpoint.interval_s
+        self._next_metrics = now + config.output.metrics_interval_s
+        self._metrics_mark = (now, 0)
+
+    # --- network thread -------------------------------------------------------------------
+    def submit(self, topic: str, payload: bytes, mid: int, qos: int) -> None:
+        """Enqueue one incoming message (network thread). After ``stop`` nothing is taken: the
+        message stays unacknowledged and the broker delivers it again to the next session."""
+        if self._closed:
+            return
+        item = (topic, payload, mid, qos, time.perf_counter())
+        if not self._drop_oldest:
+            self.queue.put(item)  # full: blocks the network thread, the broker holds the rest
+            return
+        while True:
+            try:
+                self.queue.put_nowait(item)
+                return
+            except queue.Full:
+                try:
+                    old = self.queue.get_nowait()
+                except queue.Empty:
+                    continue
+                self.n_dropped += 1
+                self.client.ack(old[2], old[3])
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Take no more messages, process what is queued, checkpoint every device, return."""
+        self._closed = True
+        self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        get, Empty = self.queue.get, queue.Empty
+        while True:
+            try:
+                item = get(timeout=TICK_S)
+            except Empty:
+                if self._closed:
+                    break
+                item = None
+            if item is not None:
+                self._handle(*item)
+            if time.monotonic() >= self._next_tick:
+                self._tick()
+        self.checkpoint(all_devices=True)
+
+    # --- messages -------------------------------------------------------------------------
+    def _handle(self, topic: str, payload: bytes, mid: int, qos: int, t_recv: float) -> None:
+        try:
+            self._dispatch(topic, payload, t_recv)
+        except Exception:
+            self.n_internal_errors += 1
+            log.exception("error processing a message on %s (skipped; %d so far)", topic, self.n_internal_errors)
+        finally:
+            self.client.ack(mid, qos)
+
+    def _dispatch(self, topic: str, payload: bytes, t_recv: float) -> None:
+        try:
+            route = self.topics.route(topic)
+        except ProtocolError as exc:
+            self._error(self.topics.runtime_error, topic, exc)
+            return
+        if route is None:
+            log.warning("message on unexpected topic %s ignored", topic)
+            return
+        kind, device = route
+        try:
+            if kind == "reading":
+                self._reading(self.parser.parse_reading(device, payload), t_recv)
+            else:
+                self._label(self.parser.parse_label(device, payload))
+        except ProtocolError as exc:
+            self._error(self.topics.device_topic(device, "error"), topic, exc)
+
+    def _reading(self, r: Reading, t_recv: float) -> None:
+        dev = self._device(r.device, create=True)
+        if r.seq <= dev.last_seq:
+            raise ProtocolError("duplicate", f"seq {r.seq} is not above the last accepted seq {dev.last_seq}", r.seq)
+        self.n_readings += 1
+        y_preds, proba = dev.predict(r.x)
+        best = dev.best
+        msg = {"seq": r.seq, "ts": r.ts, "y_pred": y_preds[best], "proba": proba,
+               "model": self._names[best], "models": dict(zip(self._names, y_preds)),
+               "latency_ms": (time.perf_counter() - t_recv) * 1000.0}
+        self.client.publish(self.topics.device_topic(r.device, "prediction"), encode(msg, self._fmt),
+                            qos=self._pred_qos)
+        self.n_predictions += 1
+        dev.last_seq = r.seq
+        self._dirty.add(r.device)
+        if r.y is not None:
+            self._learn(dev, r.seq, r.x, r.y, y_preds)
+        else:
+            dev.pending.add(r.seq, Pending(time.time(), r.x, y_preds))
+
+    def _label(self, lab: Label) -> None:
+        dev = self._device(lab.device, create=False)
+        entry = dev.pending.pop(lab.seq) if dev is not None else None
+        if entry is None:
+            raise ProtocolError("unknown_seq", f"no pending reading with seq {lab.seq} (never seen, "
+                                "already labelled, or fallen out of the pending buffer)", lab.seq)
+        self.n_labels += 1
+        self._dirty.add(lab.device)
+        self._learn(dev, lab.seq, entry.x, lab.y, entry.y_preds)
+
+    def _learn(self, dev: Device, seq: int, x: list[float], y, y_preds: list) -> None:
+        alerts = dev.learn(seq, x, y, y_preds, time.time())
+        self.n_learned += 1
+        for alert in alerts:
+            self.n_drift_alerts += 1
+            log.info("drift on device %s: %s", dev.device, alert)
+            self.client.publish(self.topics.device_topic(dev.device, "drift"), encode(alert, self._fmt), qos=1)
+
+    def _error(self, out_topic: str, topic: str, exc: ProtocolError) -> None:
+        """Count the problem; publish it unless this topic had a report under error_interval_s ago."""
+        self.errors[exc.kind] += 1
+        now = time.monotonic()
+        last = self._last_error.get(out_topic)
+        if last is not None and now - last < self.config.output.error_interval_s:
+            self._suppressed[out_topic] += 1
+            self.n_errors_suppressed += 1
+            return
+        self._last_error[out_topic] = now
+        log.warning("%s on %s: %s", exc.kind, topic, exc)
+        msg = {"ts": time.time(), "topic": topic, "seq": exc.seq, "kind": exc.kind, "error": str(exc),
+               "n_suppressed": self._suppressed.pop(out_topic, 0)}
+        self.client.publish(out_topic, encode(msg, self._fmt), qos=0)
+
+    # --- devices --------------------------------------------------------------------------
+    def admit_device(self, device: str) -> str | None:
+        """Why a new device cannot be served (None: it can). The memory budget adds its test here."""
+        limit = self.config.memory.max_devices
+        if len(self.devices) >= limit:
+            return f"device {device} refused: the runtime serves at most {limit} devices"
+        return None
+
+    def _new_device(self, device: str) -> Device:
+        c = self.config
+        return Device(device, c.models, c.evaluation.accuracy_window, c.drift.delta,
+                      PendingLabels(c.labels.max_pending, c.labels.max_age_s))
+
+    def _device(self, device: str, create: bool) -> Device | None:
+        """The device's model set: in memory, else restored from its checkpoint, else new
+        (when ``create``). Raises ``ProtocolError`` ``device_limit`` when not admitted."""
+        dev = self.devices.get(device)
+        if dev is not None:
+            return dev
+        state = None
+        if self.store is not None:
+            try:
+                state = self.store.read(device)
+            except CheckpointError as exc:
+                self.store.move_aside(device, str(exc))
+        if state is None and not create:
+            return None
+        refusal = self.admit_device(device)
+        if refusal:
+            raise ProtocolError("device_limit", refusal)
+        dev = self._new_device(device)
+        if state is not None:
+            try:
+                dev.load_state(state)
+                log.info("device %s restored from its checkpoint (last seq %d)", device, dev.last_seq)
+            except Exception as exc:
+                self.store.move_aside(device, f"{type(exc).__name__}: {exc}")
+                dev = self._new_device(device)
+        self.devices[device] = dev
+        return dev
+
+    # --- periodic work --------------------------------------------------------------------
+    def _tick(self) -> None:
+        now = time.monotonic()
+        self._next_tick = now + TICK_S
+        try:
+            wall = time.time()
+            for dev in self.devices.values():
+                dev.pending.expire(wall)
+            if self.store is not None and now >= self._next_checkpoint:
+                self._next_checkpoint = now + self.config.checkpoint.interval_s
+                self.checkpoint()
+            if now >= self._next_metrics:
+                self._next_metrics = now + self.config.output.metrics_interval_s
+                self.client.publish(self.topics.metrics, encode(self.metrics(), "json"), qos=0)
+            horizon = now - self.config.output.error_interval_s  # forget quiet error topics
+            for t in [t for t, last in self._last_error.items() if last < horizon and not self._suppressed[t]]:
+                del self._last_error[t]
+            for hook in self.tick_hooks:
+                hook()
+        except Exception:
+            self.n_internal_errors += 1
+            log.exception("error in the worker's periodic work")
+
+    def checkpoint(self, all_devices: bool = False) -> int:
+        """Write the checkpoints of devices changed since the last write (or all); returns count."""
+        if self.store is None:
+            return 0
+        names = list(self.devices) if all_devices else list(self._dirty)
+        n = 0
+        for name in names:
+            try:
+                self.store.save(name, self.devices[name].state())
+                self._dirty.discard(name)
+                n += 1
+            except Exception:
+                log.exception("checkpoint of device %s failed; retrying at the next interval", name)
+        return n
+
+    def metrics(self) -> dict:
+        """The metrics message (docs/protocol.md "Metrics")."""
+        now = time.monotonic()
+        t0, n0 = self._metrics_mark
+        self._metrics_mark = (now, self.n_readings)
+        models = {}
+        for i, name in enumerate(self._names):
+            correct = seen = nbytes = 0
+            for dev in self.devices.values():
+                slot = dev.slots[i]
+                correct += slot.n_window_correct
+                seen += len(slot.window)
+                nbytes += slot.memory_bytes()
+            models[name] = {"accuracy": correct / seen if seen else None, "bytes": nbytes}
+        pending = [dev.pending for dev in self.devices.values()]
+        return {
+            "ts": time.time(), "uptime_s": time.time() - self.started_at,
+            "readings_per_s": (self.n_readings - n0) / (now - t0) if now > t0 else 0.0,
+            "queue_depth": self.queue.qsize(), "n_readings": self.n_readings, "n_labels": self.n_labels,
+            "n_predictions": self.n_predictions, "n_learned": self.n_learned,
+            "n_malformed": sum(n for k, n in self.errors.items() if k in MALFORMED),
+            "n_dropped": self.n_dropped, "n_duplicates": self.errors["duplicate"],
+            "n_unknown_labels": self.errors["unknown_seq"], "n_devices_refused": self.errors["device_limit"],
+            "n_pending_dropped": sum(p.n_overflow + p.n_expired for p in pending),
+            "n_publish_failed": getattr(self.client, "n_publish_failed", 0),
+            "n_errors_suppressed": self.n_errors_suppressed, "n_internal_errors": self.n_internal_errors,
+            "n_drift_alerts": self.n_drift_alerts, "errors": dict(self.errors),
+            "pending_labels": sum(len(p) for p in pending), "n_devices": len(self.devices),
+            "rss_bytes": rss_bytes(), "models": models,
+        }
