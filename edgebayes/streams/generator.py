@@ -68,16 +68,16 @@ class Generator(Stream):
     def _sampler(self) -> Sampler:
         raise NotImplementedError
 
-    def batches(self, size: int = CHUNK) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """The stream as consecutive chunks ``(X, y)``: X float64 (<= size, n_features), y int64.
+    def batches(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The stream as consecutive chunks ``(X, y)``: X float64 (<= `CHUNK`, n_features), y int64.
 
-        Same samples as ``iter(self)``, for batch learners (``learn_many``).
+        The same samples as ``iter(self)`` and `to_arrays` (the chunk size is fixed because a
+        sampler's draws depend on it), for batch learners (``learn_many``).
         """
-        size = check_count("size", size, 1)
         draw = self._sampler()
         remaining = self.n_samples
         while remaining is None or remaining > 0:
-            k = size if remaining is None else min(size, remaining)
+            k = CHUNK if remaining is None else min(CHUNK, remaining)
             yield draw(k)
             if remaining is not None:
                 remaining -= k
@@ -87,18 +87,27 @@ class Generator(Stream):
             yield from zip(X, y.tolist())
 
     def to_arrays(self, max_samples: int | None = None) -> tuple[np.ndarray, list]:
-        """``(X, y)``: X float64 (n, n_features), y a list of int labels.
+        """The first ``max_samples`` samples (default all) as ``(X, y)``: X float64
+        (n, n_features), y a list of int labels; the same samples as ``iter(self)``.
 
         Raises:
             ValueError: endless stream and no ``max_samples``.
         """
         if max_samples is None and self.endless:
             raise ValueError("endless stream: give max_samples")
-        n = self.n_samples if max_samples is None else max_samples
+        n = self.n_samples if max_samples is None else check_count("max_samples", max_samples)
         if self.n_samples is not None:
             n = min(n, self.n_samples)
-        X, y = self._sampler()(n)
-        return X, y.tolist()
+        Xs, ys, have = [], [], 0
+        for X, y in self.batches():
+            if have >= n:
+                break
+            Xs.append(X[: n - have])
+            ys.append(y[: n - have])
+            have += len(Xs[-1])
+        if not Xs:
+            return np.empty((0, self.schema.n_features)), []
+        return np.concatenate(Xs), np.concatenate(ys).tolist()
 
     def __repr__(self):
         params = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
