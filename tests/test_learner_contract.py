@@ -52,7 +52,7 @@ LEARNERS = _factories()
 def _stream(n=300, seed=0, labels=("a", "b", "c")):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 4))
-    y = [labels[int(v)] for v in (X[:, 0] > 0) + (X[:, 1] > 0.5)]
+    y = [labels[int(v)] for v in (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)]  # 0, 1 or 2
     return X, y
 
 
