@@ -1,0 +1,192 @@
+"""Broker connection options and paho-mqtt clients, as a sensor device or a dashboard has them.
+
+paho-mqtt 2.x with the callback API version 2, the client id passed by keyword (casebook C37).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import paho.mqtt.client as mqtt
+
+log = logging.getLogger(__name__)
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``"HOST:PORT"`` (or ``"[v6]:PORT"``, or ``"HOST"`` for port 1883) -> (host, port).
+
+    Raises:
+        ValueError: an empty host or a port that is not an integer in 1..65535.
+    """
+    host, sep, port = address.rpartition(":")
+    if not sep or "]" in port:
+        host, port = address, "1883"
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"broker address must be HOST:PORT, got {address!r}")
+    return host, int(port)
+
+
+@dataclass(frozen=True)
+class BrokerOptions:
+    """Where and how to connect.
+
+    Attributes:
+        host, port: the broker.
+        username: user name, or None for an anonymous connection.
+        password_file: file holding the password (first line; kept off the command line).
+        tls_ca_file: CA certificates to verify the broker with; setting it turns TLS on.
+        tls_cert_file, tls_key_file: client certificate and key (mutual TLS).
+        keepalive_s: MQTT keep-alive, seconds.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 1883
+    username: str | None = None
+    password_file: str | None = None
+    tls_ca_file: str | None = None
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    keepalive_s: int = 60
+
+    @classmethod
+    def from_address(cls, address: str, **options) -> "BrokerOptions":
+        host, port = parse_address(address)
+        return cls(host, port, **options)
+
+    def password(self) -> str | None:
+        """The first line of ``password_file``, or None. Raises OSError: unreadable file."""
+        if self.password_file is None:
+            return None
+        lines = Path(self.password_file).read_text().splitlines()
+        return lines[0] if lines else ""
+
+
+def as_options(broker: "BrokerOptions | str") -> BrokerOptions:
+    """Accept ``"HOST:PORT"`` wherever `BrokerOptions` are expected."""
+    return BrokerOptions.from_address(broker) if isinstance(broker, str) else broker
+
+
+class Connection:
+    """A paho client with a "ready" flag and a count of unconfirmed publishes.
+
+    ``connected`` is set once the broker accepted the connection and, when ``subscriptions``
+    (a list of ``(topic filter, qos)``) are given, acknowledged them; they are renewed on
+    every reconnection. Publishes are counted until paho's ``on_publish`` confirms them
+    (written out for QoS 0, acknowledged for QoS 1 and 2), so a device can flush before it
+    disconnects.
+    """
+
+    def __init__(
+        self,
+        options: BrokerOptions,
+        client_id: str,
+        on_message=None,
+        subscriptions: list[tuple[str, int]] = (),
+    ):
+        self.options = options
+        self.client_id = client_id
+        self.client = mqtt.Client(
+            mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True
+        )
+        if options.username is not None:
+            self.client.username_pw_set(options.username, options.password())
+        if options.tls_ca_file is not None:
+            self.client.tls_set(
+                ca_certs=options.tls_ca_file,
+                certfile=options.tls_cert_file,
+                keyfile=options.tls_key_file,
+            )
+        self.connected = threading.Event()
+        self.refused: str | None = None
+        self._lock = threading.Lock()
+        self._published = 0
+        self._confirmed = 0
+        self._flushed = threading.Condition(self._lock)
+        self.client.on_connect = self._on_connect
+        self.client.on_disconnect = self._on_disconnect
+        self.client.on_publish = self._on_publish
+        self.client.on_subscribe = self._on_subscribe
+        self.subscriptions = list(subscriptions)
+        if on_message is not None:
+            self.client.on_message = on_message
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties):
+        if reason_code == 0:
+            self.refused = None
+            if self.subscriptions:
+                client.subscribe(self.subscriptions)
+            else:
+                self.connected.set()
+        else:
+            self.refused = str(reason_code)
+            log.error("%s: broker refused the connection: %s", self.client_id, reason_code)
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties):
+        self.connected.clear()
+
+    def _on_subscribe(self, client, userdata, mid, reason_codes, properties):
+        refused = [str(rc) for rc in reason_codes if rc.is_failure]
+        if refused:
+            self.refused = f"subscription refused: {', '.join(refused)}"
+            log.error("%s: %s", self.client_id, self.refused)
+        else:
+            self.connected.set()
+
+    def _on_publish(self, client, userdata, mid, reason_code, properties):
+        with self._lock:
+            self._confirmed += 1
+            if self._confirmed >= self._published:
+                self._flushed.notify_all()
+
+    def connect(self, timeout_s: float = 10.0, retry: bool = False) -> bool:
+        """Connect, start the network thread and wait for the broker's CONNACK.
+
+        With ``retry`` (a device coming back from a reboot) a failure is not an error: paho
+        keeps trying in the background, QoS >= 1 publishes wait in its queue, and the result
+        is whether the device is connected after ``timeout_s``.
+
+        Raises (without ``retry``):
+            ConnectionError: refused, or no CONNACK within ``timeout_s``.
+            OSError: the TCP (or TLS) connection failed.
+        """
+        self.connected.clear()
+        host, port, keepalive = self.options.host, self.options.port, self.options.keepalive_s
+        if retry:
+            self.client.connect_async(host, port, keepalive)
+            self.client.loop_start()
+            if not self.connected.wait(timeout_s):
+                log.warning("%s: not reconnected after %g s; paho keeps trying", self.client_id, timeout_s)
+                return False
+            return True
+        self.client.connect(host, port, keepalive)
+        self.client.loop_start()
+        if not self.connected.wait(timeout_s):
+            self.client.loop_stop()
+            why = self.refused or f"no answer within {timeout_s:g} s"
+            raise ConnectionError(f"{self.client_id}: cannot connect to {host}:{port}: {why}")
+        return True
+
+    def publish(self, topic: str, payload: bytes, qos: int) -> bool:
+        """Publish; False when paho refused it at once (e.g. QoS 0 while disconnected: C34)."""
+        with self._lock:
+            self._published += 1
+        info = self.client.publish(topic, payload, qos)
+        if info.rc != mqtt.MQTT_ERR_SUCCESS and qos == 0:
+            with self._lock:  # paho will never confirm it
+                self._published -= 1
+            return False
+        return True
+
+    def flush(self, timeout_s: float) -> bool:
+        """Wait until every publish is confirmed; False on timeout."""
+        with self._lock:
+            return self._flushed.wait_for(lambda: self._confirmed >= self._published, timeout_s)
+
+    def disconnect(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+        self.connected.clear()
