@@ -17,8 +17,9 @@
 # Needs root and: apt-get install -y debootstrap qemu-user-static binfmt-support
 # Environment: EDGEBAYES_PI_CACHE (default /var/cache/edgebayes-pi), EDGEBAYES_PI_MIRROR (Debian
 # mirror), EDGEBAYES_PI_NICE (niceness of the emulated work, default 19), EDGEBAYES_PI_E2E and
-# EDGEBAYES_PI_EXCLUDE (override the selection below), EDGEBAYES_PI_KEEP=1 (keep the run's
-# overlay for a look afterwards).
+# EDGEBAYES_PI_EXCLUDE (override the selection below), EDGEBAYES_PI_FOOTPRINT=0 (skip the
+# footprint measurement, deploy/pi/footprint.py, run after the tests), EDGEBAYES_PI_KEEP=1 (keep
+# the run's overlay for a look afterwards).
 set -euo pipefail
 
 # --- test selection (fnmatch patterns on pytest node ids, space-separated) ---------------------
@@ -116,6 +117,10 @@ if [ -n "$EDGEBAYES_PI_E2E" ] && [ "$n_e2e" = 0 ]; then
   say "$ARCH: FAIL: no end-to-end test matched EDGEBAYES_PI_E2E='$EDGEBAYES_PI_E2E'"
   rc=1
 fi
+if [ "$FOOTPRINT" = 1 ]; then
+  say "$ARCH: footprint under emulation (qemu's own memory included; times are not a Pi's):"
+  "$VENV/bin/python" deploy/pi/footprint.py 2>&1 | sed 's/^/    /' || say "$ARCH: footprint failed"
+fi
 exit $rc
 EOF
 }
@@ -142,6 +147,7 @@ run_inside() {
     ARCH="$arch" VENV="$VENV" VENV_FLAGS="$venv_flags" \
     PIP_CERT=/etc/ssl/host-ca-bundle.crt PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
     PIP_DEFAULT_TIMEOUT=120 EDGEBAYES_PI_E2E="$E2E" EDGEBAYES_PI_EXCLUDE="$EXCLUDE" \
+    FOOTPRINT="${EDGEBAYES_PI_FOOTPRINT:-1}" \
     /bin/bash -s
 }
 
