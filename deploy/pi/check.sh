@@ -43,7 +43,13 @@ SHARED="$(cd "$REPO/../shared" 2>/dev/null && pwd || true)"
 
 say() { printf '[pi-check %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 die() { say "ERROR: $*"; exit 2; }
-qemu_name() { case "$1" in arm64) echo aarch64 ;; armhf) echo arm ;; *) die "unknown architecture $1 (arm64 or armhf)" ;; esac; }
+qemu_name() {
+  case "$1" in
+    arm64) echo aarch64 ;;
+    armhf) echo arm ;;
+    *) die "unknown architecture $1 (arm64 or armhf)" ;;
+  esac
+}
 
 # The kernel must run foreign binaries through qemu for every process in the root (pip, pytest,
 # mosquitto), so binfmt_misc is needed; Debian registers qemu with the F flag (interpreter opened
@@ -51,10 +57,10 @@ qemu_name() { case "$1" in arm64) echo aarch64 ;; armhf) echo arm ;; *) die "unk
 ensure_binfmt() {
   local q; q="$(qemu_name "$1")"
   command -v debootstrap >/dev/null && [ -x "/usr/bin/qemu-$q-static" ] ||
-    die "needs debootstrap and qemu-user-static: apt-get install -y debootstrap qemu-user-static binfmt-support"
+    die "needs debootstrap and qemu: apt-get install -y debootstrap qemu-user-static binfmt-support"
   mountpoint -q /proc/sys/fs/binfmt_misc ||
     mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc ||
-    die "cannot mount binfmt_misc: foreign binaries cannot run here (a container without that privilege?)"
+    die "cannot mount binfmt_misc: foreign binaries cannot run here (a container without it?)"
   [ -e "/proc/sys/fs/binfmt_misc/qemu-$q" ] || update-binfmts --enable "qemu-$q" ||
     die "cannot register qemu-$q with binfmt_misc"
   grep -q '^flags:.*F' "/proc/sys/fs/binfmt_misc/qemu-$q" ||
@@ -94,23 +100,27 @@ t0=$SECONDS
 python3 -m venv $VENV_FLAGS "$VENV"
 if [ "$ARCH" = armhf ]; then
   # Is there a wheel on the package index for this platform? pip's own answer, printed as is.
+  platform=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_platform())')
   for pkg in numpy msgpack; do
-    say "armhf: wheels of $pkg on the package index for $($VENV/bin/python -c 'import sysconfig; print(sysconfig.get_platform())'):"
+    say "armhf: wheels of $pkg on the package index for $platform:"
     "$VENV/bin/pip" download --quiet --no-deps --only-binary=:all: -d /tmp/wheelcheck "$pkg" 2>&1 |
       sed 's/^/    /' || true
   done
-  say "armhf: so numpy and msgpack come from Debian (python3-numpy $(dpkg-query -W -f='${Version}' python3-numpy), python3-msgpack $(dpkg-query -W -f='${Version}' python3-msgpack)) through --system-site-packages"
+  say "armhf: so numpy and msgpack come from Debian through --system-site-packages:" \
+    "$(dpkg-query -W python3-numpy python3-msgpack | tr '\t\n' '  ')"
 fi
 "$VENV/bin/pip" install --quiet ".[test]"
 say "$ARCH: venv + pip install .[test] in $((SECONDS - t0)) s"
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md, platform
-print("    installed:", ", ".join(f"{n} {md.version(n)}" for n in ("edgebayes", "numpy", "msgpack", "paho-mqtt", "tqdm", "pytest", "hypothesis")), "on", platform.machine())
+names = ("edgebayes", "numpy", "msgpack", "paho-mqtt", "tqdm", "pytest", "hypothesis")
+print("    installed:", ", ".join(f"{n} {md.version(n)}" for n in names), "on", platform.machine())
 PY
 t0=$SECONDS
 rc=0
 PYTHONPATH=/srv/edgebayes/main/deploy/pi EDGEBAYES_PI_E2E_COUNT_FILE=/tmp/e2e-count \
-  "$VENV/bin/python" -m pytest -p select_tests -p no:cacheprovider -q -rA --durations=5 tests || rc=$?
+  "$VENV/bin/python" -m pytest -p select_tests -p no:cacheprovider -q -rA --durations=5 tests ||
+  rc=$?
 say "$ARCH: tests in $((SECONDS - t0)) s (pytest exit $rc)"
 n_e2e=$(cat /tmp/e2e-count 2>/dev/null || echo 0)
 if [ -n "$EDGEBAYES_PI_E2E" ] && [ "$n_e2e" = 0 ]; then
@@ -136,7 +146,8 @@ run_inside() {
   mkdir -p "$m/srv/edgebayes/main" "$m/srv/edgebayes/shared"
   # the working tree as git sees it (tracked and untracked files, not the ignored ones)
   git -C "$REPO" ls-files -z --cached --others --exclude-standard |
-    (cd "$REPO" && xargs -0 tar -cf - --ignore-failed-read 2>/dev/null) | tar -xf - -C "$m/srv/edgebayes/main"
+    (cd "$REPO" && xargs -0 tar -cf - --ignore-failed-read 2>/dev/null) |
+    tar -xf - -C "$m/srv/edgebayes/main"
   [ -n "$SHARED" ] && mount --bind -o ro "$SHARED" "$m/srv/edgebayes/shared"
   cp /etc/resolv.conf "$m/etc/resolv.conf"
   # pip trusts what this host trusts (a proxy's CA, if any); the root's own store is untouched
@@ -169,7 +180,7 @@ main() {
   [ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot and mounts need it)"
   local archs=("$@") failed=()
   [ ${#archs[@]} -gt 0 ] || archs=(arm64)
-  [ -n "$SHARED" ] || say "warning: $REPO/../shared not found: tests that read shared data will fail"
+  [ -n "$SHARED" ] || say "warning: $REPO/../shared not found: tests reading shared data will fail"
   for arch in "${archs[@]}"; do
     qemu_name "$arch" >/dev/null
     check_arch "$arch" || failed+=("$arch")
@@ -178,4 +189,4 @@ main() {
   say "PASSED: ${archs[*]}"
 }
 
-main "$@"
+main "$@"; exit  # on one line: bash never reads past it, even if this file is edited mid-run

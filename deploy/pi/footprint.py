@@ -2,8 +2,9 @@
 
 Prints one line per stage: wall time of the stage, then VmRSS and VmHWM (peak) of this process
 from /proc/self/status, in MiB. Stages: interpreter start (a separate ``python -c pass``),
-importing what the runtime imports (numpy, msgpack, paho-mqtt, edgebayes), then for each learner a prequential pass (predict, then learn) over the first ``--n`` rows of a data
-set (default: elec2, 8 features) and its own `memory_bytes()`. Then, for each runtime model set
+importing what the runtime imports (numpy, msgpack, paho-mqtt, edgebayes), then for each
+learner a prequential pass (predict, then learn) over the first ``--n`` rows of a data set
+(default: elec2, 8 features) and its own `memory_bytes()`. Then, for each runtime model set
 (``--runtime``), ``edgebayes run`` against Mosquitto on loopback: ``--n`` labelled readings
 published at once (msgpack, QoS 1), and the runtime process's VmRSS / VmHWM once it has
 published every prediction, with the readings per second it kept up.
@@ -49,13 +50,15 @@ def startup_s() -> float:
 
 def memory_mib(pid: str = "self") -> tuple[float, float]:
     """(VmRSS, VmHWM) of a process in MiB."""
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    fields = dict(line.split(":", 1) for line in lines)
     return tuple(int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM"))
 
 
 def report(stage: str, seconds: float, extra: str = "", pid: str = "self") -> None:
     rss, hwm = memory_mib(pid)
-    print(f"{stage:<34} {seconds:8.3f} s   rss {rss:7.1f} MiB   peak {hwm:7.1f} MiB   {extra}", flush=True)
+    print(f"{stage:<34} {seconds:8.3f} s   rss {rss:7.1f} MiB   peak {hwm:7.1f} MiB   {extra}",
+          flush=True)
 
 
 def parse_learner(spec: str) -> tuple[str, dict]:
@@ -72,7 +75,8 @@ def parse_learner(spec: str) -> tuple[str, dict]:
 
 
 def runtime_config(models: list[tuple[str, str, str]], features: list[str]) -> str:
-    tables = "".join(f'\n[[models]]\nname = "{n}"\nkind = "{k}"\n{extra}\n' for n, k, extra in models)
+    tables = "".join(f'\n[[models]]\nname = "{n}"\nkind = "{k}"\n{extra}\n'
+                     for n, k, extra in models)
     return f"[schema]\nfeatures = {features!r}\n[output]\nmetrics_interval_s = 3600\n{tables}"
 
 
@@ -147,7 +151,8 @@ def main() -> int:
     from edgebayes.base import make_learner
     from edgebayes.streams import open_stream
 
-    report("import numpy msgpack paho edgebayes", time.perf_counter() - t, f"edgebayes {edgebayes.__version__}, numpy {numpy.__version__}")
+    report("import numpy msgpack paho edgebayes", time.perf_counter() - t,
+           f"edgebayes {edgebayes.__version__}, numpy {numpy.__version__}")
 
     rows = list(open_stream(args.data, n_samples=args.n))
     for spec in args.learners:
