@@ -63,7 +63,7 @@ class ConceptDriftStream(Generator):
 
     def _sampler(self):
         rng = self._rng()
-        before, after = self.stream._sampler(), self.drift_stream._sampler()
+        before, after = self.stream.sampler(), self.drift_stream.sampler()
         seen = [0]
 
         def draw(k):

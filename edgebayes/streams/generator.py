@@ -68,13 +68,19 @@ class Generator(Stream):
     def _sampler(self) -> Sampler:
         raise NotImplementedError
 
+    def sampler(self) -> Sampler:
+        """A fresh ``draw(k)`` from the start of the stream whose samples do not depend on how
+        they are requested: k at a time or all at once give the same sequence (what
+        `ConceptDriftStream` uses, so a concept inside a drift is the concept alone)."""
+        return buffered(self._sampler(), self.schema.n_features)
+
     def batches(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """The stream as consecutive chunks ``(X, y)``: X float64 (<= `CHUNK`, n_features), y int64.
 
         The same samples as ``iter(self)`` and `to_arrays` (the chunk size is fixed because a
         sampler's draws depend on it), for batch learners (``learn_many``).
         """
-        draw = self._sampler()
+        draw = self.sampler()
         remaining = self.n_samples
         while remaining is None or remaining > 0:
             k = CHUNK if remaining is None else min(CHUNK, remaining)
@@ -115,6 +121,30 @@ class Generator(Stream):
 
     def _params(self) -> dict:
         return {"n_samples": self.n_samples, "seed": self.seed}
+
+
+def buffered(draw: Sampler, n_features: int) -> Sampler:
+    """``draw`` called with `CHUNK` only, its chunks served in pieces of any size."""
+    chunk: list = [None, None]
+    used = [CHUNK]
+
+    def take(k: int):
+        parts = []
+        while k > 0:
+            if used[0] == CHUNK:
+                chunk[:] = draw(CHUNK)
+                used[0] = 0
+            m = min(k, CHUNK - used[0])
+            parts.append((chunk[0][used[0]:used[0] + m], chunk[1][used[0]:used[0] + m]))
+            used[0] += m
+            k -= m
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return np.empty((0, n_features)), np.empty(0, dtype=np.int64)
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    return take
 
 
 def iid_sampler(
