@@ -23,10 +23,11 @@
 set -euo pipefail
 
 # --- test selection (fnmatch patterns on pytest node ids, space-separated) ---------------------
-# Every test under tests/ that does not use the `broker` fixture and matches no EXCLUDE pattern,
-# plus the end-to-end tests matching E2E, which run against Mosquitto inside the emulated root.
-E2E="${EDGEBAYES_PI_E2E:-tests/test_runtime_*::*end_to_end*}"
-EXCLUDE="${EDGEBAYES_PI_EXCLUDE:-tests/test_runtime_*}"
+# Every test under tests/ that does not use the `broker` fixture and matches no EXCLUDE pattern
+# (for tests that start a broker of their own), plus the end-to-end tests matching E2E, which run
+# against Mosquitto inside the emulated root.
+E2E="${EDGEBAYES_PI_E2E-tests/test_runtime_*::*end_to_end*}"
+EXCLUDE="${EDGEBAYES_PI_EXCLUDE-}"
 
 SUITE=bookworm
 CACHE="${EDGEBAYES_PI_CACHE:-/var/cache/edgebayes-pi}"
