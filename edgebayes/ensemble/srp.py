@@ -1,0 +1,663 @@
+"""Streaming Random Patches (SRP): online bagging over random feature subspaces.
+
+Seed 000 (Gomes, Read and Bifet, ICDM 2019), Algorithm 1, with MOA's defaults and semantics
+(``moa.classifiers.meta.StreamingRandomPatches``) where the paper leaves room, and DESIGN.md 2.5
+where MOA and the design differ (noted below).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import numbers
+import sys
+
+import numpy as np
+
+from edgebayes.base import Learner, check_label, check_weight, learner_from_state
+from edgebayes.drift.base import ErrorDetector, detector_from_state
+from edgebayes.ensemble.subspaces import (
+    check_subspace_size,
+    draw_subspaces,
+    random_subspace,
+    subspace_size_for,
+)
+
+__all__ = ["SRPClassifier", "combine_votes"]
+
+TRAINING_METHODS = ("patches", "subspaces", "resampling")
+DISABLE_DETECTOR = ("off", "warning", "drift")
+#: Vote weight of a member whose accuracy is 0 or not yet known: MOA weighs votes by the
+#: accuracy in percent and falls back to weight 1 (i.e. 1 %) for those, so we use 0.01.
+UNKNOWN_ACCURACY_WEIGHT = 0.01
+#: Inputs an ADWIN window is sized for when the memory budget reserves room for detectors.
+_DETECTOR_HORIZON_LOG2 = 32
+
+
+def combine_votes(votes: list, weights: list, classes: list, index: dict) -> dict:
+    """SRP's weighted vote: sum over members of normalised probabilities times weight.
+
+    Args:
+        votes: per member, a dict {label: probability or score >= 0} (may be empty).
+        weights: per member, a float >= 0 (its accuracy, or 1 for an unweighted vote).
+        classes: the ensemble's labels, in output order; every vote's labels are among them.
+        index: label -> position in ``classes``.
+
+    Returns:
+        {label: float} over all ``classes`` (0.0 for classes no member votes for, casebook
+        C11), summing to 1; uniform when no member votes; {} when ``classes`` is empty.
+    """
+    if not classes:
+        return {}
+    acc = [0.0] * len(classes)
+    for vote, w in zip(votes, weights):
+        s = sum(vote.values())
+        if s > 0.0 and w > 0.0:
+            f = w / s
+            for c, p in vote.items():
+                acc[index[c]] += p * f
+    total = sum(acc)
+    if total > 0.0:
+        return {c: a / total for c, a in zip(classes, acc)}
+    u = 1.0 / len(classes)
+    return {c: u for c in classes}
+
+
+def _rng_state(rng: np.random.Generator) -> str:
+    # JSON text: the bit generator's state holds 128-bit ints, too big for msgpack
+    return json.dumps(rng.bit_generator.state)
+
+
+def _rng_from_state(text: str) -> np.random.Generator:
+    state = json.loads(text)
+    bitgen = getattr(np.random, state["bit_generator"])()
+    bitgen.state = state
+    return np.random.Generator(bitgen)
+
+
+def _error_signal(proto):
+    """A member's own change signal from the prototype detector: a rise of its error rate.
+
+    ADWIN-like detectors (with ``estimation_before_drift``) are wrapped in `ErrorDetector`
+    (MOA's ADWINChangeDetector: a cut after which the error estimate rose, DESIGN.md 2.4); an
+    ErrorDetector is cloned; any other detector signals whatever change it sees.
+    """
+    if isinstance(proto, ErrorDetector) or not hasattr(proto, "estimation_before_drift"):
+        return proto.clone()
+    return ErrorDetector(proto.clone())
+
+
+def _accuracy_around(signal) -> tuple[float, float]:
+    """(accuracy before, accuracy after) the input that made ``signal`` fire: 1 - error estimate."""
+    inner = getattr(signal, "detector", signal)
+    before = getattr(inner, "estimation_before_drift", math.nan)
+    return 1.0 - before, 1.0 - signal.estimation
+
+
+def _detector_name(signal) -> str:
+    return type(getattr(signal, "detector", signal)).__name__.lower()
+
+
+class _Member:
+    """One ensemble slot: its learner and subspace, detectors, accuracy, background learner."""
+
+    __slots__ = (
+        "learner", "features", "take", "warning", "drift", "n_tested", "n_correct",
+        "bkg", "bkg_features", "bkg_take",
+    )  # fmt: skip
+
+    def __init__(self, learner, features, take, warning, drift):
+        self.learner = learner
+        self.features = features  # sorted int64 indices, None = every feature
+        self.take = take  # indices to take from x for a learner without `features`, else None
+        self.warning = warning
+        self.drift = drift
+        self.n_tested = 0.0  # test-then-train weight since the last reset
+        self.n_correct = 0.0
+        self.bkg = None
+        self.bkg_features = None
+        self.bkg_take = None
+
+
+class SRPClassifier(Learner):
+    """Streaming Random Patches ensemble classifier (seed 000, Algorithm 1).
+
+    For each labelled sample and each member (DESIGN.md 2.5): predict on the member's subspace
+    (the test), count the result in the member's accuracy (every sample counts), draw
+    ``k ~ Poisson(lam)`` (``k = 1`` for ``"subspaces"``); if ``k > 0``, train the member and
+    its background learner with weight ``k`` (one ``learn_one(x, y, w=k)``, never ``k``
+    repeated calls) and feed the test's 0/1 error (1 = wrong, casebook C25) to its detectors.
+    A member that drew ``k = 0`` is neither trained nor are its detectors fed (casebook C28).
+    A warning starts a background learner on a fresh random subspace (if the member has none)
+    and resets the warning detector; a drift swaps the background learner in (or a fresh
+    learner on a fresh subspace) and resets both detectors and the accuracy.
+
+    Where this differs from MOA: MOA feeds its detectors whether the member classifies the
+    sample correctly *after* training on it (so does River); we feed the test prediction's
+    error, as DESIGN.md 2.5 and the paper's Algorithm 1 (line 8) say, which also saves one
+    prediction per member. MOA replaces a running background learner at every new warning; we
+    keep it (DESIGN.md 2.5). MOA keeps a stale reference to the swapped-in background learner
+    and trains it twice per sample until the next warning; we do not.
+
+    Args:
+        model: prototype base learner, cloned for every member and background learner (never
+            trained itself). Default: ``HoeffdingTreeClassifier(grace_period=50, delta=0.01,
+            leaf_prediction="nba")``, the paper's. A learner with a ``features`` parameter (our
+            tree) gets its subspace through it and sees the whole ``x``; any other learner
+            (GaussianNB) is fed ``x`` restricted to its subspace. Parameters ``seed`` and
+            ``max_size_bytes``, when the learner has them, are set per member.
+        n_models: number of members (int >= 1); the paper's n = 10.
+        subspace_size: features per member: int (negative = all but that many), float in
+            (0, 1] (fraction, the paper's m = 60 %), ``"sqrt"`` or ``"rmsqrt"``; rules in
+            `edgebayes.ensemble.subspaces.subspace_size_for`. When it covers every feature the
+            ensemble trains by resampling (as MOA), whatever ``training_method`` says.
+        training_method: ``"patches"`` (subspace + Poisson resampling: SRP), ``"subspaces"``
+            (subspace, every sample weight 1: SRS in the paper), ``"resampling"`` (all
+            features + Poisson: BAG in the paper).
+        lam: Poisson mean of the resampling weights (float > 0; the paper's 6).
+        drift_detector: prototype drift detector (default ``ADWIN(delta=1e-5)``).
+        warning_detector: prototype warning detector (default ``ADWIN(delta=1e-4)``). Each
+            member signals when its detector cuts and its error estimate rose (DESIGN.md 2.4).
+        disable_detector: ``"off"`` (warnings with background learners, and drifts),
+            ``"warning"`` (drifts only: a drift resets the member with a fresh learner on a
+            fresh subspace), ``"drift"`` (no detection at all). River's names.
+        disable_weighted_vote: True = every member's normalised vote counts 1.
+        max_size_bytes: hard bound on `memory_bytes` (None = unbounded), shared by members
+            and background learners: detectors and bookkeeping get a fixed reserve (ADWIN
+            windows sized for 2**32 inputs) and each learner slot (n_models, twice that with
+            background learners) an equal share, passed down as the learner's own
+            ``max_size_bytes``. The base learner must therefore take ``max_size_bytes``.
+        seed: int >= 0 or None (fresh entropy, fixed at construction). Subspaces, Poisson
+            weights and members' seeds come from it; the same seed and stream give the same
+            model and predictions.
+
+    Attributes:
+        classes_: labels in order of first appearance.
+        n_features_: features per sample (None before the first sample).
+        subspace_size_: resolved features per member (None before the first sample).
+        training_method_: the method in force ("resampling" when the subspace is every
+            feature).
+        n_samples_seen_: samples learned (with weight > 0).
+        n_warnings, n_drifts: warnings and drifts signalled by members since construction.
+        last_events: what the latest `learn_one` signalled, a list of dicts ``{"level":
+            "warning" | "drift", "member": i, "detector": "adwin", "accuracy_before": float,
+            "accuracy_after": float}`` (the member's detector's accuracy estimate, 1 - error,
+            just before and just after the signalling input); empty when nothing happened.
+
+    Raises:
+        ValueError: any invalid argument (named in the message).
+
+    Example:
+        >>> from edgebayes.naive_bayes import GaussianNB
+        >>> srp = SRPClassifier(model=GaussianNB(), n_models=3, seed=1)
+        >>> for x, y in [([0.1, 1.0, 0.2], "a"), ([0.9, 0.1, 0.8], "b")] * 20:
+        ...     srp.learn_one(x, y)
+        >>> srp.predict_one([0.2, 0.9, 0.1])
+        'a'
+    """
+
+    def __init__(
+        self,
+        model=None,
+        n_models: int = 10,
+        subspace_size=0.6,
+        training_method: str = "patches",
+        lam: float = 6.0,
+        drift_detector=None,
+        warning_detector=None,
+        disable_detector: str = "off",
+        disable_weighted_vote: bool = False,
+        max_size_bytes: int | None = None,
+        seed: int | None = None,
+    ):
+        if model is not None and not isinstance(model, Learner):
+            raise ValueError(f"model must be an edgebayes Learner, got {type(model).__name__}")
+        if isinstance(n_models, bool) or not isinstance(n_models, numbers.Integral) or n_models < 1:
+            raise ValueError(f"n_models must be an int >= 1, got {n_models!r}")
+        check_subspace_size(subspace_size)
+        if training_method not in TRAINING_METHODS:
+            raise ValueError(f"training_method must be one of {TRAINING_METHODS}, got {training_method!r}")
+        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not 0.0 < lam < math.inf:
+            raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
+        for name, det in (("drift_detector", drift_detector), ("warning_detector", warning_detector)):
+            if det is not None and not all(hasattr(det, a) for a in ("update", "clone", "state")):
+                raise ValueError(f"{name} must be a drift detector (update, clone, state), got {det!r}")
+        if disable_detector not in DISABLE_DETECTOR:
+            raise ValueError(f"disable_detector must be one of {DISABLE_DETECTOR}, got {disable_detector!r}")
+        if not isinstance(disable_weighted_vote, bool):
+            raise ValueError(f"disable_weighted_vote must be a bool, got {disable_weighted_vote!r}")
+        if max_size_bytes is not None and (
+            isinstance(max_size_bytes, bool) or not isinstance(max_size_bytes, numbers.Integral) or max_size_bytes < 1
+        ):
+            raise ValueError(f"max_size_bytes must be None or an int >= 1, got {max_size_bytes!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
+            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+        self.model = model
+        self.n_models = n_models
+        self.subspace_size = subspace_size
+        self.training_method = training_method
+        self.lam = lam
+        self.drift_detector = drift_detector
+        self.warning_detector = warning_detector
+        self.disable_detector = disable_detector
+        self.disable_weighted_vote = disable_weighted_vote
+        self.max_size_bytes = max_size_bytes
+        self.seed = seed
+
+        self._proto = model if model is not None else _default_tree()
+        accepted = inspect.signature(type(self._proto)).parameters
+        self._has_features = "features" in accepted
+        self._has_seed = "seed" in accepted
+        if max_size_bytes is not None and "max_size_bytes" not in accepted:
+            raise ValueError(
+                f"max_size_bytes needs a base learner that takes max_size_bytes; "
+                f"{type(self._proto).__name__} does not"
+            )
+        self._drift_proto = None
+        self._warning_proto = None
+        if disable_detector != "drift":
+            self._drift_proto = _error_signal(drift_detector if drift_detector is not None else _adwin(1e-5))
+        if disable_detector == "off":
+            self._warning_proto = _error_signal(warning_detector if warning_detector is not None else _adwin(1e-4))
+        self._n_slots = n_models * (2 if self._warning_proto is not None else 1)
+        self._share = None if max_size_bytes is None else self._learner_share()
+
+        structure, weights = np.random.SeedSequence(seed).spawn(2)
+        self._rng = np.random.default_rng(structure)  # subspaces, members' seeds
+        self._poisson = np.random.default_rng(weights)  # Poisson weights, one row per sample
+        self.classes_: list = []
+        self._index: dict = {}
+        self.n_features_: int | None = None
+        self.subspace_size_: int | None = None
+        self.training_method_: str = training_method
+        self.n_samples_seen_ = 0
+        self.n_warnings = 0
+        self.n_drifts = 0
+        self.last_events: list = []
+        self._members: list[_Member] = []
+        self._last_predictions: list = []
+        self._version = 0  # bumped by every learn_one; keys the prediction cache
+        self._cache_key = None  # x.tobytes() of the latest predict_proba_one
+        self._cache_version = -1
+        self._cache_predictions: list = []
+
+    # ------------------------------------------------------------------ construction helpers
+
+    def _learner_share(self) -> int:
+        """Bytes each learner slot may hold under ``max_size_bytes``.
+
+        Raises:
+            ValueError: the budget leaves no room for the learners.
+        """
+        n_signals = self.n_models * ((self._drift_proto is not None) + (self._warning_proto is not None))
+        reserve = 4096 + 512 * self.n_models + n_signals * _signal_bound(self._drift_proto or self._warning_proto)
+        share = (self.max_size_bytes - reserve) // self._n_slots
+        if share < 1024:
+            raise ValueError(
+                f"max_size_bytes={self.max_size_bytes} is too small: detectors and bookkeeping "
+                f"reserve {reserve} bytes, leaving {max(share, 0)} per learner for {self._n_slots} learners"
+            )
+        return share
+
+    def _new_learner(self, features):
+        """A fresh base learner for ``features`` (None = all): its share, seed and subspace."""
+        params = self._proto._params()
+        if self._has_features:
+            params["features"] = None if features is None else features.tolist()
+        if self._share is not None:
+            params["max_size_bytes"] = self._share
+        if self._has_seed:
+            params["seed"] = int(self._rng.integers(2**31))
+        return type(self._proto)(**params)
+
+    def _take(self, features):
+        # a learner without `features` is fed x[features]
+        return None if self._has_features or features is None else features
+
+    def _fresh_subspace(self):
+        if self.training_method_ == "resampling":
+            return None
+        return random_subspace(self.n_features_, self.subspace_size_, self._rng)
+
+    def _init_members(self, n_features: int) -> None:
+        """Resolve the subspace size, draw distinct subspaces, build the members (first sample)."""
+        self.n_features_ = n_features
+        k = subspace_size_for(self.subspace_size, n_features)
+        self.subspace_size_ = k
+        if self.training_method == "resampling" or k == n_features:
+            self.training_method_ = "resampling"
+            subspaces = [None] * self.n_models
+        else:
+            subspaces = draw_subspaces(n_features, k, self.n_models, self._rng)
+        self._members = [
+            _Member(
+                self._new_learner(f),
+                f,
+                self._take(f),
+                None if self._warning_proto is None else self._warning_proto.clone(),
+                None if self._drift_proto is None else self._drift_proto.clone(),
+            )
+            for f in subspaces
+        ]
+
+    # ------------------------------------------------------------------ input checks
+
+    def _check_x(self, x) -> np.ndarray:
+        """``x`` as a float64 vector of n_features_ values (NaN = missing).
+
+        Raises:
+            ValueError: not 1-D numbers, wrong length, empty, or +/-inf.
+        """
+        if isinstance(x, (str, bytes, dict)):
+            raise ValueError(f"x must be a 1-D sequence of numbers, got {type(x).__name__}")
+        try:
+            v = np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("x must be a 1-D sequence of numbers") from None
+        if v.ndim != 1 or not len(v):
+            raise ValueError(f"x must be a non-empty 1-D sequence, got shape {v.shape}")
+        if self.n_features_ is not None and len(v) != self.n_features_:
+            raise ValueError(f"x has {len(v)} features, the model {self.n_features_}")
+        s = float(v.sum())
+        if s - s != 0.0 and np.isinf(v).any():  # the sum is finite unless some value is not
+            raise ValueError("x holds +/-inf: features must be finite (NaN marks a missing value)")
+        return v
+
+    # ------------------------------------------------------------------ learning
+
+    def learn_one(self, x, y, w: float = 1.0) -> None:
+        """Test then train every member on one sample (seed 000, Algorithm 1, lines 6-20).
+
+        Args:
+            x: 1-D sequence of n_features_ floats (NaN = missing), fixed by the first sample.
+            y: label (str or int; a new label adds a class).
+            w: sample weight >= 0, multiplying each member's Poisson weight (as MOA); 0 skips
+                the sample.
+
+        Raises:
+            ValueError: bad x, label or weight; the model is unchanged.
+        """
+        v = self._check_x(x)
+        check_label(y)
+        if w != 1.0:
+            w = check_weight(w)
+        if self.last_events:
+            self.last_events = []
+        if w == 0.0:
+            return
+        if isinstance(y, np.generic):
+            y = y.item()
+        if not self._members:
+            self._init_members(len(v))
+        if y not in self._index:
+            self._index[y] = len(self.classes_)
+            self.classes_.append(y)
+        members = self._members
+        key = v.tobytes()
+        if self._cache_key == key and self._cache_version == self._version:
+            preds = self._cache_predictions
+        else:
+            preds = [m.learner.predict_one(v if m.take is None else v[m.take]) for m in members]
+        self._last_predictions = preds
+        self._version += 1
+        self._cache_key = None
+        self.n_samples_seen_ += 1
+        if self.training_method_ == "subspaces":
+            ks = [1] * len(members)
+        else:
+            ks = self._poisson.poisson(self.lam, len(members)).tolist()
+        for i, m in enumerate(members):
+            correct = preds[i] == y
+            m.n_tested += w
+            if correct:
+                m.n_correct += w
+            k = ks[i]
+            if not k:
+                continue  # neither trained nor detectors fed (casebook C28)
+            kw = k * w
+            m.learner.learn_one(v if m.take is None else v[m.take], y, kw)
+            if m.bkg is not None:
+                m.bkg.learn_one(v if m.bkg_take is None else v[m.bkg_take], y, kw)
+            if m.drift is None:
+                continue
+            error = 0.0 if correct else 1.0  # 1 = wrong (casebook C25)
+            if m.warning is not None and m.warning.update(error):
+                self._on_warning(i, m)
+            if m.drift.update(error):
+                self._on_drift(i, m)
+
+    def _event(self, level: str, i: int, signal) -> None:
+        before, after = _accuracy_around(signal)
+        self.last_events.append({
+            "level": level, "member": i, "detector": _detector_name(signal),
+            "accuracy_before": before, "accuracy_after": after,
+        })  # fmt: skip
+
+    def _on_warning(self, i: int, m: _Member) -> None:
+        """Algorithm 1 lines 11-12: a background learner on a fresh subspace, if none runs."""
+        self.n_warnings += 1
+        self._event("warning", i, m.warning)
+        if m.bkg is None:
+            f = self._fresh_subspace()
+            m.bkg, m.bkg_features, m.bkg_take = self._new_learner(f), f, self._take(f)
+        m.warning.reset()
+
+    def _on_drift(self, i: int, m: _Member) -> None:
+        """Algorithm 1 lines 14-15: swap in the background learner (or a fresh one)."""
+        self.n_drifts += 1
+        self._event("drift", i, m.drift)
+        if m.bkg is not None:
+            m.learner, m.features, m.take = m.bkg, m.bkg_features, m.bkg_take
+            m.bkg = m.bkg_features = m.bkg_take = None
+        else:
+            f = self._fresh_subspace()
+            m.learner, m.features, m.take = self._new_learner(f), f, self._take(f)
+        m.drift.reset()
+        if m.warning is not None:
+            m.warning.reset()
+        m.n_tested = m.n_correct = 0.0
+
+    # ------------------------------------------------------------------ prediction
+
+    def _weights(self) -> list:
+        if self.disable_weighted_vote:
+            return [1.0] * len(self._members)
+        return [
+            m.n_correct / m.n_tested if m.n_correct > 0.0 else UNKNOWN_ACCURACY_WEIGHT
+            for m in self._members
+        ]
+
+    def predict_proba_one(self, x) -> dict:
+        """Weighted vote {label: probability} over every class seen (empty before learning).
+
+        Each member's class probabilities, normalised, times its accuracy since its last
+        reset (`combine_votes`), summed and normalised.
+
+        Raises:
+            ValueError: bad x (as `learn_one`).
+        """
+        if not self._members:
+            return {}
+        v = self._check_x(x)
+        votes = [m.learner.predict_proba_one(v if m.take is None else v[m.take]) for m in self._members]
+        # the members' test predictions for a learn_one on this same x (the prequential loop)
+        self._cache_predictions = [max(p, key=p.get) if p else None for p in votes]
+        self._cache_key = v.tobytes()
+        self._cache_version = self._version
+        return combine_votes(votes, self._weights(), self.classes_, self._index)
+
+    # ------------------------------------------------------------------ inspection
+
+    @property
+    def n_background_learners(self) -> int:
+        """Members currently training a background learner."""
+        return sum(m.bkg is not None for m in self._members)
+
+    @property
+    def members(self) -> list:
+        """The members' learners, in member order (read-only view for diagnostics)."""
+        return [m.learner for m in self._members]
+
+    @property
+    def subspaces(self) -> list:
+        """Each member's feature indices (sorted int list), None for every feature."""
+        return [None if m.features is None else m.features.tolist() for m in self._members]
+
+    @property
+    def member_accuracies(self) -> list:
+        """Each member's test-then-train accuracy since its last reset (None before any test)."""
+        return [m.n_correct / m.n_tested if m.n_tested else None for m in self._members]
+
+    @property
+    def last_member_predictions(self) -> list:
+        """Each member's test prediction in the latest `learn_one` (None = no prediction)."""
+        return list(self._last_predictions)
+
+    def memory_bytes(self) -> int:
+        """Bytes held: members' and background learners' own counts, detectors, subspaces,
+        and this object's bookkeeping (lists, class index)."""
+        total = sys.getsizeof(self) + sys.getsizeof(self.__dict__) + sys.getsizeof(self._members)
+        total += sys.getsizeof(self.classes_) + sys.getsizeof(self._index)
+        total += sum(sys.getsizeof(c) for c in self.classes_)
+        total += 2 * (sys.getsizeof(self._last_predictions) + 8 * self.n_models)
+        for m in self._members:
+            total += sys.getsizeof(m) + m.learner.memory_bytes()
+            for f in (m.features, m.bkg_features):
+                if f is not None:
+                    total += f.nbytes + 112
+            if m.bkg is not None:
+                total += m.bkg.memory_bytes()
+            for det in (m.warning, m.drift):
+                if det is not None:
+                    total += det.memory_bytes()
+        if not self._members:
+            total += self._proto.memory_bytes()
+        return int(total)
+
+    # ------------------------------------------------------------------ state
+
+    def state(self) -> dict:
+        """Plain, msgpack-serialisable state with ``"kind": "srp"`` (see `from_state`)."""
+        def opt(obj):
+            return None if obj is None else obj.state()
+
+        def idx(f):
+            return None if f is None else f.tolist()
+
+        return {
+            "kind": "srp",
+            "params": {
+                "model": opt(self.model),
+                "n_models": self.n_models,
+                "subspace_size": self.subspace_size,
+                "training_method": self.training_method,
+                "lam": self.lam,
+                "drift_detector": opt(self.drift_detector),
+                "warning_detector": opt(self.warning_detector),
+                "disable_detector": self.disable_detector,
+                "disable_weighted_vote": self.disable_weighted_vote,
+                "max_size_bytes": self.max_size_bytes,
+                "seed": self.seed,
+            },
+            "classes": list(self.classes_),
+            "n_features": self.n_features_,
+            "subspace_size_": self.subspace_size_,
+            "training_method_": self.training_method_,
+            "n_samples_seen": self.n_samples_seen_,
+            "n_warnings": self.n_warnings,
+            "n_drifts": self.n_drifts,
+            "rng": _rng_state(self._rng),
+            "poisson_rng": _rng_state(self._poisson),
+            "members": [
+                {
+                    "learner": m.learner.state(),
+                    "features": idx(m.features),
+                    "warning": opt(m.warning),
+                    "drift": opt(m.drift),
+                    "n_tested": m.n_tested,
+                    "n_correct": m.n_correct,
+                    "bkg": opt(m.bkg),
+                    "bkg_features": idx(m.bkg_features),
+                }
+                for m in self._members
+            ],
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> "SRPClassifier":
+        """Rebuild the ensemble `state` described: same predictions, same future learning.
+
+        Raises:
+            ValueError: not an srp state, or a malformed one.
+        """
+        if not isinstance(state, dict) or state.get("kind") != "srp":
+            raise ValueError("not an srp state")
+        try:
+            p = dict(state["params"])
+            for name, rebuild in (("model", learner_from_state), ("drift_detector", detector_from_state),
+                                  ("warning_detector", detector_from_state)):  # fmt: skip
+                if p[name] is not None:
+                    p[name] = rebuild(p[name])
+            out = cls(**p)
+            out.classes_ = list(state["classes"])
+            out._index = {c: i for i, c in enumerate(out.classes_)}
+            out.n_features_ = state["n_features"]
+            out.subspace_size_ = state["subspace_size_"]
+            out.training_method_ = state["training_method_"]
+            out.n_samples_seen_ = int(state["n_samples_seen"])
+            out.n_warnings = int(state["n_warnings"])
+            out.n_drifts = int(state["n_drifts"])
+            out._rng = _rng_from_state(state["rng"])
+            out._poisson = _rng_from_state(state["poisson_rng"])
+            out._members = [_member_from_state(out, s) for s in state["members"]]
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"bad srp state: {exc!r}") from None
+        if out._members and len(out._members) != out.n_models:
+            raise ValueError(f"bad srp state: {len(out._members)} members for n_models={out.n_models}")
+        return out
+
+
+def _member_from_state(srp: SRPClassifier, s: dict) -> _Member:
+    def idx(f):
+        return None if f is None else np.asarray(f, dtype=np.int64)
+
+    def det(d):
+        return None if d is None else detector_from_state(d)
+
+    f = idx(s["features"])
+    m = _Member(learner_from_state(s["learner"]), f, srp._take(f), det(s["warning"]), det(s["drift"]))
+    m.n_tested, m.n_correct = float(s["n_tested"]), float(s["n_correct"])
+    if s["bkg"] is not None:
+        m.bkg_features = idx(s["bkg_features"])
+        m.bkg, m.bkg_take = learner_from_state(s["bkg"]), srp._take(m.bkg_features)
+    return m
+
+
+def _adwin(delta: float):
+    from edgebayes.drift import ADWIN
+
+    return ADWIN(delta=delta)
+
+
+def _default_tree():
+    """The paper's base learner: Hoeffding tree, grace period 50, delta 0.01, NBA leaves."""
+    from edgebayes.tree import HoeffdingTreeClassifier
+
+    return HoeffdingTreeClassifier(grace_period=50, delta=0.01, leaf_prediction="nba")
+
+
+def _signal_bound(signal) -> int:
+    """Bytes a member's signal may reach: an ADWIN window over 2**32 inputs (all histogram rows
+    full), else what the detector holds now (a detector of constant size)."""
+    inner = getattr(signal, "detector", signal)
+    state = inner.state()
+    if state.get("kind") != "adwin":
+        return signal.memory_bytes()
+    mb = state["params"]["max_buckets"]
+    rows = _DETECTOR_HORIZON_LOG2 + 1
+    state["totals"] = [[0.0] * mb for _ in range(rows)]
+    state["variances"] = [[0.0] * mb for _ in range(rows)]
+    state["width"] = sum(mb << i for i in range(rows))
+    full = type(inner).from_state(state)
+    return signal.memory_bytes() - inner.memory_bytes() + full.memory_bytes()
