@@ -1,0 +1,811 @@
+"""Hoeffding tree classifier (VFDT) in flat arrays, with a hard memory bound.
+
+Domingos and Hulten (2000), "Mining high-speed data streams", with the semantics of MOA's
+``HoeffdingTree`` (information gain, Gaussian numeric observers, mc / nb / nba leaves, memory
+management by leaf deactivation). See DESIGN.md 2.3 and 3 and the package docstring.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from array import array
+
+import numpy as np
+
+from edgebayes.base import Learner, check_label, check_weight
+from edgebayes.tree import storage
+from edgebayes.tree.criterion import hoeffding_bound, merit_range
+from edgebayes.tree.observers import (
+    INV2VAR,
+    LOGNORM,
+    MAX,
+    MIN,
+    N_FIELDS,
+    nominal_split,
+    numeric_splits,
+    softmax_log,
+)
+
+# Node record (struct of arrays, one int record and one float record per node).
+_FEAT, _CHILD, _NBR, _DEPTH, _SLOT = range(5)  # ints: split feature (-1 leaf), first child,
+_NI = 5  # branches of a nominal split (0 numeric), depth, stats slot (-1 inactive / split)
+_THR, _NW, _LASTW, _MCOK, _NBOK = range(5)  # floats: threshold, weight seen, weight at last
+_NF = 5  # split evaluation, weight predicted right by majority class / by naive Bayes
+
+_LEAF_PREDICTIONS = ("mc", "nb", "nba")
+#: Smallest accepted ``max_size_bytes``: the Python objects of an empty tree plus a root.
+MIN_SIZE_BYTES = 4096
+#: Learned samples between two rankings of the leaves by promise (bounded trees only).
+REBALANCE_PERIOD = 1000
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _check_x_array(x) -> np.ndarray:
+    """``x`` as a 1-D float64 array; None becomes NaN. ValueError for anything non-numeric."""
+    xa = np.asarray(x) if not isinstance(x, np.ndarray) else x
+    if xa.dtype != np.float64:
+        if xa.dtype.kind in "iub" or xa.dtype.kind == "f":
+            xa = xa.astype(np.float64)
+        elif xa.dtype.kind == "O":
+            vals = []
+            for v in xa.ravel():
+                if v is None:
+                    vals.append(math.nan)
+                elif isinstance(v, (bool, int, float, np.number)) and not isinstance(v, complex):
+                    vals.append(float(v))
+                else:
+                    raise ValueError(f"feature value {v!r} is not a number")
+            xa = np.array(vals, dtype=np.float64).reshape(xa.shape)
+        else:
+            raise ValueError(f"x must hold numbers, got dtype {xa.dtype}")
+    if xa.ndim != 1:
+        raise ValueError(f"x must be 1-D, got shape {xa.shape}")
+    return xa
+
+
+class HoeffdingTreeClassifier(Learner):
+    """Hoeffding tree (VFDT) with information gain, nb/nba leaves and a hard byte budget.
+
+    Args:
+        grace_period: weight a leaf must see between two split evaluations (MOA's
+            ``gracePeriod``, 200; SRP uses 50).
+        delta: 1 - confidence of the Hoeffding bound, in (0, 1) (MOA's ``splitConfidence``).
+        tau: tie threshold: split on the best candidate once the bound falls below it, >= 0.
+        leaf_prediction: "mc" (majority class), "nb" (naive Bayes) or "nba" (naive Bayes
+            adaptive: whichever of mc and nb predicted the leaf's training samples better).
+        nb_threshold: weight a leaf must have seen before its naive Bayes is used, >= 0.
+        max_depth: leaves at this depth (root = 0) never split; None = unbounded (routing is
+            iterative, so depth is limited by memory only; casebook C20).
+        n_split_points: candidate thresholds per numeric feature (MOA's numBins, 10).
+        nominal_attributes: indices of x holding nominal values (multiway splits); others are
+            numeric.
+        max_size_bytes: hard bound on `memory_bytes()`, >= `MIN_SIZE_BYTES`; None = unbounded.
+        features: indices of x the tree learns from and splits on (SRP's subspace); the
+            sample is read in place, never copied. None = all features.
+        seed: accepted for a uniform learner API; VFDT is deterministic and draws nothing.
+
+    Learned state: ``classes_`` (labels in order of first appearance), ``n_features_in_``.
+
+    Raises:
+        ValueError: an invalid parameter (named in the message).
+
+    Example:
+        >>> tree = HoeffdingTreeClassifier(grace_period=50, delta=0.01)
+        >>> for i in range(400):
+        ...     tree.learn_one([i / 400, 0.5], "hot" if i >= 200 else "cold")
+        >>> tree.predict_one([0.9, 0.5]), tree.n_nodes
+        ('hot', 3)
+    """
+
+    def __init__(
+        self,
+        grace_period=200,
+        delta=1e-7,
+        tau=0.05,
+        leaf_prediction="nba",
+        nb_threshold=0,
+        max_depth=None,
+        n_split_points=10,
+        nominal_attributes=None,
+        max_size_bytes=None,
+        features=None,
+        seed=None,
+    ):
+        self._check_params(
+            grace_period, delta, tau, leaf_prediction, nb_threshold, max_depth, n_split_points,
+            nominal_attributes, max_size_bytes, features,
+        )
+        self.grace_period = grace_period
+        self.delta = delta
+        self.tau = tau
+        self.leaf_prediction = leaf_prediction
+        self.nb_threshold = nb_threshold
+        self.max_depth = max_depth
+        self.n_split_points = n_split_points
+        self.nominal_attributes = nominal_attributes
+        self.max_size_bytes = max_size_bytes
+        self.features = features
+        self.seed = seed
+        self.classes_ = []
+        self.n_features_in_ = None
+        self.n_skipped_ = 0  # samples a full budget could not take (a new class or value)
+        self._cidx = {}
+        self._gnum = []  # global indices of the numeric features learned, in record order
+        self._gnom = []  # global indices of the nominal features learned
+        self._vocab = []  # per nominal feature: value -> code
+        self._vocab_of = {}  # global index -> vocabulary dict (routing at nominal splits)
+        self._n_nodes = 0
+        self._node_cap = 0
+        self._slot_cap = 0
+        self._ccap = 0
+        self._vcaps = []
+        self._n_free = 0
+        self._n_learned = 0
+        self._ni = array("i")
+        self._nf = array("d")
+        self._cc = array("d")
+        self._st = array("d")
+        self._nc = []
+        self._free = array("i")
+
+    @staticmethod
+    def _check_params(grace_period, delta, tau, leaf_prediction, nb_threshold, max_depth,
+                      n_split_points, nominal_attributes, max_size_bytes, features):
+        def number(name, v):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
+
+        def index_list(name, v):
+            if v is None:
+                return
+            try:
+                items = list(v)
+            except TypeError:
+                raise ValueError(f"{name} must be a sequence of feature indices, got {v!r}") from None
+            for i in items:
+                if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or i < 0:
+                    raise ValueError(f"{name} must hold non-negative ints, got {i!r}")
+            if len(set(items)) != len(items):
+                raise ValueError(f"{name} holds a duplicate index: {items}")
+
+        number("grace_period", grace_period)
+        if grace_period <= 0:
+            raise ValueError(f"grace_period must be > 0, got {grace_period}")
+        number("delta", delta)
+        if not 0.0 < delta < 1.0:
+            raise ValueError(f"delta must be in (0, 1), got {delta}")
+        number("tau", tau)
+        if tau < 0:
+            raise ValueError(f"tau must be >= 0, got {tau}")
+        if leaf_prediction not in _LEAF_PREDICTIONS:
+            raise ValueError(f"leaf_prediction must be one of {_LEAF_PREDICTIONS}, got {leaf_prediction!r}")
+        number("nb_threshold", nb_threshold)
+        if nb_threshold < 0:
+            raise ValueError(f"nb_threshold must be >= 0, got {nb_threshold}")
+        if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0):
+            raise ValueError(f"max_depth must be None or an int >= 0, got {max_depth!r}")
+        if isinstance(n_split_points, bool) or not isinstance(n_split_points, int) or n_split_points < 1:
+            raise ValueError(f"n_split_points must be an int >= 1, got {n_split_points!r}")
+        index_list("nominal_attributes", nominal_attributes)
+        index_list("features", features)
+        if features is not None and len(list(features)) == 0:
+            raise ValueError("features must name at least one index")
+        if max_size_bytes is not None and (
+            isinstance(max_size_bytes, bool) or not isinstance(max_size_bytes, int) or max_size_bytes < MIN_SIZE_BYTES
+        ):
+            raise ValueError(f"max_size_bytes must be None or an int >= {MIN_SIZE_BYTES}, got {max_size_bytes!r}")
+
+    # ------------------------------------------------------------------ introspection
+
+    @property
+    def n_nodes(self) -> int:
+        """Nodes in the tree (split nodes and leaves)."""
+        return self._n_nodes
+
+    @property
+    def n_leaves(self) -> int:
+        """Leaves, active and inactive."""
+        if not self._n_nodes:
+            return 0
+        return int((self._ints()[:, _FEAT] < 0).sum())
+
+    @property
+    def n_active_leaves(self) -> int:
+        """Leaves holding attribute observers (they learn splits and naive Bayes)."""
+        if not self._n_nodes:
+            return 0
+        ints = self._ints()
+        return int(((ints[:, _FEAT] < 0) & (ints[:, _SLOT] >= 0)).sum())
+
+    @property
+    def depth(self) -> int:
+        """Depth of the deepest leaf (root alone = 0; empty tree = 0)."""
+        return int(self._ints()[:, _DEPTH].max()) if self._n_nodes else 0
+
+    def _ints(self) -> np.ndarray:
+        return storage.view(self._ni, (self._node_cap, _NI))[: self._n_nodes]
+
+    def _floats(self) -> np.ndarray:
+        return storage.view(self._nf, (self._node_cap, _NF))[: self._n_nodes]
+
+    # ------------------------------------------------------------------ memory
+
+    def _py_bytes(self) -> int:
+        """Bytes of the Python objects around the arrays (labels, vocabularies, lists)."""
+        size = sys.getsizeof
+        total = size(self) + size(self.__dict__) + size(self.classes_) + size(self._cidx)
+        total += sum(size(c) for c in self.classes_) + size(self._gnum) + size(self._gnom)
+        total += size(self._vocab) + size(self._vocab_of) + size(self._vcaps) + size(self._nc)
+        for voc in self._vocab:
+            total += size(voc) + sum(size(k) + size(v) for k, v in voc.items())
+        for p in (self.features, self.nominal_attributes):
+            if p is not None:
+                total += size(p) + sum(size(i) for i in p)
+        return total
+
+    def _array_bytes(self, node_cap, slot_cap, ccap, vcaps) -> int:
+        b = storage.array_bytes("i", _NI * node_cap) + storage.array_bytes("d", _NF * node_cap)
+        b += storage.array_bytes("d", node_cap * ccap) + storage.array_bytes("i", slot_cap)
+        b += storage.array_bytes("d", slot_cap * ccap * len(self._gnum) * N_FIELDS)
+        return b + sum(storage.array_bytes("d", slot_cap * ccap * v) for v in vcaps)
+
+    def memory_bytes(self) -> int:
+        """Bytes held: every array's allocation plus the Python objects around them.
+
+        Never above ``max_size_bytes`` when one is set: capacities are planned with the same
+        formula before any allocation.
+        """
+        arrays = (self._ni, self._nf, self._cc, self._st, self._free, *self._nc)
+        return self._py_bytes() + sum(sys.getsizeof(a) for a in arrays)
+
+    def _fits(self, node_cap, slot_cap, ccap, vcaps) -> bool:
+        if self.max_size_bytes is None:
+            return True
+        return self._py_bytes() + self._array_bytes(node_cap, slot_cap, ccap, vcaps) <= self.max_size_bytes
+
+    def _slots_that_fit(self, node_cap, ccap, vcaps) -> int:
+        """Largest slot capacity within the budget (-1 if even zero slots do not fit)."""
+        if self.max_size_bytes is None:
+            return sys.maxsize
+        room = self.max_size_bytes - self._py_bytes() - self._array_bytes(node_cap, 0, ccap, vcaps)
+        per_slot = self._array_bytes(0, 1, ccap, vcaps) - self._array_bytes(0, 0, ccap, vcaps)
+        return room // per_slot if room >= 0 else -1
+
+    # ------------------------------------------------------------------ storage layout
+
+    def _rebuild(self, node_cap, slot_cap, ccap, vcaps, keep) -> None:
+        """Re-lay every array at new capacities; ``keep`` lists the old slots that survive,
+        new slot i holding old slot keep[i]; leaves of the other slots become inactive."""
+        n, old_c, n_num = self._n_nodes, self._ccap, len(self._gnum)
+        ints = np.zeros((node_cap, _NI), np.intc)
+        ints[:n] = self._ints()
+        floats = np.zeros((node_cap, _NF))
+        floats[:n] = self._floats()
+        cc = np.zeros((node_cap, ccap))
+        cc[:n, :old_c] = storage.view(self._cc, (self._node_cap, old_c))[:n]
+        keep = np.asarray(keep, dtype=np.intp)
+        st = _empty_stats(slot_cap, ccap, n_num)
+        st[: keep.size, :old_c] = storage.view(self._st, (self._slot_cap, old_c, n_num, N_FIELDS))[keep]
+        nc = []
+        for k, vcap in enumerate(vcaps):
+            new = np.zeros((slot_cap, ccap, vcap))
+            old_v = self._vcaps[k] if k < len(self._vcaps) else 0
+            if old_v:
+                new[: keep.size, :old_c, :old_v] = storage.view(self._nc[k], (self._slot_cap, old_c, old_v))[keep]
+            nc.append(storage.from_numpy("d", new))
+        remap = np.full(max(self._slot_cap, 1), -1, np.intc)
+        remap[keep] = np.arange(keep.size, dtype=np.intc)
+        slots = ints[:n, _SLOT]
+        was_active = slots >= 0
+        ints[:n, _SLOT] = np.where(was_active, remap[np.maximum(slots, 0)], -1)
+        self._ni = storage.from_numpy("i", ints)
+        self._nf = storage.from_numpy("d", floats)
+        self._cc = storage.from_numpy("d", cc)
+        self._st = storage.from_numpy("d", st)
+        self._nc = nc
+        free = np.zeros(slot_cap, np.intc)  # a stack: the lowest free slot on top
+        free[: slot_cap - keep.size] = np.arange(slot_cap - 1, keep.size - 1, -1)
+        self._free = storage.from_numpy("i", free)
+        self._n_free = slot_cap - keep.size
+        self._node_cap, self._slot_cap, self._ccap, self._vcaps = node_cap, slot_cap, ccap, list(vcaps)
+
+    def _active_slots(self, exclude=-1) -> list:
+        """Slots of the active leaves, highest promise (weight x error) first."""
+        ints = self._ints()
+        leaves = np.flatnonzero((ints[:, _FEAT] < 0) & (ints[:, _SLOT] >= 0))
+        leaves = leaves[leaves != exclude]
+        order = np.argsort(-self._promise(leaves), kind="stable")
+        return ints[leaves[order], _SLOT].tolist()
+
+    def _promise(self, nodes: np.ndarray) -> np.ndarray:
+        """Weight seen minus the majority class weight (MOA's ``calculatePromise``)."""
+        if not nodes.size:
+            return np.zeros(0)
+        cc = storage.view(self._cc, (self._node_cap, self._ccap))[nodes]
+        return self._floats()[nodes, _NW] - cc.max(axis=1)
+
+    def _relayout(self, node_cap, ccap, vcaps, exclude=-1) -> bool:
+        """Move to new node/class/value capacities within the budget, growing the slot pool to
+        what fits (up to twice the active leaves) or shedding the least promising active
+        leaves. False (nothing changed) when even zero slots would not fit."""
+        fit = self._slots_that_fit(node_cap, ccap, vcaps)
+        if fit < 0:
+            return False
+        active = self._active_slots(exclude)
+        slot_cap = min(fit, max(self._slot_cap, 2 * len(active), 1))
+        self._rebuild(node_cap, slot_cap, ccap, vcaps, active[:slot_cap])
+        return True
+
+    def _take_slot(self) -> int:
+        """A free stats slot, growing the pool geometrically within the budget; -1 if none."""
+        if not self._n_free:
+            fit = self._slots_that_fit(self._node_cap, self._ccap, self._vcaps)
+            slot_cap = min(fit, 2 * self._slot_cap or 1)
+            if slot_cap <= self._slot_cap:
+                return -1
+            self._rebuild(self._node_cap, slot_cap, self._ccap, self._vcaps, self._active_slots())
+        self._n_free -= 1
+        return self._free[self._n_free]
+
+    def _release_slot(self, s: int) -> None:
+        """Clear slot ``s`` to empty estimators and return it to the pool."""
+        view = storage.view(self._st, (self._slot_cap, self._ccap, len(self._gnum), N_FIELDS))
+        view[s] = _empty_stats(1, self._ccap, len(self._gnum))[0]
+        for k, a in enumerate(self._nc):
+            storage.view(a, (self._slot_cap, self._ccap, self._vcaps[k]))[s] = 0.0
+        self._free[self._n_free] = s
+        self._n_free += 1
+
+    def _activate(self, node: int) -> bool:
+        s = self._take_slot()
+        if s < 0:
+            return False
+        b, fb = node * _NI, node * _NF
+        self._ni[b + _SLOT] = s
+        self._nf[fb + _LASTW] = self._nf[fb + _NW]
+        self._nf[fb + _MCOK] = self._nf[fb + _NBOK] = 0.0
+        return True
+
+    def _rebalance(self) -> None:
+        """Give the stats slots to the most promising leaves (MOA's ``enforceTrackerLimit``):
+        deactivate the others, reactivate inactive leaves that now rank higher or for which
+        room has freed."""
+        ints = self._ints()
+        leaves = np.flatnonzero(ints[:, _FEAT] < 0)
+        inactive = ints[leaves, _SLOT] < 0
+        if not inactive.any():
+            return
+        fit = self._slots_that_fit(self._node_cap, self._ccap, self._vcaps)
+        n_active = min(leaves.size, max(fit, 0))
+        order = leaves[np.argsort(-self._promise(leaves), kind="stable")]
+        top = order[:n_active]
+        top_slots = ints[top, _SLOT]
+        if (top_slots >= 0).all() and n_active <= self._slot_cap:
+            return  # the most promising leaves already learn
+        keep = top_slots[top_slots >= 0].tolist()
+        self._rebuild(self._node_cap, max(n_active, len(keep)), self._ccap, self._vcaps, keep)
+        for node in top[top_slots < 0].tolist():
+            self._activate(node)
+
+    # ------------------------------------------------------------------ input
+
+    def _check_x(self, x) -> list:
+        xa = _check_x_array(x)
+        if self.n_features_in_ is not None and xa.shape[0] != self.n_features_in_:
+            raise ValueError(f"x has {xa.shape[0]} features, expected {self.n_features_in_}")
+        if not math.isfinite(xa.sum()) and np.isinf(xa).any():
+            raise ValueError("x holds +/-inf")
+        return xa.tolist()
+
+    def _init_features(self, n: int) -> None:
+        """Fix the schema from the first sample and allocate the root."""
+        feats = list(range(n)) if self.features is None else [int(i) for i in self.features]
+        bad = [i for i in feats if i >= n]
+        if bad:
+            raise ValueError(f"features {bad} out of range for x of {n} features")
+        nominal = set() if self.nominal_attributes is None else {int(i) for i in self.nominal_attributes}
+        self.n_features_in_ = n
+        self._gnum = [g for g in feats if g not in nominal]
+        self._gnom = [g for g in feats if g in nominal]
+        self._vocab = [{} for _ in self._gnom]
+        self._vocab_of = dict(zip(self._gnom, self._vocab))
+        self._vcaps = [0] * len(self._gnom)
+        self._nc = [array("d") for _ in self._gnom]
+
+    def _add_class(self, y) -> int:
+        """Index of a new label, re-laying class-indexed arrays; -1 if the budget is full."""
+        self.classes_.append(y)
+        self._cidx[y] = c = len(self.classes_) - 1
+        if c < self._ccap:
+            return c
+        new_nodes = self._node_cap or 1
+        for ccap in (max(2 * self._ccap, 1), c + 1):
+            if self._relayout(new_nodes, ccap, self._vcaps):
+                if not self._n_nodes:
+                    self._new_root()
+                return c
+        self.classes_.pop()
+        del self._cidx[y]
+        return -1
+
+    def _new_root(self) -> None:
+        self._n_nodes = 1
+        self._ni[_FEAT] = -1
+        self._ni[_SLOT] = -1
+        self._activate(0)
+
+    def _code(self, k: int, v: float) -> int:
+        """Code of value ``v`` of nominal feature k, added if new; -1 if the budget is full."""
+        voc = self._vocab[k]
+        code = voc.get(v)
+        if code is not None:
+            return code
+        voc[v] = code = len(voc)
+        if code < self._vcaps[k]:
+            return code
+        for vcap in (2 * self._vcaps[k] or 1, code + 1):
+            vcaps = list(self._vcaps)
+            vcaps[k] = vcap
+            if self._relayout(self._node_cap, self._ccap, vcaps):
+                return code
+        del voc[v]
+        return -1
+
+    # ------------------------------------------------------------------ learning
+
+    def learn_one(self, x, y, w=1.0) -> None:
+        """Learn one sample: route it to its leaf, update the leaf, maybe split (VFDT).
+
+        Args:
+            x: 1-D sequence of floats (list or numpy array), fixed length; NaN or None means
+                missing (skipped by the observers; at a split on it the sample follows the
+                branch that has seen more weight).
+            y: any hashable label; a class first seen mid-stream is added.
+            w: sample weight >= 0 (SRP's Poisson k); weight k equals k repeated learns.
+
+        Raises:
+            ValueError: wrong length, non-numeric or infinite x, a None/NaN/unhashable label,
+                a negative or non-finite weight, or ``features`` out of range; the tree is
+                unchanged.
+        """
+        check_label(y)
+        w = check_weight(w)
+        xl = self._check_x(x)
+        if self.n_features_in_ is None:
+            self._init_features(len(xl))
+        if w == 0.0:
+            return
+        c = self._cidx.get(y)
+        if c is None:
+            c = self._add_class(y)
+            if c < 0:
+                self.n_skipped_ += 1
+                return
+        self._learn(xl, c, w)
+
+    def _learn(self, xl: list, c: int, w: float) -> None:
+        # nominal codes first: a new value may re-lay the arrays
+        codes = [self._code(k, xl[g]) if xl[g] == xl[g] else -1 for k, g in enumerate(self._gnom)]
+        ni, nf = self._ni, self._nf
+        node = 0
+        while True:  # iterative routing: no recursion however deep (casebook C20)
+            b = node * _NI
+            nf[node * _NF + _NW] += w
+            g = ni[b]
+            if g < 0:
+                break
+            node = self._branch(b, xl[g])
+        ccap = self._ccap
+        s = ni[b + _SLOT]
+        if s >= 0:
+            if self.leaf_prediction == "nba":
+                self._score_leaf(node, s, xl, c, w)
+            self._observe(s, xl, c, w, codes)
+        self._cc[node * ccap + c] += w
+        self._n_learned += 1
+        if s >= 0:
+            fb = node * _NF
+            if nf[fb + _NW] - nf[fb + _LASTW] >= self.grace_period:
+                nf[fb + _LASTW] = nf[fb + _NW]
+                self._attempt_split(node)
+        if self.max_size_bytes is not None and self._n_learned % REBALANCE_PERIOD == 0:
+            self._rebalance()
+
+    def _branch(self, b: int, v: float) -> int:
+        """The child of split node record ``b`` that value ``v`` goes to."""
+        ni, nf = self._ni, self._nf
+        ch = ni[b + _CHILD]
+        nbr = ni[b + _NBR]
+        if not nbr:
+            thr = nf[(b // _NI) * _NF + _THR]
+            if v <= thr:
+                return ch
+            if v > thr:
+                return ch + 1
+            return ch if nf[ch * _NF + _NW] >= nf[(ch + 1) * _NF + _NW] else ch + 1
+        code = self._vocab_of[ni[b + _FEAT]].get(v, -1)
+        if 0 <= code < nbr:
+            return ch + code
+        weights = [nf[(ch + i) * _NF + _NW] for i in range(nbr)]  # NaN / unseen value
+        return ch + weights.index(max(weights))
+
+    def _observe(self, s: int, xl: list, c: int, w: float, codes: list) -> None:
+        """Update slot ``s``'s observers with class ``c`` (weighted Welford, West 1979)."""
+        st = self._st
+        log = math.log
+        k = (s * self._ccap + c) * len(self._gnum) * N_FIELDS
+        for g in self._gnum:
+            v = xl[g]
+            if v == v:  # NaN is not learned
+                sw = st[k] + w
+                st[k] = sw
+                mu = st[k + 1]
+                d = v - mu
+                mu += d * w / sw
+                st[k + 1] = mu
+                m2 = st[k + 2] + w * d * (v - mu)
+                st[k + 2] = m2
+                if v < st[k + 3]:
+                    st[k + 3] = v
+                if v > st[k + 4]:
+                    st[k + 4] = v
+                if sw > 1.0 and m2 > 0.0:  # sample variance, as MOA's GaussianEstimator
+                    var = m2 / (sw - 1.0)
+                    st[k + 5] = -0.5 * (_LOG_2PI + log(var))
+                    st[k + 6] = 0.5 / var
+            k += N_FIELDS
+        for k, code in enumerate(codes):
+            if code >= 0:
+                self._nc[k][(s * self._ccap + c) * self._vcaps[k] + code] += w
+
+    def _score_leaf(self, node: int, s: int, xl: list, c: int, w: float) -> None:
+        """nba bookkeeping before learning: credit mc and nb with the weight they got right."""
+        fb = node * _NF
+        if _argmax(self._class_row(node)) == c:
+            self._nf[fb + _MCOK] += w
+        if _argmax(self._nb_log_votes(node, s, xl)) == c:
+            self._nf[fb + _NBOK] += w
+
+    def _class_row(self, node: int) -> list:
+        b = node * self._ccap
+        return self._cc[b : b + len(self.classes_)].tolist()
+
+    def _nb_log_votes(self, node: int, s: int, xl: list) -> list:
+        """Unnormalised naive Bayes log-votes per class at a leaf (MOA's
+        ``doNaiveBayesPrediction`` in log space, so nothing underflows: casebook C08).
+
+        A Gaussian with zero variance or no weight, and a missing value, add nothing (as
+        River's leaves); a class with no weight at the leaf gets -inf.
+        """
+        st, ccap, nfe = self._st, self._ccap, len(self._gnum) * N_FIELDS
+        gnum = self._gnum
+        log = math.log
+        votes = []
+        for c, n_c in enumerate(self._class_row(node)):
+            if n_c <= 0.0:
+                votes.append(-math.inf)
+                continue
+            ll = log(n_c)
+            k = (s * ccap + c) * nfe
+            for g in gnum:
+                iv = st[k + INV2VAR]
+                if iv:
+                    d = xl[g] - st[k + 1]
+                    if d == d:
+                        ll += st[k + LOGNORM] - d * d * iv
+                k += N_FIELDS
+            for j, g in enumerate(self._gnom):
+                ll += self._nominal_log_likelihood(j, s, c, xl[g])
+            votes.append(ll)
+        return votes
+
+    def _nominal_log_likelihood(self, k: int, s: int, c: int, v: float) -> float:
+        """log P(value | class) with Laplace correction (MOA's NominalAttributeClassObserver);
+        0 for a missing value or a class the observer has not seen."""
+        if v != v:
+            return 0.0
+        vcap = self._vcaps[k]
+        b = (s * self._ccap + c) * vcap
+        row = self._nc[k][b : b + vcap]
+        total = sum(row)
+        if total <= 0.0:
+            return 0.0
+        code = self._vocab[k].get(v, -1)
+        count = row[code] if code >= 0 else 0.0
+        return math.log((count + 1.0) / (total + len(self._vocab[k])))
+
+    def _attempt_split(self, node: int) -> None:
+        """VFDT split attempt (MOA's ``attemptToSplit``):
+
+        1. a pure leaf never splits (casebook C17); nor one at ``max_depth``;
+        2. best candidate per feature by information gain, plus the null split (merit -inf);
+        3. eps = hoeffding_bound(log2(n_classes), delta, weight seen);
+        4. split on the best when G(best) - G(second) > eps, or eps < tau (tie);
+        5. the children start with the split's class weights and fresh observers.
+        """
+        ints = storage.view(self._ni, (self._node_cap, _NI))
+        if self.max_depth is not None and ints[node, _DEPTH] >= self.max_depth:
+            return
+        n_classes = len(self.classes_)
+        pre = np.array(self._class_row(node))
+        if (pre > 0.0).sum() < 2:
+            return
+        s = int(ints[node, _SLOT])
+        suggestions = [(-math.inf, -1, 0, 0.0, None)]  # (merit, order, feature, threshold, dists)
+        if self._gnum:
+            block = storage.view(self._st, (self._slot_cap, self._ccap, len(self._gnum), N_FIELDS))
+            merit, thr, dists = numeric_splits(block[s, :n_classes], pre, self.n_split_points)
+            for j, g in enumerate(self._gnum):
+                suggestions.append((float(merit[j]), len(suggestions), g, float(thr[j]), dists[j]))
+        for k, g in enumerate(self._gnom):
+            counts = storage.view(self._nc[k], (self._slot_cap, self._ccap, self._vcaps[k]))[s, :n_classes]
+            merit, dists = nominal_split(counts, pre)
+            suggestions.append((merit, len(suggestions), g, math.nan, dists))
+        suggestions.sort(key=lambda t: (t[0], -t[1]))
+        best, second = suggestions[-1], suggestions[-2]
+        if not math.isfinite(best[0]):
+            return
+        eps = hoeffding_bound(merit_range(pre), self.delta, float(pre.sum()))
+        if best[0] - second[0] > eps or eps < self.tau:
+            self._split(node, best[2], best[3], best[4])
+
+    def _split(self, node: int, g: int, thr: float, dists: np.ndarray) -> None:
+        """Turn leaf ``node`` into a split on global feature ``g`` with children for the rows
+        of ``dists``; skipped when the budget cannot hold the new nodes even without slots."""
+        n_br = dists.shape[0]
+        need = self._n_nodes + n_br
+        if need > self._node_cap:
+            grown = False
+            for cap in (2 * self._node_cap, need):
+                if self._fits(cap, self._slot_cap, self._ccap, self._vcaps):
+                    self._rebuild(cap, self._slot_cap, self._ccap, self._vcaps, self._active_slots())
+                    grown = True
+                    break
+            if not grown and not self._relayout(need, self._ccap, self._vcaps, exclude=node):
+                return  # the tree is full: no more splits
+        b = node * _NI
+        s = self._ni[b + _SLOT]
+        if s >= 0:
+            self._release_slot(s)
+        first = self._n_nodes
+        depth = self._ni[b + _DEPTH] + 1
+        for i in range(n_br):
+            child = first + i
+            cb, fb = child * _NI, child * _NF
+            self._ni[cb + _FEAT] = -1
+            self._ni[cb + _DEPTH] = depth
+            self._ni[cb + _SLOT] = -1
+            row = dists[i]
+            for c, v in enumerate(row.tolist()):
+                self._cc[child * self._ccap + c] = v
+            self._nf[fb + _NW] = float(row.sum())
+        self._n_nodes = first + n_br
+        self._ni[b + _FEAT] = g
+        self._ni[b + _CHILD] = first
+        self._ni[b + _NBR] = 0 if g not in self._vocab_of else n_br
+        self._ni[b + _SLOT] = -1
+        self._nf[node * _NF + _THR] = 0.0 if g in self._vocab_of else thr
+        for child in range(first, first + n_br):
+            if not self._activate(child):
+                break
+
+    # ------------------------------------------------------------------ prediction
+
+    def predict_proba_one(self, x) -> dict:
+        """Class probabilities at the leaf x reaches: {label: p} over every class in
+        ``classes_`` (0 for a class unseen there; casebook C11); {} before any learning.
+
+        Raises:
+            ValueError: wrong length, non-numeric or infinite x.
+        """
+        xl = self._check_x(x)
+        if not self._n_nodes:
+            return {}
+        return dict(zip(self.classes_, self._proba(xl)))
+
+    def _proba(self, xl: list) -> list:
+        ni, nf = self._ni, self._nf
+        node = parent = 0
+        while True:
+            b = node * _NI
+            g = ni[b]
+            if g < 0:
+                break
+            parent = node
+            node = self._branch(b, xl[g])
+        fb = node * _NF
+        if nf[fb + _NW] <= 0.0:  # a branch no sample has reached: the split node's counts
+            node, fb = parent, parent * _NF
+        counts = self._class_row(node)
+        s = ni[node * _NI + _SLOT]
+        if (
+            s >= 0
+            and self.leaf_prediction != "mc"
+            and nf[fb + _NW] >= self.nb_threshold
+            and not (self.leaf_prediction == "nba" and nf[fb + _MCOK] > nf[fb + _NBOK])
+        ):
+            proba = softmax_log(self._nb_log_votes(node, s, xl))
+            if proba is not None:
+                return proba
+        total = sum(counts)
+        return [v / total for v in counts] if total > 0.0 else []
+
+    # ------------------------------------------------------------------ state
+
+    def state(self) -> dict:
+        """Everything needed to rebuild this tree exactly: parameters and the used parts of
+        the arrays, as plain lists (msgpack/JSON-ready). ``"kind": "hoeffding_tree"``."""
+        params = self._params()
+        for name in ("features", "nominal_attributes"):
+            if params[name] is not None:
+                params[name] = [int(i) for i in params[name]]
+        return {
+            "kind": "hoeffding_tree",
+            "params": params,
+            "classes": list(self.classes_),
+            "n_features_in": self.n_features_in_,
+            "n_skipped": self.n_skipped_,
+            "n_learned": self._n_learned,
+            "vocab": [list(v) for v in self._vocab],
+            "caps": [self._node_cap, self._slot_cap, self._ccap, list(self._vcaps)],
+            "n_nodes": self._n_nodes,
+            "ints": self._ni[: self._n_nodes * _NI].tolist(),
+            "floats": self._nf[: self._n_nodes * _NF].tolist(),
+            "class_weights": self._cc[: self._n_nodes * self._ccap].tolist(),
+            "stats": self._st.tolist(),
+            "nominal_counts": [a.tolist() for a in self._nc],
+            "free": self._free[: self._n_free].tolist(),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> "HoeffdingTreeClassifier":
+        """Rebuild the tree ``state()`` described.
+
+        Raises:
+            ValueError: not a hoeffding_tree state.
+        """
+        if not isinstance(state, dict) or state.get("kind") != "hoeffding_tree":
+            raise ValueError("not a hoeffding_tree state")
+        tree = cls(**state["params"])
+        if state["n_features_in"] is not None:
+            tree._init_features(state["n_features_in"])
+        for c in state["classes"]:
+            tree._cidx[c] = len(tree.classes_)
+            tree.classes_.append(c)
+        for voc, values in zip(tree._vocab, state["vocab"]):
+            voc.update((v, i) for i, v in enumerate(values))
+        node_cap, slot_cap, ccap, vcaps = state["caps"]
+        tree._node_cap, tree._slot_cap, tree._ccap, tree._vcaps = node_cap, slot_cap, ccap, list(vcaps)
+        tree._n_nodes = n = state["n_nodes"]
+        tree._n_learned = state["n_learned"]
+        tree.n_skipped_ = state["n_skipped"]
+        tree._ni = storage.filled("i", node_cap * _NI)
+        tree._ni[: n * _NI] = array("i", state["ints"])
+        tree._nf = storage.filled("d", node_cap * _NF)
+        tree._nf[: n * _NF] = array("d", state["floats"])
+        tree._cc = storage.filled("d", node_cap * ccap)
+        tree._cc[: n * ccap] = array("d", state["class_weights"])
+        tree._st = storage.from_numpy("d", np.array(state["stats"], dtype=np.float64))
+        tree._nc = [storage.from_numpy("d", np.array(a, dtype=np.float64)) for a in state["nominal_counts"]]
+        tree._free = storage.filled("i", slot_cap)
+        tree._n_free = len(state["free"])
+        tree._free[: tree._n_free] = array("i", state["free"])
+        return tree
+
+
+def _empty_stats(n_slots: int, ccap: int, n_num: int) -> np.ndarray:
+    """Stats records of empty Gaussian estimators: zero weight, min +inf, max -inf."""
+    st = np.zeros((n_slots, ccap, n_num, N_FIELDS))
+    st[..., MIN] = np.inf
+    st[..., MAX] = -np.inf
+    return st
+
+
+def _argmax(values: list) -> int:
+    """Index of the first maximum (MOA's ``maxIndex``); -1 for an empty list."""
+    best, arg = -math.inf, -1
+    for i, v in enumerate(values):
+        if v > best:
+            best, arg = v, i
+    return arg
