@@ -25,7 +25,7 @@ from edgebayes.streams.csv_reader import open_text
 from edgebayes.streams.schema import Feature, Schema
 
 NUMERIC_TYPES = ("numeric", "real", "integer")
-_TOKEN = re.compile(r"""\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^,{}\s][^,{}]*?)\s*(?:,|$)""")
+_TOKEN = re.compile(r"""\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^,'"\s][^,]*?)\s*(?:,|$)""")
 
 
 def unquote(text: str) -> str:
@@ -95,6 +95,8 @@ class ARFFStream(Stream):
             if name not in names:
                 raise ValueError(f"{self.path}: no attribute {name!r} ({', '.join(names)})")
         self._names = names
+        # value of an attribute absent from a sparse line: 0, or a nominal's first category
+        self._sparse_defaults = [t[0] if isinstance(t, tuple) else "0" for t in types]
         self._label_index = names.index(label)
         self._feature_index = [i for i, n in enumerate(names) if i != self._label_index and n not in self.drop]
         features = []
@@ -182,11 +184,7 @@ class ARFFStream(Stream):
     def _sparse(self, text: str, number: int) -> list[str]:
         if not text.endswith("}"):
             self._fail(number, "unclosed sparse instance")
-        values = ["0"] * len(self._names)
-        # nominal attributes absent from a sparse line take their first category
-        for k, i in enumerate(self._feature_index):
-            if self._codes[k] is not None:
-                values[i] = self.schema.features[k].categories[0]
+        values = list(self._sparse_defaults)
         body = text[1:-1].strip()
         for entry in split_values(body) if body else []:
             head, _, value = entry.partition(" ")
