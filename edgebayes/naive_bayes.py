@@ -248,7 +248,7 @@ class GaussianNB(Learner):
         self._fvars: list[float] = []
         self._fdense = True
         self._eps = EPS_FLOOR
-        self._cache = None  # per class (log prior - normaliser, 0.5/(var+eps), all features seen)
+        self._cache = None  # per class (log prior - normaliser, var + eps, all features seen)
 
     # ------------------------------------------------------------------ learning
 
@@ -423,8 +423,8 @@ class GaussianNB(Learner):
     # ------------------------------------------------------------------ prediction
 
     def _class_cache(self):
-        """Per class: log prior minus the normaliser, 0.5/(var + eps), and whether every
-        feature has a value (the fast path). Rebuilt after learning."""
+        """Per class: log prior minus the normaliser, var + eps, and whether every feature has
+        a value (the fast path). Rebuilt after learning."""
         cache = self._cache
         if cache is None:
             eps = self._eps
@@ -435,22 +435,22 @@ class GaussianNB(Learner):
                 prod = math.prod(vs)
                 log_det = math.log(prod) if 0.0 < prod < _INF else sum(map(math.log, vs))
                 log_p = math.log(p) if p > 0.0 else -_INF
-                cache.append((log_p - 0.5 * (d * _LOG_2PI + log_det), [0.5 / v for v in vs], min(cnt) > 0.0))
+                cache.append((log_p - 0.5 * (d * _LOG_2PI + log_det), vs, min(cnt) > 0.0))
             self._cache = cache
         return cache
 
     def _jll(self, xs: list, has_nan: bool) -> list:
         out = []
         cache = self._class_cache()
-        for (c, half_iv, full), p, mu, cnt in zip(cache, self._priors, self._means, self._counts):
+        for (c, vs, full), p, mu, cnt in zip(cache, self._priors, self._means, self._counts):
             if full and not has_nan:
-                out.append(c - sum([(a - b) * (a - b) * h for a, b, h in zip(xs, mu, half_iv)]))
+                out.append(c - 0.5 * sum([(a - b) * (a - b) / v for a, b, v in zip(xs, mu, vs)]))
                 continue
             # missing values: only the features present in x and seen in this class count
             s = math.log(p) if p > 0.0 else -_INF
-            for a, b, h, n in zip(xs, mu, half_iv, cnt):
+            for a, b, v, n in zip(xs, mu, vs, cnt):
                 if a == a and n > 0.0:
-                    s -= (a - b) * (a - b) * h + 0.5 * (_LOG_2PI - math.log(2.0 * h))
+                    s -= 0.5 * ((a - b) * (a - b) / v + _LOG_2PI + math.log(v))
             out.append(s)
         return out
 
