@@ -4,6 +4,16 @@ Every stream is a `Stream`: iterating it yields ``(x, y)`` with ``x`` a 1-D floa
 vector in the order of ``stream.schema.features`` and ``y`` the label; iterating again starts
 again from the first sample. `open_stream` builds one from a path or a ``synth:NAME`` string,
 which is what the command line and the configs use.
+
+- Files (`CSVStream`, `ARFFStream`) are read lazily, one line at a time (constant memory);
+  labels are the file's text (str). A nominal ARFF attribute is encoded as the float index of
+  its value among the declared categories; ``schema.features[j].categories`` lists them.
+- Generators (`SEA`, `Agrawal`, `LED`, `RandomRBF`, `Hyperplane`, `Sine`) follow their
+  published definitions as MOA implements them (MOA's defaults, River's parameter names),
+  are seeded numpy Generators, draw in chunks of `generator.CHUNK` samples and yield int
+  labels. ``batches()`` gives the same samples chunk by chunk, for ``learn_many``.
+- `ConceptDriftStream` joins two concepts with MOA's sigmoid; `srp_stream` builds the SRP
+  paper's LED_A, LED_G, AGR_A, AGR_G, RBF_M and RBF_F at any length.
 """
 
 from __future__ import annotations
