@@ -391,6 +391,24 @@ class HoeffdingTreeClassifier(Learner):
     # ------------------------------------------------------------------ input
 
     def _check_x(self, x) -> list:
+        # fast path: a float64 vector or a list of numbers, checked by one Python sum
+        if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1:
+            xl = x.tolist()
+        elif type(x) is list:
+            xl = x
+        else:
+            xl = None
+        if xl is not None and (self.n_features_in_ is None or len(xl) == self.n_features_in_):
+            try:
+                total = sum(xl)
+            except TypeError:
+                total = None
+            if type(total) is float or type(total) is int:
+                if total - total == 0.0 or not any(v in (math.inf, -math.inf) for v in xl):
+                    return xl
+        return self._check_x_slow(x)
+
+    def _check_x_slow(self, x) -> list:
         xa = _check_x_array(x)
         if self.n_features_in_ is not None and xa.shape[0] != self.n_features_in_:
             raise ValueError(f"x has {xa.shape[0]} features, expected {self.n_features_in_}")
@@ -495,7 +513,18 @@ class HoeffdingTreeClassifier(Learner):
             g = ni[b]
             if g < 0:
                 break
-            node = self._branch(b, xl[g])
+            v = xl[g]
+            if ni[b + _NBR]:
+                node = self._branch(b, v)
+                continue
+            thr = nf[node * _NF]
+            ch = ni[b + _CHILD]
+            if v <= thr:
+                node = ch
+            elif v > thr:
+                node = ch + 1
+            else:
+                node = self._branch(b, v)
         ccap = self._ccap
         s = ni[b + _SLOT]
         if s >= 0:
@@ -582,7 +611,9 @@ class HoeffdingTreeClassifier(Learner):
         gnum = self._gnum
         log = math.log
         votes = []
-        for c, n_c in enumerate(self._class_row(node)):
+        cc, cb = self._cc, node * ccap
+        for c in range(len(self.classes_)):
+            n_c = cc[cb + c]
             if n_c <= 0.0:
                 votes.append(-math.inf)
                 continue
@@ -595,8 +626,9 @@ class HoeffdingTreeClassifier(Learner):
                     if d == d:
                         ll += st[k + LOGNORM] - d * d * iv
                 k += N_FIELDS
-            for j, g in enumerate(self._gnom):
-                ll += self._nominal_log_likelihood(j, s, c, xl[g])
+            if self._gnom:
+                for j, g in enumerate(self._gnom):
+                    ll += self._nominal_log_likelihood(j, s, c, xl[g])
             votes.append(ll)
         return votes
 
@@ -657,7 +689,7 @@ class HoeffdingTreeClassifier(Learner):
         need = self._n_nodes + n_br
         if need > self._node_cap:
             grown = False
-            for cap in (2 * self._node_cap, need):
+            for cap in (max(2 * self._node_cap, need), need):
                 if self._fits(cap, self._slot_cap, self._ccap, self._vcaps):
                     self._rebuild(cap, self._slot_cap, self._ccap, self._vcaps, self._active_slots())
                     grown = True
@@ -713,7 +745,18 @@ class HoeffdingTreeClassifier(Learner):
             if g < 0:
                 break
             parent = node
-            node = self._branch(b, xl[g])
+            v = xl[g]
+            if ni[b + _NBR]:
+                node = self._branch(b, v)
+                continue
+            thr = nf[node * _NF]
+            ch = ni[b + _CHILD]
+            if v <= thr:
+                node = ch
+            elif v > thr:
+                node = ch + 1
+            else:
+                node = self._branch(b, v)
         fb = node * _NF
         if nf[fb + _NW] <= 0.0:  # a branch no sample has reached: the split node's counts
             node, fb = parent, parent * _NF
