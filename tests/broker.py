@@ -7,6 +7,7 @@ persistence file, so tests can take the broker away mid-stream and bring it back
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -50,7 +51,11 @@ class Broker:
             f"persistence_location {self.workdir}/\n"
             "max_queued_messages 100000\n"
             f"log_dest file {self.log}\n"
-            "log_type error\nlog_type warning\nlog_type notice\n" + extra_config
+            "log_type error\nlog_type warning\nlog_type notice\n"
+            # as root, mosquitto drops to user "mosquitto", which cannot write to a private
+            # temp folder: no log and, silently, no persistence across restarts
+            + ("user root\n" if os.geteuid() == 0 else "")
+            + extra_config
         )
         self.proc: subprocess.Popen | None = None
 
