@@ -53,7 +53,8 @@ class MqttClient:
             the consumer must call ``ack(mid, qos)`` when done with the message.
         receive_maximum: most unacknowledged messages the broker may send us (MQTT 5).
         max_queued_out: bound of the outgoing queues.
-        on_connected: called (network thread) after each successful connect and resubscribe.
+        on_connected: called (network thread) after each successful connect, once the broker
+            granted the subscriptions (the runtime is then ready to serve).
 
     Raises:
         TypeError: ``on_message`` cannot take ``(topic, payload, mid, qos)``.
@@ -75,6 +76,7 @@ class MqttClient:
         self._on_connected = on_connected
         self.v5 = cfg.protocol == "mqttv5"
         self.connected = threading.Event()
+        self.subscribed = threading.Event()  # set once the broker granted every subscription
         self.n_connects = 0
         self.n_callback_errors = 0
         self.n_publish_failed = 0
@@ -190,14 +192,13 @@ class MqttClient:
             client.publish(self.status_topic, b"online", qos=1, retain=True)
             self.n_connects += 1
             self.connected.set()
-            if self._on_connected is not None:
-                self._on_connected()
         except Exception:
             self._callback_error("on_connect")
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         try:
             self.connected.clear()
+            self.subscribed.clear()
             self.last_disconnect_reason = reason_code
             if self._stopping and not reason_code.is_failure:
                 log.info("disconnected")
@@ -209,9 +210,13 @@ class MqttClient:
 
     def _on_subscribe(self, client, userdata, mid, reason_code_list, properties) -> None:
         try:
-            for f, rc in zip(self.subscriptions, reason_code_list):
-                if rc.is_failure:
-                    log.error("subscription to %s refused: %s", f, rc.getName())
+            refused = [(f, rc) for f, rc in zip(self.subscriptions, reason_code_list) if rc.is_failure]
+            for f, rc in refused:
+                log.error("subscription to %s refused: %s", f, rc.getName())
+            if not refused:
+                self.subscribed.set()
+                if self._on_connected is not None:
+                    self._on_connected()
         except Exception:
             self._callback_error("on_subscribe")
 

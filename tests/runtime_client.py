@@ -1,0 +1,120 @@
+"""Device-side helpers for the runtime tests: a real paho client that publishes and collects.
+
+``Device`` publishes readings and labels (QoS 1) and records every message on the runtime's
+output topics, decoded, per topic kind; ``wait_for`` polls a condition. Also the synthetic
+streams and config writer the runtime tests share.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import paho.mqtt.client as paho
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+
+from edgebayes.codec import decode, encode
+
+FEATURES = ("f0", "f1", "f2")
+
+
+def wait_for(cond, timeout_s: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.02)
+
+
+class Device:
+    """A test client: publishes to ``<prefix>/<device>/...``, collects ``<prefix>/#``."""
+
+    def __init__(self, broker, prefix: str = "eb", client_id: str = "test-device", collect: bool = True):
+        self.prefix = prefix
+        self.lock = threading.Lock()
+        self.messages: dict[str, list] = defaultdict(list)  # last topic level -> decoded payloads
+        self.raw: list[tuple[str, bytes, bool]] = []
+        self.connected = threading.Event()
+        c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id=client_id,
+                        protocol=MQTTProtocolVersion.MQTTv5)
+        c.reconnect_delay_set(0.1, 0.5)
+        c.max_inflight_messages_set(1000)
+        c.on_connect = self._on_connect
+        c.on_message = self._on_message
+        c.on_subscribe = lambda *a: self.connected.set()
+        self.collect = collect
+        self.client = c
+        c.connect_async(broker.host, broker.port, clean_start=False,
+                        properties=_session_props())
+        c.loop_start()
+        wait_for(self.connected.is_set, what="test client connection and subscription")
+
+    def _on_connect(self, client, userdata, flags, rc, props):
+        if self.collect:
+            client.subscribe(f"{self.prefix}/#", qos=1)
+        else:
+            self.connected.set()
+
+    def _on_message(self, client, userdata, msg):
+        kind = msg.topic.rsplit("/", 1)[-1]
+        with self.lock:
+            self.raw.append((msg.topic, msg.payload, msg.retain))
+            if kind in ("reading", "label", "status"):
+                return
+            self.messages[kind].append(decode(msg.payload))
+
+    def publish(self, device: str, kind: str, payload, fmt: str = "msgpack", qos: int = 1):
+        data = payload if isinstance(payload, bytes) else encode(payload, fmt)
+        return self.client.publish(f"{self.prefix}/{device}/{kind}", data, qos=qos)
+
+    def got(self, kind: str) -> list:
+        with self.lock:
+            return list(self.messages[kind])
+
+    def predictions(self) -> dict[int, dict]:
+        return {p["seq"]: p for p in self.got("prediction")}
+
+    def close(self):
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+def _session_props():
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    p = Properties(PacketTypes.CONNECT)
+    p.SessionExpiryInterval = 3600
+    return p
+
+
+def blobs(n: int, seed: int = 0, flip_after: int | None = None):
+    """``n`` samples of 3 features, labels "a"/"b" from two Gaussian blobs; after
+    ``flip_after`` samples the labels swap (an abrupt concept change)."""
+    rng = np.random.default_rng(seed)
+    ys = rng.integers(0, 2, n)
+    X = rng.normal(0.0, 1.0, (n, 3)) + ys[:, None] * 2.5
+    labels = ["a", "b"]
+    out = []
+    for i, (x, yi) in enumerate(zip(X.tolist(), ys.tolist())):
+        if flip_after is not None and i >= flip_after:
+            yi = 1 - yi
+        out.append((x, labels[yi]))
+    return out
+
+
+def write_config(path: Path, broker, *, prefix="eb", client_id="rt-test", checkpoint_dir=None,
+                 extra: str = "", models: str | None = None) -> Path:
+    models = models or '[[models]]\nname = "nb"\nkind = "gaussian_nb"\n'
+    ckpt = f'[checkpoint]\ndir = "{checkpoint_dir}"\ninterval_s = 0.3\n' if checkpoint_dir else ""
+    path.write_text(
+        f'[broker]\nhost = "{broker.host}"\nport = {broker.port}\nclient_id = "{client_id}"\n'
+        'reconnect_min_s = 0.1\nreconnect_max_s = 0.5\n'
+        f'[topics]\nprefix = "{prefix}"\n'
+        f'[schema]\nfeatures = {list(FEATURES)!r}\n'.replace("'", '"')
+        + ckpt + extra + models
+    )
+    return path

@@ -1,0 +1,203 @@
+"""The runtime end to end through a real Mosquitto, in this process (one runtime per test)."""
+
+import time
+from collections import deque
+
+import msgpack
+import pytest
+
+from edgebayes.naive_bayes import GaussianNB
+from edgebayes.runtime.config import load_config
+from edgebayes.runtime.service import Runtime
+from tests.runtime_client import Device, blobs, wait_for, write_config
+
+TWO_MODELS = """
+[[models]]
+name = "exact"
+kind = "gaussian_nb"
+[[models]]
+name = "fast"
+kind = "gaussian_nb"
+learning_rate = 0.05
+"""
+
+
+@pytest.fixture
+def make_runtime(broker, tmp_path):
+    made = []
+
+    def make(**kw):
+        cfg = load_config(write_config(tmp_path / f"rt{len(made)}.toml", broker, **kw))
+        rt = Runtime(cfg)
+        rt.start()
+        made.append(rt)
+        wait_for(rt.client.subscribed.is_set, what="runtime subscription")
+        return rt
+
+    yield make
+    for rt in made:
+        rt.stop(timeout_s=5)
+
+
+class Offline:
+    """The runtime's device logic replayed by hand: each model's test-then-train, the
+    windowed accuracy, the best-model choice (first configured wins ties)."""
+
+    def __init__(self, models, window=200):
+        self.models = models  # name -> learner
+        self.windows = {name: deque(maxlen=window) for name in models}
+
+    def predict(self, x):
+        probas = {n: m.predict_proba_one(x) for n, m in self.models.items()}
+        preds = {n: (max(p, key=p.get) if p else None) for n, p in probas.items()}
+        accs = {n: (sum(w) / len(w) if w else -1.0) for n, w in self.windows.items()}
+        best = max(self.models, key=lambda n: (accs[n], -list(self.models).index(n)))
+        return best, preds, probas[best]
+
+    def learn(self, x, y, preds):
+        for n, m in self.models.items():
+            self.windows[n].append(int(preds[n] == y))
+            m.learn_one(x, y)
+
+
+def test_inline_labels_predictions_equal_the_offline_models(broker, make_runtime):
+    rt = make_runtime(models=TWO_MODELS)
+    dev = Device(broker)
+    data = blobs(300, seed=1, flip_after=150)  # the fast-forgetting model wins after the change
+    for i, (x, y) in enumerate(data):
+        dev.publish("kitchen", "reading", {"seq": i, "ts": 1000.0 + i, "x": x, "y": y})
+    wait_for(lambda: len(dev.predictions()) == 300 and rt.worker.n_learned == 300, what="300 predictions")
+    off = Offline({"exact": GaussianNB(), "fast": GaussianNB(learning_rate=0.05)})
+    preds = dev.predictions()
+    chosen = set()
+    for i, (x, y) in enumerate(data):
+        best, models, proba = off.predict(x)
+        p = preds[i]
+        assert (p["model"], p["models"], p["proba"], p["ts"]) == (best, models, proba, 1000.0 + i)
+        assert p["y_pred"] == models[best] and 0.0 <= p["latency_ms"] < 5000
+        chosen.add(best)
+        off.learn(x, y, models)
+    assert chosen == {"exact", "fast"}  # the choice really changed along the stream
+    slots = rt.worker.devices["kitchen"].slots
+    assert slots[0].learner.state() == off.models["exact"].state()
+    assert slots[1].learner.state() == off.models["fast"].state()
+    m = rt.worker.metrics()
+    assert m["models"]["exact"]["accuracy"] == sum(off.windows["exact"]) / 200
+    assert (m["n_readings"], m["n_predictions"], m["n_learned"], m["n_malformed"]) == (300, 300, 300, 0)
+
+
+def test_delayed_labels_score_the_prediction_made_at_reading_time(broker, make_runtime):
+    rt = make_runtime(extra="[output]\nformat = \"json\"\n")
+    dev = Device(broker)
+    data = blobs(120, seed=3)
+    delay = 5
+    for i, (x, _) in enumerate(data):
+        dev.publish("d1", "reading", {"seq": i, "x": dict(zip(("f0", "f1", "f2"), x))}, fmt="json")
+        if i >= delay:
+            dev.publish("d1", "label", {"seq": i - delay, "y": data[i - delay][1]}, fmt="json")
+    dev.publish("d1", "label", {"seq": 9999, "y": "a"}, fmt="json")
+    wait_for(lambda: len(dev.predictions()) == 120 and rt.worker.n_learned == 115, what="labels learned")
+    wait_for(lambda: len(dev.got("error")) == 1, what="unknown seq report")
+    off = Offline({"nb": GaussianNB()})
+    preds, stored = dev.predictions(), {}
+    for i, (x, _) in enumerate(data):
+        _, models, proba = off.predict(x)
+        assert preds[i]["proba"] == proba and preds[i]["y_pred"] == models["nb"]
+        stored[i] = models
+        if i >= delay:
+            off.learn(data[i - delay][0], data[i - delay][1], stored.pop(i - delay))
+    d = rt.worker.devices["d1"]
+    assert d.slots[0].learner.state() == off.models["nb"].state()
+    assert len(d.pending) == delay and sorted(stored) == [115, 116, 117, 118, 119]
+    assert rt.worker.metrics()["models"]["nb"]["accuracy"] == sum(off.windows["nb"]) / len(off.windows["nb"])
+    err = dev.got("error")[0]
+    assert (err["kind"], err["seq"], err["topic"]) == ("unknown_seq", 9999, "eb/d1/label")
+
+
+def test_abrupt_concept_change_raises_a_drift_alert(broker, make_runtime):
+    rt = make_runtime()
+    dev = Device(broker)
+    data = blobs(1200, seed=2, flip_after=600)
+    for i, (x, y) in enumerate(data):
+        dev.publish("d1", "reading", {"seq": i, "x": x, "y": y})
+    wait_for(lambda: rt.worker.n_learned == 1200, what="1200 samples learned")
+    wait_for(lambda: dev.got("drift"), what="a drift alert")
+    first = dev.got("drift")[0]
+    assert 600 < first["seq"] < 700, first
+    assert (first["model"], first["level"], first["detector"], first["member"]) == ("nb", "drift", "adwin", None)
+    assert first["accuracy_before"] > 0.8 and first["accuracy_after"] < first["accuracy_before"] - 0.2
+    assert all(a["seq"] > 600 for a in dev.got("drift"))
+
+
+def test_malformed_input_of_every_kind_is_survived_counted_and_reported(broker, make_runtime):
+    rt = make_runtime(extra="[output]\nerror_interval_s = 0\n[queue]\nmax_payload_bytes = 1000\n")
+    dev = Device(broker)
+    dev.publish("d1", "reading", {"seq": 0, "x": [0.0, 0.0, 0.0], "y": "a"})
+    bad = [
+        (b"\xc1\x00", "decode"), (b"{nope", "decode"), (b"", "decode"),
+        (bytes.fromhex("81a464617461a80000000000000080"), "decode"),  # casebook C41 legacy raw str
+        (msgpack.packb({"seq": 1, "x": [1, 2, 3], "pad": "z" * 2000}), "oversize"),
+        (msgpack.packb([1, 2, 3]), "not_a_map"),
+        (msgpack.packb({"x": [1, 2, 3]}), "field"),
+        (msgpack.packb({"seq": "1", "x": [1, 2, 3]}), "field"),
+        (msgpack.packb({"seq": 1, "x": [1, "2", 3], "y": "a"}), "field"),
+        (msgpack.packb({"seq": 1, "x": [1, 2, 3], "y": 0.5}), "field"),
+        (msgpack.packb({"seq": 1, "x": [1, 2], "y": "a"}), "vector_length"),
+        (msgpack.packb({"seq": 1, "x": [1, float("inf"), 3], "y": "a"}), "not_finite"),
+        (b'{"seq": 1, "x": [1, NaN, -Infinity], "y": "a"}', "not_finite"),
+        (msgpack.packb({"seq": 1, "x": {"f0": 1, "bogus": 2}, "y": "a"}), "unknown_feature"),
+        (msgpack.packb({"seq": 0, "x": [5, 5, 5], "y": "b"}), "duplicate"),
+    ]
+    for payload, _ in bad:
+        dev.publish("d1", "reading", payload)
+    dev.publish("d1", "label", b'{"seq": 0}')
+    dev.publish("d1", "label", b'{"seq": 77, "y": "a"}')
+    dev.client.publish("eb/dev.ice/reading", msgpack.packb({"seq": 1, "x": [1, 2, 3]}), qos=1)
+    dev.publish("d1", "reading", {"seq": 1, "x": [0.1, 0.0, 0.0], "y": "a"})
+    wait_for(lambda: 1 in dev.predictions(), what="the valid reading after the bad ones")
+    expected = [k for _, k in bad] + ["field", "unknown_seq", "device_id"]
+    wait_for(lambda: len(dev.got("error")) == len(expected), what="every error reported")
+    assert sorted(e["kind"] for e in dev.got("error")) == sorted(expected)
+    with dev.lock:
+        topics = [t for t, _, _ in dev.raw if t.endswith("/error")]
+    assert topics.count("eb/runtime/rt-test/error") == 1 and topics.count("eb/d1/error") == len(expected) - 1
+    m = rt.worker.metrics()
+    assert (m["n_malformed"], m["n_duplicates"], m["n_unknown_labels"]) == (len(bad) - 1 + 1 + 1, 1, 1)
+    assert m["n_learned"] == 2 and m["n_internal_errors"] == 0 and rt.worker.is_alive()
+    assert rt.worker.devices["d1"].slots[0].learner.classes_ == ["a"]  # nothing bad reached it
+    assert sorted(dev.predictions()) == [0, 1]
+
+
+def test_error_reports_are_rate_limited_per_topic(broker, make_runtime):
+    rt = make_runtime(extra="[output]\nerror_interval_s = 0.5\n")
+    dev = Device(broker)
+    for _ in range(10):
+        dev.publish("d1", "reading", b"\xc1")
+    wait_for(lambda: rt.worker.errors["decode"] == 10, what="10 errors counted")
+    assert len(dev.got("error")) == 1 and rt.worker.n_errors_suppressed == 9
+    time.sleep(0.6)
+    dev.publish("d1", "reading", b"\xc1")
+    wait_for(lambda: len(dev.got("error")) == 2, what="the next report")
+    assert dev.got("error")[1]["n_suppressed"] == 9
+
+
+def test_broker_restart_mid_stream_loses_and_repeats_nothing(broker, make_runtime):
+    rt = make_runtime(extra="[output]\nprediction_qos = 1\n")
+    dev = Device(broker)
+    data = blobs(300, seed=4)
+    for i, (x, y) in enumerate(data[:150]):
+        dev.publish("d1", "reading", {"seq": i, "x": x, "y": y})
+    broker.stop()  # some of these are still queued, in flight or unacknowledged
+    for i, (x, y) in enumerate(data[150:], start=150):
+        dev.publish("d1", "reading", {"seq": i, "x": x, "y": y})  # queued by the device's client
+    broker.start()
+    wait_for(lambda: len(dev.predictions()) == 300 and rt.worker.n_learned == 300, timeout_s=30,
+             what="every reading predicted after the restart")
+    assert rt.client.n_connects >= 2
+    off = GaussianNB()
+    preds = dev.predictions()
+    for i, (x, y) in enumerate(data):
+        assert preds[i]["proba"] == off.predict_proba_one(x), i
+        off.learn_one(x, y)
+    assert rt.worker.devices["d1"].slots[0].learner.state() == off.state()  # each learned once
+    assert rt.worker.devices["d1"].slots[0].n_labels == 300

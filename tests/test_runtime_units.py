@@ -1,0 +1,249 @@
+"""The runtime's parts without a broker: config, protocol validation, pending labels, checkpoints."""
+
+import json
+import math
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import msgpack
+import pytest
+from paho.mqtt.client import topic_matches_sub
+
+from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
+from edgebayes.runtime.config import ConfigError, load_config, parse_config
+from edgebayes.runtime.pending import Pending, PendingLabels
+from edgebayes.runtime.protocol import Parser, ProtocolError, Topics
+
+BASE = """
+[broker]
+host = "10.0.0.2"
+port = 1884
+client_id = "pi-kitchen"
+keepalive_s = 30
+[topics]
+prefix = "site/eb"
+devices = "+"
+[schema]
+features = ["temp_c", "hum_pct", "co2_ppm"]
+label = "occupied"
+[memory]
+model_budget_bytes = 262144
+rss_limit_mb = 60
+[checkpoint]
+dir = "/var/lib/edgebayes"
+interval_s = 30
+[labels]
+max_pending = 50
+max_age_s = 600
+[output]
+format = "json"
+prediction_qos = 1
+[queue]
+max_size = 500
+policy = "drop_oldest"
+[[models]]
+name = "nb"
+kind = "gaussian_nb"
+learning_rate = 0.01
+"""
+
+
+def test_full_config_is_read_with_units_and_defaults():
+    cfg = parse_config(tomllib.loads(BASE))
+    assert (cfg.broker.host, cfg.broker.port, cfg.broker.client_id, cfg.broker.keepalive_s) == (
+        "10.0.0.2", 1884, "pi-kitchen", 30)
+    assert cfg.broker.protocol == "mqttv5" and cfg.broker.session_expiry_s == 604800
+    assert cfg.topics.prefix == "site/eb" and cfg.schema.features == ("temp_c", "hum_pct", "co2_ppm")
+    assert cfg.schema.label == "occupied"
+    assert cfg.memory.model_budget_bytes == 262144 and cfg.memory.max_devices == 64
+    assert cfg.checkpoint.dir == Path("/var/lib/edgebayes") and cfg.checkpoint.interval_s == 30
+    assert (cfg.labels.max_pending, cfg.labels.max_age_s) == (50, 600)
+    assert (cfg.output.format, cfg.output.prediction_qos, cfg.output.metrics_interval_s) == ("json", 1, 10.0)
+    assert (cfg.queue.max_size, cfg.queue.policy) == (500, "drop_oldest")
+    assert [(m.name, m.kind, m.params) for m in cfg.models] == [("nb", "gaussian_nb", {"learning_rate": 0.01})]
+    assert cfg.models[0].build().learning_rate == 0.01
+
+
+def test_every_problem_is_reported_once_each():
+    doc = tomllib.loads(BASE)
+    doc["broker"]["port"] = "1883"  # wrong type
+    doc["broker"]["keepalive"] = 30  # unknown key (no unit)
+    doc["labels"]["max_age_s"] = -1  # out of range
+    doc["output"]["format"] = "xml"
+    doc["queue"]["policy"] = "drop-oldest"
+    doc["extra"] = {}  # unknown table
+    doc["models"].append({"name": "nb", "kind": "gaussian_nb"})  # duplicate name
+    doc["models"].append({"name": "t", "kind": "forest"})  # unknown kind
+    doc["models"].append({"name": "nb2", "kind": "gaussian_nb", "learning_rat": 0.1})  # unknown param
+    with pytest.raises(ConfigError) as err:
+        parse_config(doc)
+    problems = err.value.problems
+    assert len(problems) == 9, problems
+    text = "\n".join(problems)
+    for needle in ("[broker] port = '1883': expected int", "[broker] unknown key 'keepalive'",
+                   "[labels] max_age_s = -1: must be > 0", "[output] format = 'xml'",
+                   "[queue] policy = 'drop-oldest'", "unknown table [extra]", "'nb': the name is used twice",
+                   "unknown model kind 'forest'", "learning_rat"):
+        assert needle in text
+
+
+def test_missing_feature_list_and_models_are_errors():
+    with pytest.raises(ConfigError) as err:
+        parse_config({"schema": {"label": "y"}})
+    assert err.value.problems == ["[schema] features: missing (the ordered list of feature names)",
+                                  "[[models]]: at least one model is required"]
+    with pytest.raises(ConfigError, match="holds a name twice"):
+        parse_config({"schema": {"features": ["a", "a"]}, "models": [{"name": "m", "kind": "gaussian_nb"}]})
+    with pytest.raises(ConfigError, match="expected int"):  # TOML true is not a number
+        parse_config({"schema": {"features": ["a"]}, "queue": {"max_size": True},
+                      "models": [{"name": "m", "kind": "gaussian_nb"}]})
+
+
+def test_overrides_and_bad_file(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text(BASE)
+    cfg = load_config(path).with_overrides("broker.local:1999", str(tmp_path / "ck"))
+    assert (cfg.broker.host, cfg.broker.port, cfg.checkpoint.dir) == ("broker.local", 1999, tmp_path / "ck")
+    with pytest.raises(ConfigError, match="HOST:PORT"):
+        cfg.with_overrides("nohost")
+    path.write_text("[broker\n")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_cli_exits_2_with_the_problem_on_stderr(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text(BASE.replace("max_pending = 50", "max_pending = 50\nmax_age = 3"))
+    out = subprocess.run([sys.executable, "-m", "edgebayes", "run", "--config", str(path)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2
+    assert "[labels] unknown key 'max_age'" in out.stderr
+
+
+# --- topics (casebook C32) ----------------------------------------------------------------
+
+def test_c32_topic_matching_uses_paho_semantics():
+    pairs = [["test/6/#", "test/3"], ["sport/#", "sport"], ["/#", "/"], ["foo/+/#", "foo/bar"],
+             ["home/log/#", "home/login/23/set"], ["+/+", "/finance"]]
+    assert [topic_matches_sub(s, t) for s, t in pairs] == [False, True, True, True, False, True]
+
+
+def test_routing_by_subscription_filter():
+    t = Topics("test", "6", "rt")
+    assert t.route("test/3/reading") is None and t.route("test/6/reading") == ("reading", "6")
+    t = Topics("site/eb", "+", "rt")
+    assert t.route("site/eb/kitchen-1/reading") == ("reading", "kitchen-1")
+    assert t.route("site/eb/kitchen_1/label") == ("label", "kitchen_1")
+    assert t.route("site/eb/kitchen/prediction") is None  # never our own outputs
+    assert t.route("site/eb/runtime/rt/status") is None
+    assert t.route("site/ebx/k/reading") is None
+    for bad in ("dev.1", "dev ice", "caf\u00e9", "x" * 65):
+        with pytest.raises(ProtocolError) as err:
+            t.route(f"site/eb/{bad}/reading")
+        assert err.value.kind == "device_id"
+    assert t.status == "site/eb/runtime/rt/status" and t.device_topic("k", "drift") == "site/eb/k/drift"
+
+
+# --- payload validation -------------------------------------------------------------------
+
+P = Parser(("a", "b", "c"), "y", max_payload_bytes=1000)
+
+
+def test_valid_readings_in_both_encodings():
+    r = P.parse_reading("d", msgpack.packb({"seq": 3, "ts": 1.5, "x": [1, 2.5, float("nan")], "y": "on"}))
+    assert (r.device, r.seq, r.ts, r.x[:2], r.y) == ("d", 3, 1.5, [1.0, 2.5], "on")
+    assert math.isnan(r.x[2]) and type(r.x[0]) is float
+    r = P.parse_reading("d", b'{"seq": 4, "x": {"c": 3, "a": 1}, "y": null, "extra": 1}')
+    assert (r.seq, r.ts, r.y) == (4, None, None)
+    assert r.x[0] == 1.0 and math.isnan(r.x[1]) and r.x[2] == 3.0
+    lab = P.parse_label("d", b'{"seq": 4, "y": 2}')
+    assert (lab.seq, lab.y) == (4, 2)
+    p2 = Parser(("a",), "occupied")
+    assert p2.parse_reading("d", b'{"seq": 1, "x": [0], "occupied": 1}').y == 1
+
+
+BAD = [
+    (b"\xc1\x00", "decode"),
+    (b"", "decode"),
+    (b"{nope", "decode"),
+    (bytes.fromhex("81a464617461a80000000000000080"), "decode"),  # C41: legacy raw str, not UTF-8
+    (msgpack.packb({"seq": 1, "x": [1, 2, 3], "pad": "z" * 1000}), "oversize"),
+    (msgpack.packb([1, 2, 3]), "not_a_map"),
+    (b'[1, 2]', "not_a_map"),
+    (msgpack.packb({"x": [1, 2, 3]}), "field"),
+    (msgpack.packb({"seq": "1", "x": [1, 2, 3]}), "field"),
+    (msgpack.packb({"seq": -1, "x": [1, 2, 3]}), "field"),
+    (msgpack.packb({"seq": True, "x": [1, 2, 3]}), "field"),
+    (msgpack.packb({"seq": 1}), "field"),
+    (msgpack.packb({"seq": 1, "x": "1,2,3"}), "field"),
+    (msgpack.packb({"seq": 1, "x": [1, "2", 3]}), "field"),
+    (msgpack.packb({"seq": 1, "x": [1, None, 3]}), "field"),
+    (msgpack.packb({"seq": 1, "x": [1, True, 3]}), "field"),
+    (msgpack.packb({"seq": 1, "ts": "now", "x": [1, 2, 3]}), "field"),
+    (msgpack.packb({"seq": 1, "x": [1, 2, 3], "y": 1.5}), "field"),
+    (msgpack.packb({"seq": 1, "x": [1, 2, 3], "y": [1]}), "field"),
+    (msgpack.packb({"seq": 1, "x": [1, 2]}), "vector_length"),
+    (msgpack.packb({"seq": 1, "x": [1, 2, 3, 4]}), "vector_length"),
+    (msgpack.packb({"seq": 1, "x": [1, float("inf"), 3]}), "not_finite"),
+    (b'{"seq": 1, "x": [1, -Infinity, 3]}', "not_finite"),
+    (b'{"seq": 1, "x": [1, 1e999, 3]}', "not_finite"),
+    (b'{"seq": 1, "x": [1, ' + str(10**400).encode() + b', 3]}', "not_finite"),  # int beyond float
+    (msgpack.packb({"seq": 1, "x": {"a": 1, "z": 2}}), "unknown_feature"),
+]
+
+
+@pytest.mark.parametrize("payload,kind", BAD)
+def test_malformed_reading_names_its_kind(payload, kind):
+    with pytest.raises(ProtocolError) as err:
+        P.parse_reading("d", payload)
+    assert err.value.kind == kind
+
+
+def test_label_needs_seq_and_label():
+    for payload in (b'{"seq": 1}', b'{"y": "a"}', b'{"seq": 1, "y": null}', b'{"seq": 1, "y": 0.5}'):
+        with pytest.raises(ProtocolError) as err:
+            P.parse_label("d", payload)
+        assert err.value.kind == "field"
+
+
+# --- pending labels -----------------------------------------------------------------------
+
+def test_pending_is_bounded_by_count_and_age():
+    p = PendingLabels(max_pending=3, max_age_s=10.0)
+    for seq in range(5):
+        p.add(seq, Pending(100.0 + seq, [float(seq)], ["a"]))
+    assert len(p) == 3 and p.n_overflow == 2
+    assert p.pop(0) is None and p.pop(3) == Pending(103.0, [3.0], ["a"])
+    p.expire(113.5)  # limit 103.5: seq 2 (t=102) falls out, seq 4 (t=104) stays
+    assert len(p) == 1 and p.n_expired == 1
+    q = PendingLabels(3, 10.0)
+    q.load_state(json.loads(json.dumps(p.state())))
+    assert q.pop(4) == Pending(104.0, [4.0], ["a"]) and (q.n_overflow, q.n_expired) == (2, 1)
+    z = PendingLabels(0, 10.0)
+    z.add(1, Pending(0.0, [], []))
+    assert len(z) == 0 and z.n_overflow == 1
+
+
+# --- checkpoints --------------------------------------------------------------------------
+
+def test_checkpoint_round_trip_and_corrupt_file_moved_aside(tmp_path, caplog):
+    store = CheckpointStore(tmp_path / "ck", ("a", "b"))
+    state = {"device": "d1", "last_seq": 7, "models": [], "pending": {"items": [], "n_overflow": 0, "n_expired": 0}}
+    path = store.save("d1", state)
+    assert store.read("d1") == state and store.read("nobody") is None
+    assert sorted(p.name for p in path.parent.iterdir()) == ["d1.ckpt"]  # no temp file left
+    doc = msgpack.unpackb(path.read_bytes())
+    assert (doc["format"], doc["version"], doc["features"]) == ("edgebayes-checkpoint", 1, ["a", "b"])
+    path.write_bytes(path.read_bytes()[:-5])
+    with pytest.raises(CheckpointError, match="not msgpack"):
+        store.read("d1")
+    aside = store.move_aside("d1", "test")
+    assert aside.name.startswith("d1.ckpt.corrupt-") and not path.exists()
+    assert "d1" in caplog.text and caplog.records[-1].levelname == "ERROR"
+    CheckpointStore(tmp_path / "ck", ("a",)).save("d2", state)
+    with pytest.raises(CheckpointError, match="made for features"):
+        store.read("d2")
