@@ -87,11 +87,13 @@ class SimStats:
 
 @dataclass
 class Sent:
-    """A message handed to MQTT (kept when the simulator records): the script entry and bytes."""
+    """A message handed to MQTT (kept when the simulator records): the script entry, the
+    bytes, the ``ts`` they carry and the monotonic time of the publish call."""
 
     message: Message
     payload: bytes
     ts: float
+    t_sent: float
 
 
 class Simulator:
@@ -207,25 +209,37 @@ class Simulator:
         counter = 0  # ties broken in push order
         scripts = [d.events() for d in self.devices]
         boots = [0] * len(self.devices)
+        reboot_s: list[list[float]] = [[] for _ in self.devices]  # planned time of each reboot
+
+        delay = self.config.label_delay_s
+        start = self._start = time.monotonic()
+        wall = time.time()
+        stop = self._stop
 
         def pull(i: int) -> None:
-            """Push device i's next events, up to and including its next reading or reboot."""
+            """Push device i's next events, up to and including its next reading or reboot.
+
+            Called right after the device's previous reading went out, so a label (which
+            follows its reading in the script) is kept at least ``label_delay_s`` after the
+            real publish of its reading even when the publisher runs late.
+            """
             nonlocal counter
             for event in scripts[i]:
+                due = event.send_s
                 if isinstance(event, Reboot):
                     prio = _REBOOT
+                elif event.kind == "label":
+                    prio = _LABEL
+                    due = max(due, time.monotonic() - start + delay)
                 else:
-                    prio = _LABEL if event.kind == "label" else _READING
-                heapq.heappush(heap, (event.send_s, prio, counter, i, event))
+                    prio = _READING
+                heapq.heappush(heap, (due, prio, counter, i, event))
                 counter += 1
                 if prio != _LABEL:
                     return
 
         for i in range(len(self.devices)):
             pull(i)
-        start = self._start = time.monotonic()
-        wall = time.time()
-        stop = self._stop
         while heap:
             due, prio, _, i, event = heap[0]
             wait = start + due - time.monotonic()
@@ -241,12 +255,15 @@ class Simulator:
                 self._reading(i, event, wall)
                 pull(i)
             elif prio == _LABEL:
-                if event.boot == boots[i]:
-                    self._publish(i, event, wall)
-                else:
+                # lost with the device's memory if a reboot was planned before it: decided on
+                # the script's times, so the outcome does not depend on the publisher's lag
+                if event.boot < boots[i] and reboot_s[i][event.boot] < event.send_s:
                     self.stats.devices[event.device].labels_dropped += 1
+                else:
+                    self._publish(i, event, wall)
             elif prio == _REBOOT:
                 boots[i] = event.boot
+                reboot_s[i].append(event.send_s)
                 self._reboot(i, event)
                 heapq.heappush(heap, (due + event.down_s, _RECONNECT, counter, i, event))
                 counter += 1
@@ -283,7 +300,7 @@ class Simulator:
         else:
             s.labels_published += 1
         if self.sent is not None:
-            self.sent.append(Sent(m, payload, ts))
+            self.sent.append(Sent(m, payload, ts, time.monotonic()))
         return payload
 
     def _reboot(self, i: int, r: Reboot) -> None:

@@ -1,0 +1,542 @@
+"""firmware_sim: simulated devices and the monitor, against a real Mosquitto (issue 8)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import paho.mqtt.client as mqtt
+import pytest
+
+from edgebayes.codec import DecodeError, decode, encode
+from edgebayes.streams import open_stream
+from firmware_sim import (
+    MALFORMED_KINDS,
+    FaultRates,
+    Monitor,
+    SimConfig,
+    Simulator,
+    build_devices,
+    fault_plan,
+    run_devices,
+)
+from firmware_sim.cli import main as cli_main
+from firmware_sim.device import Message
+from firmware_sim.mqtt import Connection, BrokerOptions, parse_address
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT / ".." / "shared"
+PIMA = str(SHARED / "data" / "uci_pima_diabetes" / "pima_diabetes.csv")
+
+
+class Collector:
+    """A plain paho subscriber: every message on ``<prefix>/#`` with its arrival time."""
+
+    def __init__(self, broker, prefix="edgebayes"):
+        self.messages: list[tuple[str, bytes, float]] = []
+        self.lock = threading.Lock()
+        ready = threading.Event()
+        c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="test-collector")
+        c.on_connect = lambda cl, u, f, rc, p: cl.subscribe(f"{prefix}/#", qos=1)
+        c.on_subscribe = lambda *a: ready.set()
+        c.on_message = self._on_message
+        c.connect(broker.host, broker.port)
+        c.loop_start()
+        assert ready.wait(5), "collector not subscribed"
+        self.client = c
+
+    def _on_message(self, client, userdata, msg):
+        with self.lock:
+            self.messages.append((msg.topic, msg.payload, time.monotonic()))
+
+    def by_topic(self) -> dict[str, list[bytes]]:
+        out = defaultdict(list)
+        with self.lock:
+            for topic, payload, _ in self.messages:
+                out[topic].append(payload)
+        return out
+
+    def wait_count(self, n: int, timeout_s: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while len(self.messages) < n:
+            assert time.monotonic() < deadline, f"{len(self.messages)} of {n} messages arrived"
+            time.sleep(0.01)
+
+    def close(self):
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+@pytest.fixture
+def collector(broker):
+    c = Collector(broker)
+    yield c
+    c.close()
+
+
+def sent_by_topic(sim: Simulator) -> dict[str, list[bytes]]:
+    out = defaultdict(list)
+    for s in sim.sent:
+        out[s.message.topic].append(s.payload)
+    return out
+
+
+# -- a device publishes exactly what it claims --------------------------------------------------
+
+
+def test_devices_publish_their_slices_of_the_file_exactly(broker, collector):
+    config = SimConfig(PIMA, n_devices=2, rate_hz=400, limit=40, labels="delayed",
+                       label_delay_s=0.01, label_fraction=0.5, seed=3)
+    sim = Simulator(config, broker.address, record=True)
+    stats = sim.run()
+    t = stats.totals()
+    collector.wait_count(t["readings_published"] + t["labels_published"])
+    X, y = open_stream(PIMA).to_arrays()
+    received = collector.by_topic()
+    assert set(received) == {f"edgebayes/sim-{d}/{k}" for d in (0, 1) for k in ("reading", "label")}
+    for d in (0, 1):
+        readings = [decode(p) for p in received[f"edgebayes/sim-{d}/reading"]]
+        assert [r["seq"] for r in readings] == list(range(40))
+        start = d * (768 // 2)  # device d replays the d-th half of the file, in order
+        assert [r["x"] for r in readings] == X[start:start + 40].tolist()
+        assert all("y" not in r for r in readings)  # delayed labels are not inline
+        labels = [decode(p) for p in received[f"edgebayes/sim-{d}/label"]]
+        assert labels == [{"seq": lab["seq"], "y": y[start + lab["seq"]]} for lab in labels]
+        assert 8 <= len(labels) <= 32  # label_fraction 0.5 of 40
+        assert stats.devices[f"sim-{d}"].labels_published == len(labels)
+    assert received == sent_by_topic(sim)  # byte for byte, in order
+
+
+def test_faulty_devices_deliver_exactly_their_script(broker, collector):
+    # every fault at once; what the broker delivers is what the script says was sent
+    faults = FaultRates(loss_rate=0.1, duplicate_rate=0.1, malformed_rate=0.1, reboot_rate=0.03,
+                        burst_rate=0.03, burst_size=4)
+    config = SimConfig(PIMA, n_devices=3, rate_hz=500, limit=120, labels="delayed",
+                       label_delay_s=0.02, faults=faults, reboot_s=0.05, seed=11)
+    sim = Simulator(config, broker.address, record=True)
+    stats = sim.run()
+    t = stats.totals()
+    collector.wait_count(t["readings_published"] + t["labels_published"])
+    assert collector.by_topic() == sent_by_topic(sim)
+    assert t["samples"] == 360
+    assert t["readings_published"] == 360 - t["lost"] + t["duplicated"]
+    assert t["reboots"] > 0 and t["bursts"] > 0 and t["lost"] > 0 and t["duplicated"] > 0
+    for device, s in stats.devices.items():
+        seqs = [decode(p)["seq"] for p in collector.by_topic()[f"edgebayes/{device}/reading"]
+                if _decodes_with_int_seq(p)]
+        restarts = sum(b < a for a, b in zip(seqs, seqs[1:]))
+        assert restarts == s.reboots  # seq starts again from 0 after each reboot
+
+
+def _decodes_with_int_seq(payload: bytes) -> bool:
+    try:
+        return isinstance(decode(payload).get("seq"), int)
+    except DecodeError:
+        return False
+
+
+def test_inline_labels_json_and_map_shape(broker, collector):
+    config = SimConfig(PIMA, rate_hz=500, limit=10, labels="inline", x_shape="map",
+                       encoding="json", label_key="class")
+    stats = run_devices(broker.address, **vars_of(config))
+    collector.wait_count(10)
+    X, y = open_stream(PIMA).to_arrays(10)
+    names = open_stream(PIMA).schema.feature_names
+    payloads = collector.by_topic()["edgebayes/sim-0/reading"]
+    assert all(p.startswith(b"{") for p in payloads)  # JSON
+    bodies = [json.loads(p) for p in payloads]
+    assert [b["x"] for b in bodies] == [dict(zip(names, row)) for row in X.tolist()]
+    assert [b["class"] for b in bodies] == y
+    assert stats.totals()["labels_inline"] == 10
+
+
+def vars_of(config: SimConfig) -> dict:
+    return {f: getattr(config, f) for f in config.__dataclass_fields__}
+
+
+def test_synthetic_source_gives_each_device_its_own_seeded_stream():
+    config = SimConfig("synth:SEA", n_devices=2, limit=5, seed=4)
+    a = [[m.x.tolist() for m in d.events()] for d in build_devices(config)]
+    b = [[m.x.tolist() for m in d.events()] for d in build_devices(config)]
+    assert a == b and a[0] != a[1]
+
+
+# -- determinism and fault rates -----------------------------------------------------------------
+
+
+def script(config: SimConfig) -> list[list[tuple]]:
+    return [
+        [(type(e).__name__, getattr(e, "kind", None), getattr(e, "seq", None), e.send_s,
+          getattr(e, "delivery", None), getattr(e, "malformed", None), getattr(e, "labelled", None))
+         for e in d.events()]
+        for d in build_devices(config)
+    ]
+
+
+def test_the_script_is_a_pure_function_of_the_seed():
+    faults = FaultRates(loss_rate=0.1, duplicate_rate=0.1, malformed_rate=0.1, reboot_rate=0.05,
+                        burst_rate=0.05)
+    config = SimConfig(PIMA, n_devices=2, limit=200, labels="delayed", label_fraction=0.7,
+                       jitter=0.5, faults=faults, seed=7)
+    first = script(config)
+    assert first == script(config)
+    assert first != script(SimConfig(**{**vars_of(config), "seed": 8}))
+    assert first[0] != first[1]  # each device has its own plan
+    # the faults do not depend on the label options (each has its own generator)
+    other = script(SimConfig(**{**vars_of(config), "labels": "none"}))
+    assert [[e[:6] for e in d if e[0] != "Message" or e[1] == "reading"] for d in other] == \
+           [[e[:6] for e in d if e[0] != "Message" or e[1] == "reading"] for d in first]
+
+
+def test_fault_rates_are_honoured_within_sampling_error():
+    rates = FaultRates(loss_rate=0.05, duplicate_rate=0.1, malformed_rate=0.2, reboot_rate=0.01,
+                       burst_rate=0.02, burst_size=5)
+    n = 20000
+    plan = fault_plan(rates, np.random.default_rng(1))
+    faults = [next(plan) for _ in range(n)]
+    delivery = Counter(f.delivery for f in faults)
+    starts = sum(f.burst_start for f in faults)
+    in_burst = starts * (rates.burst_size - 1)  # readings where no reboot or burst is drawn
+    free = n - in_burst
+
+    def within(count, p, trials):
+        sd = math.sqrt(trials * p * (1 - p))
+        assert abs(count - trials * p) <= 4 * sd, (count, trials * p, sd)
+
+    within(delivery["lost"], 0.05, n)
+    within(delivery["duplicated"], 0.1, n)
+    within(delivery["malformed"], 0.2, n)
+    within(sum(f.reboot for f in faults), 0.01, free)
+    within(starts, 0.02, free)
+    kinds = Counter(f.malformed for f in faults if f.malformed)
+    for kind in MALFORMED_KINDS:
+        within(kinds[kind], 1 / 4, delivery["malformed"])
+    assert not faults[0].reboot
+    # a burst is burst_size readings, published together with the last one
+    i = next(i for i, f in enumerate(faults) if f.burst_start)
+    assert [f.flush for f in faults[i:i + 5]] == [False] * 4 + [True]
+
+
+def test_label_fraction_and_burst_timing_in_the_script():
+    config = SimConfig("synth:SEA", limit=4000, rate_hz=100, labels="inline", label_fraction=0.3,
+                       faults=FaultRates(burst_rate=0.05, burst_size=3), seed=2)
+    readings = [m for m in build_devices(config)[0].events()]
+    labelled = sum(m.labelled for m in readings)
+    assert abs(labelled - 1200) <= 4 * math.sqrt(4000 * 0.3 * 0.7)
+    starts = [i for i, m in enumerate(readings) if m.burst_start]
+    assert starts
+    for i in starts:
+        burst = readings[i:i + 3]
+        assert [m.sample_s for m in burst] == pytest.approx([(i + k) / 100 for k in range(3)])
+        assert {m.send_s for m in burst} == {burst[-1].sample_s}  # sent together, at the last
+    assert all(m.send_s == m.sample_s for m in readings if not any(s <= m.index < s + 3 for s in starts))
+
+
+def test_each_malformed_kind_is_malformed_for_the_protocol():
+    config = SimConfig(PIMA, limit=400, faults=FaultRates(malformed_rate=1.0), seed=5)
+    device = build_devices(config)[0]
+    n_features = device.schema.n_features
+    seen = Counter()
+    for m in device.events():
+        payload = device.payload(m, ts=1.0)
+        if m.malformed == "truncated":
+            with pytest.raises(DecodeError):
+                decode(payload)
+        else:
+            body = decode(payload)
+            x = body["x"]
+            if m.malformed == "wrong_type":
+                assert isinstance(body["seq"], str) or isinstance(x, str) or \
+                    sum(isinstance(v, str) for v in x) == 1
+            elif m.malformed == "wrong_length":
+                assert len(x) in (n_features - 1, n_features + 1)
+            else:
+                assert sum(math.isinf(v) for v in x) == 1
+        seen[m.malformed] += 1
+    assert set(seen) == set(MALFORMED_KINDS)
+
+
+# -- timing --------------------------------------------------------------------------------------
+
+
+def test_delayed_labels_arrive_after_their_delay(broker, collector):
+    config = SimConfig(PIMA, rate_hz=50, limit=20, labels="delayed", label_delay_s=0.2)
+    sim = Simulator(config, broker.address, record=True)
+    stats = sim.run()
+    collector.wait_count(40)
+    sent = {(s.message.kind, s.message.seq): s.t_sent for s in sim.sent}
+    arrival = {}
+    for topic, payload, t in collector.messages:
+        arrival[(topic.rsplit("/", 1)[1], decode(payload)["seq"])] = t
+    # each label reaches a subscriber at least label_delay_s after its reading was published,
+    # and not much later than label_delay_s after the reading arrived
+    assert min(arrival[("label", s)] - sent[("reading", s)] for s in range(20)) >= 0.2
+    assert max(arrival[("label", s)] - arrival[("reading", s)] for s in range(20)) <= 0.3
+    assert stats.totals()["labels_published"] == 20
+
+
+def test_the_rate_does_not_drift(broker, collector):
+    n, rate = 300, 300.0
+    run_devices(broker.address, PIMA, rate_hz=rate, limit=n)
+    collector.wait_count(n)
+    offsets = [t - k / rate for k, (_, _, t) in enumerate(collector.messages)]
+    # scheduled by deadlines from one start, reading k arrives k / rate after reading 0 plus a
+    # constant transit time, whatever each publish cost; a sleep(period) loop would drift by
+    # n times its per-reading overhead (30 ms at 0.1 ms per reading)
+    drift = np.median(offsets[-20:]) - np.median(offsets[20:40])
+    assert abs(drift) < 0.01
+
+
+# -- the monitor -------------------------------------------------------------------------------
+
+
+def rule(x) -> str:
+    return "tested_positive" if x[1] > 125 else "tested_negative"
+
+
+def test_monitor_accuracy_equals_a_direct_count(broker):
+    with Monitor(broker.address) as monitor:
+        config = SimConfig(PIMA, n_devices=2, rate_hz=500, limit=60, labels="inline",
+                           label_fraction=0.8, seed=9,
+                           faults=FaultRates(duplicate_rate=0.1, loss_rate=0.05))
+        sim = Simulator(config, broker.address, record=True)
+        stats = sim.run()
+        t = stats.totals()
+        n_readings = t["readings_published"] - t["duplicated"]
+        assert monitor.wait_until(lambda c: c["readings"] + c["duplicate_readings"] >= t["readings_published"], 10)
+        # stand in for the runtime: one prediction per distinct reading, from a fixed rule,
+        # and a second model that always says "tested_negative"
+        pub = Connection(BrokerOptions.from_address(broker.address), "test-runtime")
+        pub.connect()
+        seen = set()
+        correct = scored = correct_b = 0
+        for s in sim.sent:
+            m = s.message
+            if (m.device, m.seq) in seen:
+                continue
+            seen.add((m.device, m.seq))
+            y_pred = rule(m.x)
+            pub.publish(f"edgebayes/{m.device}/prediction",
+                        encode({"seq": m.seq, "ts": s.ts, "y_pred": y_pred, "model": "rule",
+                                "models": {"rule": y_pred, "neg": "tested_negative"},
+                                "latency_ms": 0.5, "proba": {}}), 1)
+            if m.labelled:
+                scored += 1
+                correct += y_pred == m.y
+                correct_b += m.y == "tested_negative"
+        assert monitor.wait_until(lambda c: c["predictions"] >= n_readings, 10)
+        pub.disconnect()
+        summary = monitor.summary()
+    totals = summary["totals"]
+    assert totals["readings"] == n_readings
+    assert totals["duplicate_readings"] == t["duplicated"]
+    assert totals["scored"] == scored
+    assert totals["correct"] == correct
+    assert totals["accuracy"] == correct / scored
+    assert summary["models"] == {
+        "neg": {"scored": scored, "correct": correct_b, "accuracy": correct_b / scored},
+        "rule": {"scored": scored, "correct": correct, "accuracy": correct / scored},
+    }
+    per_device = sum(d["scored"] for d in summary["devices"].values())
+    assert per_device == scored
+    assert totals["runtime_latency_ms"] == {"p50": 0.5, "p99": 0.5}
+    assert totals["latency_ms"]["p50"] > 0
+    assert summary["n_callback_errors"] == 0
+
+
+def test_monitor_survives_a_raising_callback_and_counts_it(broker, caplog):
+    # casebook C31: an exception in a callback is logged with its traceback and counted;
+    # the messages around it are still processed
+    class Fragile(Monitor):
+        def _handle(self, topic, payload, now):
+            if payload == b"0":
+                raise ZeroDivisionError("payload 0")
+            super()._handle(topic, payload, now)
+
+    with Fragile(broker.address) as monitor:
+        pub = Connection(BrokerOptions.from_address(broker.address), "test-pub")
+        pub.connect()
+        for payload in (encode({"seq": 1, "x": [1.0]}), b"0", encode({"seq": 2, "x": [1.0]})):
+            pub.publish("edgebayes/d/reading", payload, 1)
+        assert monitor.wait_until(lambda c: c["readings"] >= 2, 5)
+        pub.disconnect()
+    assert monitor.n_callback_errors == 1
+    assert "ZeroDivisionError" in caplog.text
+
+
+def test_monitor_matches_predictions_across_a_seq_restart():
+    # a device reboots and starts again from seq 0; predictions of the readings sent before
+    # the reboot arrive late and still find them; a repeated payload is a duplicate
+    from firmware_sim.monitor import _Board
+
+    b = _Board(max_records=100)
+    for seq in range(5):
+        b.reading(seq, digest=seq, y="a", has_y=True, now=0.0)
+    b.reading(4, digest=4, y="a", has_y=True, now=0.0)  # duplicate
+    for seq in range(3):
+        b.reading(seq, digest=100 + seq, y="b", has_y=True, now=1.0)  # after the reboot
+    for seq in range(3):
+        b.prediction(seq, "b", None, None, now=1.01)  # new readings
+    for seq in (3, 4):
+        b.prediction(seq, "a", None, None, now=1.02)  # late, from before the reboot
+    b.prediction(0, "a", None, None, now=1.03)  # the pre-reboot reading 0
+    assert b.n["restarts"] == 1 and b.n["duplicate_readings"] == 1
+    assert (b.n["predictions"], b.n["scored"], b.n["correct"]) == (6, 6, 6)
+
+
+def test_monitor_summary_reports_drift_errors_and_status(broker):
+    with Monitor(broker.address) as monitor:
+        pub = Connection(BrokerOptions.from_address(broker.address), "test-pub")
+        pub.connect()
+        pub.publish("edgebayes/d1/drift", encode({"seq": 5, "ts": 1.0, "model": "nb", "level": "drift",
+                                                  "detector": "adwin", "member": None}), 1)
+        pub.publish("edgebayes/d1/drift", encode({"seq": 6, "ts": 1.0, "model": "srp", "level": "warning",
+                                                  "detector": "adwin", "member": 3}), 1)
+        pub.publish("edgebayes/d1/error", encode({"kind": "not_finite", "seq": 7}), 1)
+        pub.publish("edgebayes/runtime/rt1/status", b"online", 1)
+        pub.publish("edgebayes/runtime/rt1/metrics", b'{"n_readings": 3}', 1)
+        assert monitor.wait_until(lambda c: c["errors"] >= 1 and c["warnings"] >= 1, 5)
+        time.sleep(0.1)
+        pub.disconnect()
+        s = monitor.summary()
+    d1 = s["devices"]["d1"]
+    assert (d1["drift_alerts"], d1["warnings"], d1["errors"]) == (1, 1, 1)
+    assert d1["errors_by_kind"] == {"not_finite": 1}
+    assert [(a["model"], a["level"], a["member"]) for a in s["drift_alerts"]] == [
+        ("nb", "drift", None), ("srp", "warning", 3)]
+    assert s["runtimes"] == {"rt1": {"status": "online", "metrics": {"n_readings": 3}, "errors": 0}}
+    assert "d1" in monitor.table()
+
+
+# -- end to end: simulator -> runtime -> monitor -----------------------------------------------
+
+
+def test_end_to_end_through_the_runtime(broker, tmp_path):
+    from edgebayes.naive_bayes import GaussianNB
+    from edgebayes.runtime.config import parse_config
+    from edgebayes.runtime.service import Runtime
+
+    names = open_stream(PIMA).schema.feature_names
+    config = parse_config({
+        "broker": {"host": broker.host, "port": broker.port, "client_id": "rt-sim"},
+        "schema": {"features": names},
+        "models": [{"name": "nb", "kind": "gaussian_nb"}],
+    })
+    runtime = Runtime(config)
+    runtime.start()
+    try:
+        with Monitor(broker.address) as monitor:
+            deadline = time.monotonic() + 10
+            while monitor.summary()["runtimes"].get("rt-sim", {}).get("status") != "online":
+                assert time.monotonic() < deadline, "the runtime did not come online"
+                time.sleep(0.02)
+            sim_config = SimConfig(PIMA, n_devices=2, rate_hz=200, limit=80, labels="inline", seed=1)
+            sim = Simulator(sim_config, broker.address, record=True)
+            sim.run()
+            assert monitor.wait_until(lambda c: c["predictions"] >= 160, 15)
+            summary = monitor.summary()
+    finally:
+        runtime.stop()
+    # the same model fed the same samples offline, test-then-train, per device
+    correct = 0
+    for d in range(2):
+        model = GaussianNB()
+        for s in sim.sent:
+            if s.message.device == f"sim-{d}":
+                correct += model.predict_one(s.message.x) == s.message.y
+                model.learn_one(s.message.x, s.message.y)
+    totals = summary["totals"]
+    assert (totals["readings"], totals["predictions"], totals["scored"]) == (160, 160, 160)
+    assert totals["correct"] == correct
+    assert summary["models"]["nb"]["correct"] == correct
+    assert totals["latency_ms"]["p99"] is not None
+
+
+# -- command line ------------------------------------------------------------------------------
+
+
+def test_cli_run_and_monitor(broker, tmp_path):
+    mon_json = tmp_path / "monitor.json"
+    monitor = subprocess.Popen(
+        [sys.executable, "-m", "firmware_sim", "monitor", "--broker", broker.address,
+         "--idle-s", "0.5", "--interval-s", "0.1", "--quiet", "--json", str(mon_json)],
+        cwd=ROOT, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(0.6)  # let it subscribe (it stops when idle 0.5 s after the last reading)
+    run_json = tmp_path / "run.json"
+    code = cli_main(["run", "--broker", broker.address, "--source", PIMA, "--devices", "2",
+                     "--rate", "500", "--limit", "25", "--labels", "delayed", "--label-delay-s", "0",
+                     "--duplicate-rate", "0.2", "--seed", "1", "--json", str(run_json)])
+    assert code == 0
+    _, err = monitor.communicate(timeout=20)
+    assert monitor.returncode == 0, err
+    run = json.loads(run_json.read_text())
+    mon = json.loads(mon_json.read_text())
+    assert run["completed"] and run["totals"]["samples"] == 50
+    assert run["config"]["faults"]["duplicate_rate"] == 0.2
+    assert mon["totals"]["readings"] == 50
+    assert mon["totals"]["duplicate_readings"] == run["totals"]["duplicated"] > 0
+    assert mon["totals"]["labels"] == 50
+    assert "sim-1" in err  # the final table
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rate", "0"], "rate_hz"),
+    (["--loss-rate", "0.7", "--malformed-rate", "0.5"], "at most 1"),
+    (["--label-fraction", "1.5"], "label_fraction"),
+    (["--devices", "2", "--client-id", "fixed"], "{device}"),
+    (["--device-prefix", "a/b"], "device ids"),
+])
+def test_cli_rejects_bad_values_with_one_line(argv, message, capsys):
+    code = cli_main(["run", "--broker", "127.0.0.1:1", "--source", PIMA, *argv])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_cli_reports_an_unreachable_broker(capsys):
+    from tests.broker import free_port
+
+    code = cli_main(["run", "--broker", f"127.0.0.1:{free_port()}", "--source", PIMA, "--limit", "1"])
+    assert code == 1
+    assert "cannot reach the broker" in capsys.readouterr().err
+
+
+def test_broker_address_parsing():
+    assert parse_address("10.0.0.2:8883") == ("10.0.0.2", 8883)
+    assert parse_address("broker.local") == ("broker.local", 1883)
+    assert parse_address("[::1]:1884") == ("::1", 1884)
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        parse_address("host:http")
+
+
+def test_qos0_publish_while_disconnected_fails_fast():
+    # casebook C34: no hang waiting for a QoS 0 message paho will never send; C37: the
+    # client is built with callback API v2 and a keyword client id
+    conn = Connection(BrokerOptions("127.0.0.1", 1), "sim-x")
+    assert conn.client._callback_api_version == mqtt.CallbackAPIVersion.VERSION2
+    assert conn.client._client_id == b"sim-x"
+    t = time.monotonic()
+    assert conn.publish("edgebayes/sim-x/reading", b"x", 0) is False
+    assert conn.flush(timeout_s=2.0) is True
+    assert time.monotonic() - t < 1.0
+
+
+def test_config_errors_name_the_value():
+    with pytest.raises(ValueError, match="jitter"):
+        SimConfig(PIMA, jitter=1.0)
+    with pytest.raises(ValueError, match="burst_size"):
+        FaultRates(burst_size=1)
+    with pytest.raises(ValueError, match="malformed_kinds"):
+        FaultRates(malformed_kinds=("garbage",))
+    with pytest.raises(ValueError, match="labels"):
+        SimConfig(PIMA, labels="sometimes")
+    with pytest.raises(ValueError, match="rows cannot be shared"):
+        build_devices(SimConfig(str(SHARED / "data" / "uci_iris" / "iris.csv"), n_devices=151))
