@@ -1,0 +1,101 @@
+"""The MQTT wrapper against the casebook's client failures (C31, C34, C35, C37)."""
+
+import logging
+import socket
+import threading
+import time
+
+import paho.mqtt.client as paho
+import pytest
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+
+from edgebayes.runtime.config import BrokerConfig
+from edgebayes.runtime.mqtt import MqttClient
+from tests.broker import free_port
+from tests.runtime_client import wait_for
+
+
+def _client(host, port, client_id, handler=lambda topic, payload, mid, qos: None, subs=("c/in",)):
+    cfg = BrokerConfig(host=host, port=port, client_id=client_id, reconnect_min_s=0.1, reconnect_max_s=0.5)
+    return MqttClient(cfg, subscriptions=list(subs), status_topic=f"c/{client_id}/status", on_message=handler)
+
+
+def test_c31_handler_errors_are_logged_counted_and_do_not_stop_later_messages(broker, caplog):
+    handled = []
+    box = {}
+
+    def handler(topic, payload, mid, qos):
+        handled.append(1 / int(payload))  # ZeroDivisionError for b"0"
+        box["c"].ack(mid, qos)
+
+    c = box["c"] = _client(broker.host, broker.port, "c31", handler)
+    c.start()
+    wait_for(c.subscribed.is_set, what="subscription")
+    pub = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="c31-pub")
+    pub.connect(broker.host, broker.port)
+    pub.loop_start()
+    with caplog.at_level(logging.ERROR, logger="edgebayes.runtime.mqtt"):
+        for p in (b"1", b"0", b"2"):
+            pub.publish("c/in", p, qos=1).wait_for_publish(5)
+        wait_for(lambda: len(handled) == 2 and c.n_callback_errors == 1, what="b'1' and b'2' handled")
+    assert handled == [1.0, 0.5] and c.n_callback_errors == 1
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and errors[0].exc_info[0] is ZeroDivisionError
+    pub.loop_stop()
+    pub.disconnect()
+    assert c.stop() is True  # offline acknowledged by the broker
+
+
+def test_c34_publishing_while_unreachable_never_hangs():
+    c = _client("127.0.0.1", 1, "c34")  # closed loopback port
+    c.start()
+    t0 = time.monotonic()
+    assert c.publish_and_wait("edge/pred", b"x", qos=0) is False  # QoS 0: never waited for
+    assert c.publish_and_wait("edge/pred", b"x", qos=1, timeout_s=0.5) is False
+    assert time.monotonic() - t0 < 2.5
+    assert c.n_publish_failed == 1  # the QoS 0 one; the QoS 1 one stays queued for a reconnect
+    t0 = time.monotonic()
+    assert c.stop() is False
+    assert time.monotonic() - t0 < 2.5
+
+
+@pytest.mark.parametrize("packet,code,name", [
+    ("e0 02 87 00", 135, "Not authorized"),
+    ("e0 01 8e", 142, "Session taken over"),
+    ("e0 00", 0, "Normal disconnection"),
+])
+def test_c35_short_disconnect_packets_keep_their_reason_code(packet, code, name):
+    """A one-shot server that accepts CONNECT, grants it, then sends the casebook's raw
+    DISCONNECT (Mosquitto 2.0 closes the socket on a takeover instead of sending 0x8E)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", free_port()))
+    srv.listen(1)
+
+    def serve():
+        conn, _ = srv.accept()
+        conn.recv(1024)  # CONNECT
+        conn.sendall(bytes.fromhex("20 03 00 00 00"))  # CONNACK v5: success, no properties
+        conn.recv(1024)  # SUBSCRIBE + PUBLISH online
+        conn.sendall(bytes.fromhex(packet))
+        time.sleep(0.3)
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    c = _client("127.0.0.1", srv.getsockname()[1], "c35raw")
+    c.start()
+    wait_for(lambda: c.last_disconnect_reason is not None, what="the DISCONNECT")
+    c._stopping = True  # no reconnect noise while stopping
+    c.stop(timeout_s=0.1)
+    srv.close()
+    assert c.last_disconnect_reason == code and c.last_disconnect_reason.getName() == name
+
+
+def test_c37_callback_api_v2_and_keyword_client_id():
+    with pytest.raises((TypeError, ValueError)):
+        paho.Client("sensor-1")  # positional client id hits callback_api_version in paho 2.x
+    ok = paho.Client(CallbackAPIVersion.VERSION2, client_id="sensor-1")
+    assert ok._client_id == b"sensor-1"
+    c = _client("127.0.0.1", 1, "sensor-1")
+    assert c._client._client_id == b"sensor-1" and c._client._callback_api_version == CallbackAPIVersion.VERSION2
+    with pytest.raises(TypeError, match="must take"):  # a v1-style handler is refused when configured
+        _client("127.0.0.1", 1, "sensor-1", handler=lambda client, userdata, msg: None)

@@ -1,0 +1,112 @@
+"""``edgebayes run`` as a real process: SIGKILL then restart resumes from the checkpoint;
+SIGTERM drains, checkpoints, leaves ``offline`` retained and exits 0."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import msgpack
+import paho.mqtt.client as paho
+from paho.mqtt.enums import CallbackAPIVersion
+
+from edgebayes.base import learner_from_state
+from edgebayes.naive_bayes import GaussianNB
+from tests.runtime_client import Device, blobs, wait_for, write_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(config: Path, log: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "edgebayes", "run", "--config", str(config), "--log-level", "INFO"],
+                            cwd=ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+
+
+def _checkpoint(path: Path) -> dict | None:
+    try:
+        return msgpack.unpackb(path.read_bytes(), strict_map_key=False)["device"]
+    except (OSError, ValueError):
+        return None
+
+
+def _retained_status(broker) -> bytes:
+    got = []
+    c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="status-reader")
+    c.on_message = lambda cl, u, msg: got.append(msg.payload)
+    c.connect(broker.host, broker.port)
+    c.subscribe("eb/runtime/rt-test/status", qos=1)
+    c.loop_start()
+    wait_for(lambda: got, what="the retained status")
+    c.loop_stop()
+    c.disconnect()
+    return got[0]
+
+
+def _wait_online(dev, n_before=0):
+    wait_for(lambda: sum(1 for t, p, _ in list(dev.raw) if t.endswith("/status") and p == b"online") > n_before,
+             timeout_s=15, what="the runtime online")
+
+
+def test_sigkill_then_restart_resumes_from_the_last_checkpoint(broker, tmp_path):
+    ck = tmp_path / "ck"
+    cfg = write_config(tmp_path / "rt.toml", broker, checkpoint_dir=ck)
+    log = tmp_path / "rt.log"
+    dev = Device(broker)
+    proc = _run(cfg, log)
+    try:
+        _wait_online(dev)
+        data = blobs(80, seed=5)
+        for i, (x, y) in enumerate(data[:50]):
+            dev.publish("d1", "reading", {"seq": i, "x": x, "y": y})
+        wait_for(lambda: len(dev.predictions()) == 50, what="50 predictions")
+        wait_for(lambda: (_checkpoint(ck / "d1.ckpt") or {}).get("last_seq") == 49, what="a checkpoint at seq 49")
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(10) == -signal.SIGKILL
+        saved = _checkpoint(ck / "d1.ckpt")
+        proc = _run(cfg, log)
+        _wait_online(dev, 1)
+        dev.publish("d1", "reading", {"seq": 49, "x": data[49][0], "y": data[49][1]})  # a replay
+        for i, (x, y) in enumerate(data[50:], start=50):
+            dev.publish("d1", "reading", {"seq": i, "x": x, "y": y})
+        wait_for(lambda: len(dev.predictions()) == 80, what="80 predictions")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(15)
+    off = GaussianNB()
+    for x, y in data[:50]:
+        off.learn_one(x, y)
+    assert learner_from_state(saved["models"][0]["learner"]).state() == off.state()
+    preds = dev.predictions()
+    for i, (x, y) in enumerate(data[50:], start=50):
+        assert preds[i]["proba"] == off.predict_proba_one(x), i  # the restored model, not a fresh one
+        off.learn_one(x, y)
+    assert [e["kind"] for e in dev.got("error")] == ["duplicate"]
+    assert "restored from its checkpoint (last seq 49)" in log.read_text()
+
+
+def test_sigterm_drains_checkpoints_and_leaves_offline_retained(broker, tmp_path):
+    ck = tmp_path / "ck"
+    cfg = write_config(tmp_path / "rt.toml", broker, checkpoint_dir=ck)
+    cfg.write_text(cfg.read_text().replace("interval_s = 0.3", "interval_s = 3600"))
+    log = tmp_path / "rt.log"
+    dev = Device(broker)
+    proc = _run(cfg, log)
+    _wait_online(dev)
+    assert _retained_status(broker) == b"online"
+    data = blobs(40, seed=6)
+    for i, (x, y) in enumerate(data):
+        dev.publish("d1", "reading", {"seq": i, "x": x, "y": y if i < 30 else None})
+    wait_for(lambda: len(dev.predictions()) == 40, what="40 predictions")
+    assert not (ck / "d1.ckpt").exists()  # the interval has not come yet
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(15) == 0
+    saved = _checkpoint(ck / "d1.ckpt")
+    off = GaussianNB()
+    for x, y in data[:30]:
+        off.learn_one(x, y)
+    assert saved["last_seq"] == 39 and learner_from_state(saved["models"][0]["learner"]).state() == off.state()
+    assert [item[0] for item in saved["pending"]["items"]] == list(range(30, 40))
+    assert _retained_status(broker) == b"offline"
+    assert sorted(os.listdir(ck)) == ["d1.ckpt"]
+    assert "stopped" in log.read_text()
