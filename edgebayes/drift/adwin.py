@@ -24,6 +24,44 @@ def _as_input(x) -> float:
     return float(x)
 
 
+def _insert(totals: list, variances: list, xs: list, limit: int) -> None:
+    """Append inputs ``xs`` to the histogram and compress it (MOA ``compressBuckets``).
+
+    Whenever a row holds ``limit + 1`` buckets its two oldest merge into one bucket of the next
+    row: totals add, variances add plus n1 n2 (u1 - u2)^2 / (n1 + n2) (casebook C23). A row's
+    merges depend only on the sequence of buckets it receives, so the rows are processed one
+    after the other on whole batches: the same pairs, in the same order, with the same
+    arithmetic as inserting the inputs one by one.
+    """
+    new_t, new_v = xs, [0.0] * len(xs)
+    i = 0
+    while True:
+        row, vrow = totals[i], variances[i]
+        row += new_t
+        vrow += new_v
+        excess = len(row) - limit
+        if excess <= 0:
+            return
+        k = (excess + 1) // 2 * 2  # one-by-one insertion merges this many, oldest first
+        t, v = row[:k], vrow[:k]
+        del row[:k], vrow[:k]
+        a, b = t[0::2], t[1::2]
+        new_t = [x + y for x, y in zip(a, b)]
+        if i == 0:  # n = 1, both variances 0.0: the merge term is du * du / 2
+            new_v = [(x - y) * (x - y) / 2.0 for x, y in zip(a, b)]
+        else:
+            n = float(1 << i)
+            nn, n2 = n * n, n + n
+            new_v = [
+                va + vb + nn * (x / n - y / n) * (x / n - y / n) / n2
+                for x, y, va, vb in zip(a, b, v[0::2], v[1::2])
+            ]
+        i += 1
+        if i == len(totals):
+            totals.append([])
+            variances.append([])
+
+
 class ADWIN:
     """ADaptive WINdowing change detector and mean estimator (ADWIN2).
 
@@ -78,8 +116,8 @@ class ADWIN:
 
     __slots__ = (
         "delta", "clock", "max_buckets", "min_window_length", "grace_period",
-        "drift_detected", "_width", "_total", "_variance", "_time", "_n_detections",
-        "_estimation_before_drift", "_totals", "_variances",
+        "_width", "_total", "_variance", "_ticks", "_drifted", "_n_detections",
+        "_estimation_before_drift", "_abs_max", "_totals", "_variances", "_pending",
     )  # fmt: skip
 
     def __init__(
@@ -90,7 +128,7 @@ class ADWIN:
         min_window_length: int = 5,
         grace_period: int = 10,
     ):
-        if not (isinstance(delta, (int, float)) and 0.0 < delta < 1.0):
+        if isinstance(delta, bool) or not (isinstance(delta, (int, float)) and 0.0 < delta < 1.0):
             raise ValueError(f"delta must be a number in (0, 1), got {delta!r}")
         for name, value, low in (
             ("clock", clock, 1),
@@ -109,16 +147,21 @@ class ADWIN:
 
     def reset(self) -> None:
         """Empty the window and clear all counters and flags; parameters are kept."""
-        self.drift_detected = False
         self._width = 0
         self._total = 0.0
         self._variance = 0.0  # sum of squared deviations from the window mean
-        self._time = 0  # inputs since reset; the cut test runs when it is a multiple of clock
+        self._ticks = self.clock  # inputs until the next cut test (MOA: time % clock == 0)
+        self._drifted = False  # the latest cut test cut
         self._n_detections = 0
         self._estimation_before_drift = 0.0
-        # Histogram rows, newest row (size 1) first; within a row, oldest bucket first.
+        self._abs_max = 0.0  # largest |input| since reset: bounds rounding in the cut test
+        # Histogram rows, newest row (bucket size 1) first; within a row, oldest bucket first.
         self._totals: list[list[float]] = [[]]
         self._variances: list[list[float]] = [[]]
+        # Inputs not yet in the histogram. Folding them in at the next cut test (or read-out)
+        # yields the same buckets, totals and variances as inserting them one by one, without
+        # the per-input method calls and attribute round trips.
+        self._pending: list[float] = []
 
     # -- the hot path -------------------------------------------------------------------------
 
@@ -130,7 +173,7 @@ class ADWIN:
                 1 = wrong, 0 = right.
 
         Returns:
-            bool, also kept in ``drift_detected``.
+            bool, also readable as ``drift_detected`` until the next input.
 
         Raises:
             ValueError: ``x`` is NaN, +/-inf or not a real number; the detector is unchanged.
@@ -139,84 +182,110 @@ class ADWIN:
             x = _as_input(x)
         if x - x:  # NaN for NaN and +/-inf, 0.0 otherwise
             raise ValueError(f"ADWIN input must be finite, got {x}")
-        w = self._width
-        total = self._total
-        if w:  # MOA insertElement: incremental sum of squared deviations
-            d = x - total / w
-            self._variance += w * d * d / (w + 1)
-        self._width = w + 1
-        self._total = total + x
-        row = self._totals[0]
-        row.append(x)
-        self._variances[0].append(0.0)
-        if len(row) > self.max_buckets:
-            self._compress()
-        t = self._time + 1
-        self._time = t
-        if t % self.clock or w + 1 <= self.grace_period:
-            self.drift_detected = False
+        self._pending.append(x)
+        ticks = self._ticks - 1
+        if ticks:
+            self._ticks = ticks
             return False
-        return self._check(total / w if w else 0.0)
+        self._ticks = self.clock
+        return self._check()
 
-    def _compress(self) -> None:
-        """Merge the two oldest buckets of each overfull row into the next row (MOA order)."""
-        totals, variances, limit = self._totals, self._variances, self.max_buckets
-        i = 0
-        while True:
-            row, vrow = totals[i], variances[i]
-            if len(row) <= limit:
-                return
-            if i + 1 == len(totals):
-                totals.append([])
-                variances.append([])
-            n = 1 << i
-            a, b = row[0], row[1]
-            du = a / n - b / n
-            totals[i + 1].append(a + b)
-            variances[i + 1].append(vrow[0] + vrow[1] + n * n * du * du / (n + n))
-            del row[:2], vrow[:2]
-            i += 1
+    def _flush(self) -> None:
+        """Insert the pending inputs in order (MOA ``insertElement``)."""
+        pending = self._pending
+        if not pending:
+            return
+        self._abs_max = max(self._abs_max, max(pending), -min(pending))
+        w, total, var = float(self._width), self._total, self._variance
+        for x in pending:
+            if w:  # incremental sum of squared deviations, in MOA's operation order
+                d = x - total / w
+                var += w * d * d / (w + 1.0)
+            w += 1.0
+            total += x
+        self._width, self._total, self._variance = int(w), total, var
+        _insert(self._totals, self._variances, pending, self.max_buckets)
+        self._pending = []
 
-    def _check(self, estimation_before: float) -> bool:
-        """MOA's reduce-window loop: drop the oldest bucket while any split passes the test."""
-        totals = self._totals
-        longer = self.min_window_length + 1  # both parts must hold more than this
-        shift = self.min_window_length - 1  # n - min_window_length + 1 == n - shift
-        delta = self.delta
+    def _check(self) -> bool:
+        """Fold in the pending inputs, then MOA's reduce-window loop: drop the oldest bucket
+        while some split passes the cut test."""
+        latest = self._pending.pop()
+        self._flush()
+        width_before, total_before = self._width, self._total  # before the latest input
+        self._pending.append(latest)
+        self._flush()
         cut = False
-        while True:
-            w = self._width
-            v = self._variance / w
-            dd = _log(2 * _log(w) / delta)
-            n0, n1, u0, u1 = 0, w, 0.0, self._total
-            found = False
-            for i in range(len(totals) - 1, -1, -1):
-                size = 1 << i
-                for t in totals[i]:
-                    n0 += size
-                    n1 -= size
-                    u0 += t
-                    u1 -= t
-                    if n1 <= longer:
-                        break
-                    if n0 > longer:
-                        m = 1.0 / (n0 - shift) + 1.0 / (n1 - shift)
-                        eps = _sqrt(2 * m * v * dd) + _TWO_THIRDS * dd * m
-                        if abs(u0 / n0 - u1 / n1) > eps:
-                            found = True
-                            break
-                else:
-                    continue
-                break  # a split passed, or W1 got too short for any later split
-            if not found:
-                break
-            cut = True
-            self._drop_oldest()
+        if self._width > self.grace_period:
+            while self._has_cut():
+                cut = True
+                self._drop_oldest()
+        self._drifted = cut
         if cut:
             self._n_detections += 1
-            self._estimation_before_drift = estimation_before
-        self.drift_detected = cut
+            self._estimation_before_drift = total_before / width_before if width_before else 0.0
         return cut
+
+    def _has_cut(self) -> bool:
+        """Whether a bucket boundary splits the window into an older W0 (n0 inputs, sum u0) and
+        a newer W1 (n1, u1), both longer than min_window_length + 1, with
+        |u0/n0 - u1/n1| > eps (MOA ``blnCutexpression``, same operation order).
+
+        Most boundaries are ruled out by a necessary condition that costs two additions: as
+        m >= 1/n0 + 1/n1 = W/(n0 n1), a cut implies |D| > sqrt(v dd min(n0, n1)) + 2/3 dd with
+        D = u0 - n0 * total/W. The bound is taken per histogram row (the row's smallest
+        min(n0, n1)) and lowered by a slack far above the rounding of the running sums, so it
+        never rules out a boundary where MOA's test cuts: the decisions are MOA's.
+        """
+        w = self._width
+        longer = self.min_window_length + 1
+        if w <= 2 * longer:
+            return False  # no admissible split (and ln(2 ln w / delta) may be undefined)
+        fw = float(w)
+        v = self._variance / fw
+        if v < 0.0:
+            return False  # rounded below zero: MOA's sqrt gives NaN and NaN never cuts
+        dd = _log(2 * _log(fw) / self.delta)
+        vdd = v * dd
+        floor = _TWO_THIRDS * dd - 1e-10 * (fw * self._abs_max + dd)  # c - rounding slack
+        mean = self._total / fw
+        totals = self._totals
+        d, n0 = 0.0, 0.0
+        for i in range(len(totals) - 1, -1, -1):
+            size = float(1 << i)
+            row = totals[i]
+            first, rest = n0 + size, fw - n0 - size * len(row)  # smallest n0, smallest n1
+            low = first if first < rest else rest
+            bound = _sqrt(vdd * low) + floor if low > 0.0 else floor
+            step = size * mean
+            for j, t in enumerate(row):
+                d += t - step
+                if -bound < d < bound:
+                    continue
+                if self._cuts_at(i, j, v, dd):
+                    return True
+            n0 += size * len(row)
+        return False
+
+    def _cuts_at(self, row: int, position: int, v: float, dd: float) -> bool:
+        """MOA's exact test at the boundary after bucket ``position`` of ``row``, with u0 and
+        u1 summed bucket by bucket from the oldest, as MOA does."""
+        totals = self._totals
+        n0, u0, u1 = 0, 0.0, self._total
+        for i in range(len(totals) - 1, row - 1, -1):
+            size = 1 << i
+            for b in totals[i] if i > row else totals[i][: position + 1]:
+                n0 += size
+                u0 += b
+                u1 -= b
+        n1 = self._width - n0
+        longer = self.min_window_length + 1
+        if n0 <= longer or n1 <= longer:
+            return False
+        shift = self.min_window_length - 1  # n - min_window_length + 1 == n - shift
+        m = 1.0 / (n0 - shift) + 1.0 / (n1 - shift)
+        eps = _sqrt(2 * m * v * dd) + _TWO_THIRDS * dd * m
+        return abs(u0 / n0 - u1 / n1) > eps
 
     def _drop_oldest(self) -> None:
         """Remove the oldest bucket and its share of width, total and variance (MOA)."""
@@ -234,26 +303,35 @@ class ADWIN:
         if not row and last:
             del self._totals[last], self._variances[last]
 
-    # -- read-outs ----------------------------------------------------------------------------
+    # -- read-outs (they fold pending inputs in first) ----------------------------------------
+
+    @property
+    def drift_detected(self) -> bool:
+        """True when the latest input caused a drift; False after any other input or reset."""
+        return self._drifted and self._ticks == self.clock
 
     @property
     def width(self) -> int:
         """Number of inputs in the window."""
+        self._flush()
         return self._width
 
     @property
     def estimation(self) -> float:
         """Mean of the window (0.0 for an empty window; MOA gives NaN there)."""
+        self._flush()
         return self._total / self._width if self._width else 0.0
 
     @property
     def variance(self) -> float:
         """Population variance of the window (MOA's ``getVariance``); 0.0 when empty."""
+        self._flush()
         return self._variance / self._width if self._width else 0.0
 
     @property
     def total(self) -> float:
         """Sum of the inputs in the window."""
+        self._flush()
         return self._total
 
     @property
@@ -268,16 +346,20 @@ class ADWIN:
 
     @property
     def n_buckets(self) -> int:
-        """Buckets currently in the histogram."""
+        """Buckets in the histogram."""
+        self._flush()
         return sum(len(row) for row in self._totals)
 
     def memory_bytes(self) -> int:
-        """Bytes held, counted from shapes: two row lists (totals, variances) per histogram row
-        sized for ``max_buckets + 1`` pointers, two floats per bucket, and the object itself."""
+        """Bytes held, counted from shapes: per histogram row two lists (totals, variances) of
+        ``max_buckets + 1`` pointers, two floats per bucket, the pending-input list
+        (``clock`` pointers and floats), and the object itself."""
         rows = len(self._totals)
         per_row = 2 * (_LIST_BYTES + 8 * (self.max_buckets + 1))
         outer = 2 * (_LIST_BYTES + 8 * rows)
-        return sys.getsizeof(self) + outer + rows * per_row + 2 * _FLOAT_BYTES * self.n_buckets
+        pending = _LIST_BYTES + self.clock * (8 + _FLOAT_BYTES)
+        buckets = 2 * _FLOAT_BYTES * self.n_buckets
+        return sys.getsizeof(self) + outer + rows * per_row + buckets + pending
 
     # -- copies and checkpoints ---------------------------------------------------------------
 
@@ -296,16 +378,18 @@ class ADWIN:
 
     def state(self) -> dict:
         """Plain-data state (``"kind": "adwin"``); floats are stored exactly."""
+        self._flush()
         return {
             "kind": "adwin",
             "params": self._params(),
-            "drift_detected": self.drift_detected,
             "width": self._width,
             "total": self._total,
             "variance": self._variance,
-            "time": self._time,
+            "ticks": self._ticks,
+            "drifted": self._drifted,
             "n_detections": self._n_detections,
             "estimation_before_drift": self._estimation_before_drift,
+            "abs_max": self._abs_max,
             "totals": [list(row) for row in self._totals],
             "variances": [list(row) for row in self._variances],
         }
@@ -329,13 +413,14 @@ class ADWIN:
             or sum(len(r) << i for i, r in enumerate(totals)) != state["width"]
         ):
             raise ValueError("ADWIN state: histogram rows do not match width and max_buckets")
-        out.drift_detected = bool(state["drift_detected"])
         out._width = int(state["width"])
         out._total = float(state["total"])
         out._variance = float(state["variance"])
-        out._time = int(state["time"])
+        out._ticks = int(state["ticks"])
+        out._drifted = bool(state["drifted"])
         out._n_detections = int(state["n_detections"])
         out._estimation_before_drift = float(state["estimation_before_drift"])
+        out._abs_max = float(state["abs_max"])
         out._totals = totals
         out._variances = variances
         return out
