@@ -439,20 +439,25 @@ class GaussianNB(Learner):
             self._cache = cache
         return cache
 
-    def _jll(self, xs: list, has_nan: bool) -> list:
-        out = []
-        cache = self._class_cache()
-        for (c, vs, full), p, mu, cnt in zip(cache, self._priors, self._means, self._counts):
+    def _terms(self, xs: list, has_nan: bool) -> tuple[list, list]:
+        """Per class: log P(k) - 0.5 sum_j log(2 pi v_kj), and sum_j (x_j - mu_kj)^2 / v_kj,
+        with v = var + eps; the joint log-likelihood is the first minus half the second."""
+        cs, qs = [], []
+        for (c, vs, full), p, mu, cnt in zip(self._class_cache(), self._priors, self._means, self._counts):
             if full and not has_nan:
-                out.append(c - 0.5 * sum([(a - b) * (a - b) / v for a, b, v in zip(xs, mu, vs)]))
+                cs.append(c)
+                qs.append(sum([(a - b) * (a - b) / v for a, b, v in zip(xs, mu, vs)]))
                 continue
             # missing values: only the features present in x and seen in this class count
-            s = math.log(p) if p > 0.0 else -_INF
+            c = math.log(p) if p > 0.0 else -_INF
+            q = 0.0
             for a, b, v, n in zip(xs, mu, vs, cnt):
                 if a == a and n > 0.0:
-                    s -= 0.5 * ((a - b) * (a - b) / v + _LOG_2PI + math.log(v))
-            out.append(s)
-        return out
+                    c -= 0.5 * (_LOG_2PI + math.log(v))
+                    q += (a - b) * (a - b) / v
+            cs.append(c)
+            qs.append(q)
+        return cs, qs
 
     def _far(self, xs: list) -> list:
         """Probabilities when every class's log-likelihood is -inf (x extremely far): the limit
@@ -483,7 +488,8 @@ class GaussianNB(Learner):
         """
         if not self.classes_:
             return {}
-        return dict(zip(self.classes_, self._jll(*_as_floats(x, self.n_features_in_))))
+        cs, qs = self._terms(*_as_floats(x, self.n_features_in_))
+        return {label: c - 0.5 * q for label, c, q in zip(self.classes_, cs, qs)}
 
     def predict_proba_one(self, x) -> dict:
         """Class probabilities {label: float} for ``x``, summing to 1 (empty before learning).
@@ -494,8 +500,12 @@ class GaussianNB(Learner):
         if not self.classes_:
             return {}
         xs, has_nan = _as_floats(x, self.n_features_in_)
-        jll = self._jll(xs, has_nan)
-        top = max(jll)
+        cs, qs = self._terms(xs, has_nan)
+        # shift by the smallest squared distance: when it is huge (a variance at the floor),
+        # the log priors would otherwise be absorbed and tied distances no longer tie
+        q0 = min(qs)
+        jll = [c - 0.5 * (q - q0) for c, q in zip(cs, qs)] if q0 < _INF else []
+        top = max(jll, default=-_INF)
         if top == -_INF:
             return dict(zip(self.classes_, self._far(xs)))
         exp = math.exp
@@ -522,13 +532,14 @@ class GaussianNB(Learner):
         has_nan = bool(nan.any())
         present = (~nan).astype(float)
         eps = self._eps
-        jll = np.empty((len(X), len(self.classes_)))
-        with np.errstate(divide="ignore", over="ignore"):
+        n, K = len(X), len(self.classes_)
+        C, Q = np.empty((n, K)), np.empty((n, K))
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             log_p = np.log(np.array(self._priors))
             for k in range(len(self.classes_)):
                 v = np.array(self._vars[k]) + eps
                 seen = np.array(self._counts[k]) > 0
-                half_iv = np.where(seen, 0.5 / v, 0.0)
+                inv = np.where(seen, 1.0 / v, 0.0)
                 half_log = np.where(seen, 0.5 * (_LOG_2PI + np.log(v)), 0.0)
                 D = X - np.array(self._means[k])
                 if not seen.all():
@@ -538,12 +549,14 @@ class GaussianNB(Learner):
                     norm = present @ half_log
                 else:
                     norm = half_log.sum()
-                jll[:, k] = log_p[k] - norm - (D * D) @ half_iv
-        top = jll.max(axis=1, keepdims=True)
-        far = np.isneginf(top[:, 0])
+                C[:, k] = log_p[k] - norm
+                Q[:, k] = (D * D) @ inv
+            jll = C - 0.5 * (Q - Q.min(axis=1, keepdims=True))  # shifted as in predict_proba_one
+            top = jll.max(axis=1, keepdims=True)
+        far = ~(top[:, 0] > -np.inf)  # every squared distance overflowed: the limit, by _far
         top[far] = 0.0
-        P = np.exp(jll - top)
         with np.errstate(invalid="ignore"):
+            P = np.exp(jll - top)
             P /= P.sum(axis=1, keepdims=True)
         for i in np.flatnonzero(far):
             P[i] = self._far(X[i].tolist())
@@ -566,17 +579,17 @@ class GaussianNB(Learner):
     @property
     def means_(self) -> np.ndarray:
         """Per-class feature means, float64 (n_classes, n_features)."""
-        return np.array(self._means, dtype=float).reshape(len(self.classes_), -1)
+        return np.array(self._means, dtype=float).reshape(len(self.classes_), self.n_features_in_ or 0)
 
     @property
     def variances_(self) -> np.ndarray:
         """Per-class population variances (before smoothing), float64 (n_classes, n_features)."""
-        return np.array(self._vars, dtype=float).reshape(len(self.classes_), -1)
+        return np.array(self._vars, dtype=float).reshape(len(self.classes_), self.n_features_in_ or 0)
 
     @property
     def counts_(self) -> np.ndarray:
         """Per-class weight of present values of each feature, float64 (n_classes, n_features)."""
-        return np.array(self._counts, dtype=float).reshape(len(self.classes_), -1)
+        return np.array(self._counts, dtype=float).reshape(len(self.classes_), self.n_features_in_ or 0)
 
     @property
     def epsilon_(self) -> float:
