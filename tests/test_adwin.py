@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import json
 import math
 import random
@@ -11,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgebayes.drift import ADWIN, ErrorDetector
+from edgebayes import codec
+from edgebayes.drift import ADWIN, ErrorDetector, detector_from_state
 
 VECTORS = sorted(
     (Path(__file__).resolve().parents[1] / ".." / "shared" / "vectors" / "adwin").glob("*.json")
@@ -160,3 +162,223 @@ def test_matches_plain_moa_port(
     assert state["variance"] == ref.var
     assert state["totals"] == ref.rows_t
     assert state["variances"] == ref.rows_v
+
+
+# -- casebook ---------------------------------------------------------------------------------
+
+STEP = [0.0] * 1000 + [1.0] * 1000
+
+
+def test_c22_flag_true_only_at_detection_steps():
+    adwin, signal = ADWIN(), ErrorDetector()
+    flags = [(adwin.update(x), adwin.drift_detected, signal.update(x), signal.drift_detected)
+             for x in STEP]  # fmt: skip
+    # The window is kept after a cut (MOA), so the later checks cut the rest of the old regime.
+    assert [i for i, f in enumerate(flags) if f[0]] == [1023, 1055, 1087]
+    assert [i for i, f in enumerate(flags) if f[1]] == [1023, 1055, 1087]
+    assert [i for i, f in enumerate(flags) if f[2] or f[3]] == [1023, 1055, 1087]
+    assert adwin.n_detections == signal.n_detections == 3
+    adwin.reset()
+    signal.reset()
+    assert not adwin.drift_detected and not signal.drift_detected
+    assert adwin.n_detections == signal.n_detections == 0 and adwin.width == 0
+    assert not any(adwin.update(0.0) or signal.update(0.0) for _ in range(10))
+    assert adwin.n_detections == signal.n_detections == 0
+    assert not adwin.drift_detected and not signal.drift_detected
+
+
+def test_c22_one_detection_for_a_caller_that_resets_on_drift():
+    # The case's peer resets its detector after a detection (as River and SRP do): one total.
+    adwin, detections = ADWIN(), []
+    for i, x in enumerate(STEP):
+        if adwin.update(x):
+            detections.append(i)
+            adwin.reset()
+        else:
+            assert not adwin.drift_detected
+    assert detections == [1023]
+    assert adwin.n_detections == 0 and not adwin.drift_detected
+
+
+@pytest.mark.parametrize("n", [64, 128])
+def test_c23_alternating_stream_variance(n):
+    adwin = ADWIN()
+    assert not any(adwin.update(float(i % 2)) for i in range(n))
+    assert adwin.n_detections == 0
+    assert adwin.width == n
+    assert adwin.estimation == 0.5
+    assert adwin.variance == 0.25
+    # Every bucket holds whole 0,1 pairs: its sum of squared deviations is size/4 (never < 0).
+    state = adwin.state()
+    for i, row in enumerate(state["variances"]):
+        assert row == [(1 << i) / 4 if i else 0.0] * len(row)
+
+
+def test_c23_merge_term_is_squared():
+    adwin = ADWIN()
+    for x in [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]:  # the sixth input merges the first two buckets
+        adwin.update(x)
+    state = adwin.state()
+    assert state["totals"][1] == [1.0]
+    assert state["variances"][1] == [0.5]  # 1*1*(0 - 1)^2 / (1 + 1), not -0.5
+
+
+@pytest.mark.parametrize("clock, first, window", [(1, 1009, (1000, 1016)), (32, 1023, (1000, 1056))])
+def test_c24_clock_bounds_detection_delay(clock, first, window):
+    adwin = ADWIN(delta=0.002, clock=clock)
+    detections = []
+    for i, x in enumerate(STEP):
+        if adwin.update(x):
+            detections.append(i)
+            adwin.reset()  # the case counts one detection per change
+    assert detections == [first]
+    assert window[0] <= first <= window[1]
+
+
+def test_c25_error_stream_flags_the_member_that_got_worse():
+    member_a = [0] * 200 + [1] * 200  # 1 = error: A starts failing at 200
+    member_b = [0] * 400
+    detectors = {"A": ErrorDetector(), "B": ErrorDetector()}
+    resets = []  # policy: on a signal, reset the member with the highest estimated error
+    for i, (a, b) in enumerate(zip(member_a, member_b)):
+        if any([detectors["A"].update(a), detectors["B"].update(b)]):
+            worst = max(detectors, key=lambda name: detectors[name].estimation)
+            resets.append((i, worst, detectors[worst].estimation))
+    assert [name for _, name, _ in resets] == ["A", "A", "A"]
+    assert detectors["B"].estimation == 0.0 and detectors["B"].n_detections == 0
+    # MOA's kept window: the first cut leaves 24 errors in 56 inputs, the next cuts drop the
+    # rest of the old regime (the case's "> 0.5" holds from the second cut on).
+    assert [(i, e) for i, _, e in resets] == [(223, 24 / 56), (255, 56 / 72), (287, 1.0)]
+
+
+def test_c25_improvement_is_a_cut_but_not_a_signal():
+    # Fed the wrong way round (1 = correct), A's stream falls: ADWIN cuts, the signal stays off.
+    signal = ErrorDetector()
+    for x in [1] * 200 + [0] * 200:
+        assert not signal.update(x)
+    assert signal.detector.n_detections > 0 and signal.n_detections == 0
+
+
+def test_c28_detector_sees_only_what_it_is_fed():
+    drift, warning = ErrorDetector(ADWIN(delta=1e-5)), ErrorDetector(ADWIN(delta=1e-4))
+    assert drift.detector.width == warning.detector.width == 0
+    drift.update(1)
+    assert drift.detector.width == 1 and warning.detector.width == 0
+
+
+# -- bad input, parameters --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "1.0", None, [1.0], b"1"])
+def test_bad_input_raises_and_leaves_detector_unchanged(bad):
+    adwin = ADWIN(clock=4)
+    for x in [0.0, 1.0, 1.0]:
+        adwin.update(x)  # pending inputs and the tick counter are part of what must not move
+    signal = ErrorDetector(ADWIN.from_state(adwin.state()))
+    before, signal_before = adwin.state(), signal.state()
+    with pytest.raises(ValueError):
+        adwin.update(bad)
+    with pytest.raises(ValueError):
+        signal.update(bad)
+    assert adwin.state() == before and signal.state() == signal_before
+    assert [adwin.update(x) for x in [0.0] * 8] == [ADWIN.from_state(before).update(x) for x in [0.0] * 8]
+
+
+def test_accepts_bools_ints_and_numpy_scalars():
+    np = pytest.importorskip("numpy")
+    a, b = ADWIN(), ADWIN()
+    for i in range(300):
+        v = i % 3 == 0
+        a.update([v, int(v), np.float32(v), np.int64(v)][i % 4])
+        b.update(float(v))
+    assert a.state() == b.state()
+    assert all(type(t) is float for row in a.state()["totals"] for t in row)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [dict(delta=0.0), dict(delta=1.0), dict(delta=True), dict(delta="0.1"), dict(clock=0),
+     dict(clock=2.0), dict(max_buckets=1), dict(min_window_length=0), dict(grace_period=-1),
+     dict(grace_period=True)],
+)  # fmt: skip
+def test_bad_parameters(params):
+    with pytest.raises(ValueError, match=next(iter(params))):
+        ADWIN(**params)
+
+
+def test_error_detector_needs_estimation_before_drift():
+    with pytest.raises(ValueError, match="estimation_before_drift"):
+        ErrorDetector(object())
+
+
+# -- state, clone, memory ---------------------------------------------------------------------
+
+
+def test_state_round_trip_through_the_codec_mid_stream():
+    stream = [float(x) for x in _stream(11, 3000, "bits")] + [1.0] * 500
+    adwin, signal = ADWIN(delta=0.01), ErrorDetector(ADWIN(delta=0.01))
+    for x in stream[:2017]:  # a cut has happened and inputs are pending
+        adwin.update(x)
+        signal.update(x)
+    copy = ADWIN.from_state(codec.decode(codec.encode(adwin.state())))
+    signal_copy = detector_from_state(codec.decode(codec.encode(signal.state())))
+    assert isinstance(signal_copy, ErrorDetector)
+    assert copy.state() == adwin.state() and signal_copy.state() == signal.state()
+    rest = stream[2017:]
+    assert [adwin.update(x) for x in rest] == [copy.update(x) for x in rest]
+    assert [signal.update(x) for x in rest] == [signal_copy.update(x) for x in rest]
+    assert copy.state() == adwin.state() and signal_copy.state() == signal.state()
+
+
+def test_from_state_refuses_foreign_or_broken_states():
+    with pytest.raises(ValueError, match="kind"):
+        detector_from_state({"kind": "page_hinkley"})
+    with pytest.raises(ValueError, match="kind"):
+        ADWIN.from_state({"kind": "error_detector"})
+    state = ADWIN().state()
+    state["width"] = 3
+    with pytest.raises(ValueError, match="width"):
+        ADWIN.from_state(state)
+
+
+def test_clone_is_fresh_with_same_parameters():
+    adwin = ADWIN(delta=1e-4, clock=16, max_buckets=4, min_window_length=3, grace_period=20)
+    for x in STEP:
+        adwin.update(x)
+    twin = adwin.clone()
+    assert repr(twin) == repr(adwin) == (
+        "ADWIN(delta=0.0001, clock=16, max_buckets=4, min_window_length=3, grace_period=20)"
+    )
+    assert twin.width == 0 and twin.n_detections == 0 and twin.estimation == 0.0
+    signal = ErrorDetector(adwin)
+    fresh = signal.clone()
+    assert fresh.detector is not adwin and repr(fresh.detector) == repr(adwin)
+    assert fresh.detector.width == 0
+
+
+def test_memory_grows_with_log_width():
+    adwin = ADWIN()
+    rng = random.Random(5)
+    sizes = {}
+    for i in range(1, 200_001):
+        adwin.update(float(rng.random() < 0.3))
+        if i in (2_000, 20_000, 200_000):
+            sizes[i] = (adwin.width, len(adwin.state()["totals"]), adwin.n_buckets,
+                        adwin.memory_bytes())  # fmt: skip
+    for width, rows, buckets, _ in sizes.values():
+        assert rows <= math.log2(width / (adwin.max_buckets - 1)) + 2
+        assert buckets <= adwin.max_buckets * rows
+    assert sizes[200_000][0] == 200_000
+    # Each factor 10 in width adds about log2(10) rows: a constant number of bytes.
+    grow_1 = sizes[20_000][3] - sizes[2_000][3]
+    grow_2 = sizes[200_000][3] - sizes[20_000][3]
+    assert 0 < grow_2 <= 1.5 * grow_1
+    assert sizes[200_000][3] < 10_000  # raw floats would take 200_000 * 32 bytes
+
+
+def test_docstring_examples():
+    import edgebayes.drift
+    import edgebayes.drift.adwin
+
+    for module in (edgebayes.drift, edgebayes.drift.adwin):
+        assert doctest.testmod(module).failed == 0
