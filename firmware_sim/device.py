@@ -165,7 +165,7 @@ class SimConfig:
         return f"{self.prefix}/{device}/{kind}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Message:
     """One message of a device's script: a reading (one per sample) or a delayed label.
 

@@ -212,8 +212,6 @@ class Simulator:
         reboot_s: list[list[float]] = [[] for _ in self.devices]  # planned time of each reboot
 
         delay = self.config.label_delay_s
-        start = self._start = time.monotonic()
-        wall = time.time()
         stop = self._stop
 
         def pull(i: int) -> None:
@@ -239,7 +237,9 @@ class Simulator:
                     return
 
         for i in range(len(self.devices)):
-            pull(i)
+            pull(i)  # opens the streams: before the clock starts
+        start = self._start = time.monotonic()
+        wall = time.time()
         while heap:
             due, prio, _, i, event = heap[0]
             wait = start + due - time.monotonic()

@@ -459,6 +459,61 @@ def test_end_to_end_through_the_runtime(broker, tmp_path):
     assert totals["latency_ms"]["p99"] is not None
 
 
+def test_the_runtime_survives_every_fault_of_the_simulator(broker):
+    from edgebayes.runtime.config import parse_config
+    from edgebayes.runtime.service import Runtime
+
+    names = open_stream(PIMA).schema.feature_names
+    runtime = Runtime(parse_config({
+        "broker": {"host": broker.host, "port": broker.port, "client_id": "rt-faults"},
+        "schema": {"features": names},
+        "models": [{"name": "nb", "kind": "gaussian_nb"}],
+        "output": {"metrics_interval_s": 0.1},
+    }))
+    runtime.start()
+    faults = FaultRates(loss_rate=0.1, duplicate_rate=0.1, malformed_rate=0.2, reboot_rate=0.02,
+                        burst_rate=0.02, burst_size=4)
+    config = SimConfig(PIMA, n_devices=2, rate_hz=300, limit=150, labels="delayed",
+                       label_delay_s=0.02, faults=faults, reboot_s=0.05, reboot_seq="continue", seed=5)
+    try:
+        with Monitor(broker.address) as monitor:
+            deadline = time.monotonic() + 10
+            while monitor.summary()["runtimes"].get("rt-faults", {}).get("status") != "online":
+                assert time.monotonic() < deadline, "the runtime did not come online"
+                time.sleep(0.02)
+            sim = Simulator(config, broker.address, record=True)
+            t = sim.run().totals()
+            accepted = t["samples"] - t["lost"] - sum(t["malformed"].values())
+            assert monitor.wait_until(lambda c: c["predictions"] >= accepted, 15)
+
+            def metrics():
+                return monitor.summary()["runtimes"]["rt-faults"]["metrics"] or {}
+
+            deadline = time.monotonic() + 10
+            while metrics().get("n_labels", 0) + metrics().get("n_unknown_labels", 0) < t["labels_published"]:
+                assert time.monotonic() < deadline, json.dumps([t, metrics()])
+                time.sleep(0.05)
+            summary = monitor.summary()
+    finally:
+        runtime.stop()
+    m = summary["runtimes"]["rt-faults"]["metrics"]
+    # a label whose reading was lost or refused as malformed is an unknown seq for the runtime
+    delivered = {(s.message.device, s.message.seq): s.message.delivery for s in sim.sent
+                 if s.message.kind == "reading"}
+    orphans = sum(1 for s in sim.sent if s.message.kind == "label"
+                  and delivered.get((s.message.device, s.message.seq), "lost") in ("lost", "malformed"))
+    assert t["lost"] > 0 and t["reboots"] > 0 and t["bursts"] > 0
+    assert summary["totals"]["predictions"] == m["n_predictions"] == accepted
+    assert m["errors"]["duplicate"] == t["duplicated"]
+    assert m["errors"]["decode"] == t["malformed"]["truncated"]
+    assert m["errors"]["field"] == t["malformed"]["wrong_type"]
+    assert m["errors"]["vector_length"] == t["malformed"]["wrong_length"]
+    assert m["errors"]["not_finite"] == t["malformed"]["nonfinite"]
+    assert m["n_malformed"] == sum(t["malformed"].values())
+    assert m["errors"]["unknown_seq"] == orphans
+    assert summary["totals"]["scored"] == m["n_learned"]
+
+
 # -- command line ------------------------------------------------------------------------------
 
 
