@@ -24,6 +24,10 @@ ERROR_KINDS = (
 )
 
 
+_NUMBER_TYPES = frozenset({float, int})
+_INF, _NEG_INF = math.inf, -math.inf
+
+
 class ProtocolError(ValueError):
     """A message the runtime refuses. ``kind`` is one of ``ERROR_KINDS``; ``seq`` if it was read."""
 
@@ -64,6 +68,7 @@ class Topics:
         self.metrics = f"{prefix}/runtime/{runtime_id}/metrics"
         self.runtime_error = f"{prefix}/runtime/{runtime_id}/error"
         self._skip = len(prefix) + 1
+        self._routes: dict[str, tuple[str, str] | None] = {}  # topic -> route, bounded below
 
     @property
     def subscriptions(self) -> list[str]:
@@ -79,6 +84,17 @@ class Topics:
         Raises:
             ProtocolError: kind ``device_id``: the device level is not 1-64 of [A-Za-z0-9_-].
         """
+        route = self._routes.get(topic)
+        if route is not None:
+            return route
+        route = self._match(topic)
+        if route is not None:
+            if len(self._routes) >= 4096:  # many devices or junk topics: start over
+                self._routes.clear()
+            self._routes[topic] = route
+        return route
+
+    def _match(self, topic: str) -> tuple[str, str] | None:
         if topic_matches_sub(self.reading_filter, topic):
             kind = "reading"
         elif topic_matches_sub(self.label_filter, topic):
@@ -139,9 +155,16 @@ class Parser:
         if isinstance(x, list):
             if len(x) != len(self.features):
                 raise ProtocolError("vector_length", f"'x' holds {len(x)} values, the schema {len(self.features)}", seq)
-            out = list(x)
-            for i, v in enumerate(out):
-                out[i] = self._number(v, self.features[i], seq)
+            if not _NUMBER_TYPES.issuperset(map(type, x)):  # set ops in C: the per-reading hot path
+                for name, v in zip(self.features, x):
+                    self._number(v, name, seq)  # raises, naming the feature
+            try:
+                out = list(map(float, x))
+            except OverflowError:
+                out = [self._number(v, name, seq) for name, v in zip(self.features, x)]
+            if _INF in out or _NEG_INF in out:
+                name = self.features[out.index(_INF) if _INF in out else out.index(_NEG_INF)]
+                raise ProtocolError("not_finite", f"feature {name!r} is infinite", seq)
             return out
         if isinstance(x, dict):
             out = [math.nan] * len(self.features)

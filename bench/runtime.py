@@ -1,0 +1,142 @@
+"""End-to-end benchmark of ``edgebayes run`` through a local Mosquitto.
+
+Publisher, broker, runtime (a subprocess) and the prediction collector share this machine.
+Measures: sustained readings/s (a burst of ``--n`` labelled readings, first publish to last
+prediction), publish-to-prediction latency p50/p99 at a paced ``--rate`` readings/s, and the
+runtime's RSS after the burst. 8 features, inline labels (test-then-train), QoS 1 in.
+
+    python bench/runtime.py [--n 100000] [--rate 200] [--seconds 10] [--models nb|nb+srp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import msgpack
+import numpy as np
+import paho.mqtt.client as paho
+from paho.mqtt.enums import CallbackAPIVersion
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.broker import Broker  # noqa: E402
+
+MODELS = {
+    "nb": '[[models]]\nname = "nb"\nkind = "gaussian_nb"\n',
+    "nb+srp": '[[models]]\nname = "nb"\nkind = "gaussian_nb"\n'
+              '[[models]]\nname = "srp"\nkind = "srp"\nn_models = 10\n',
+}
+
+
+class Collector:
+    """Counts predictions and records publish-to-prediction latency (``ts`` is the publish time)."""
+
+    def __init__(self, broker):
+        self.n = 0
+        self.latencies: list[float] = []
+        self.done = threading.Event()
+        self.target = None
+        c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="bench-collector")
+        c.on_message = self._on_message
+        c.connect(broker.host, broker.port)
+        c.subscribe("bench/+/prediction", qos=0)
+        c.loop_start()
+        self.client = c
+
+    def _on_message(self, client, userdata, msg):
+        now = time.time()
+        p = msgpack.unpackb(msg.payload, strict_map_key=False)
+        self.latencies.append(now - p["ts"])
+        self.n += 1
+        if self.target is not None and self.n >= self.target:
+            self.done.set()
+
+    def expect(self, n):
+        self.n, self.latencies, self.target = 0, [], n
+        self.done.clear()
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def payloads(n: int, seed: int = 0) -> list[bytes]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    X = rng.normal(0, 1, (n, 8)) + y[:, None]
+    return [(i, X[i].tolist(), int(y[i])) for i in range(n)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--rate", type=float, default=200.0)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--models", choices=sorted(MODELS), default="nb")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="eb-bench-"))
+    broker = Broker(tmp / "broker").start()
+    cfg = tmp / "rt.toml"
+    cfg.write_text(
+        f'[broker]\nhost = "{broker.host}"\nport = {broker.port}\nclient_id = "bench-rt"\n'
+        '[topics]\nprefix = "bench"\n'
+        '[schema]\nfeatures = ["f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7"]\n'
+        '[output]\nmetrics_interval_s = 3600\n' + MODELS[args.models])
+    rt = subprocess.Popen([sys.executable, "-m", "edgebayes", "run", "--config", str(cfg), "--log-level", "WARNING"],
+                          cwd=ROOT)
+    col = Collector(broker)
+    pub = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="bench-pub")
+    pub.max_inflight_messages_set(1000)
+    pub.connect(broker.host, broker.port)
+    pub.loop_start()
+    try:
+        time.sleep(2.0)  # the runtime connects and subscribes
+        rss_start = rss_mb(rt.pid)
+        data = payloads(args.n)
+        # 1. sustained throughput: a burst of n readings
+        col.expect(args.n)
+        t0 = time.time()
+        for seq, x, y in data:
+            pub.publish("bench/d1/reading", msgpack.packb({"seq": seq, "ts": time.time(), "x": x, "y": y}), qos=1)
+        t_pub = time.time() - t0
+        if not col.done.wait(timeout=max(120.0, args.n / 500)):
+            print(f"only {col.n} of {args.n} predictions arrived")
+        elapsed = time.time() - t0
+        rss_after = rss_mb(rt.pid)
+        print(f"models={args.models}  burst of {args.n} readings: published in {t_pub:.1f} s, "
+              f"all predicted in {elapsed:.1f} s -> {col.n / elapsed:,.0f} readings/s end to end")
+        print(f"runtime RSS: {rss_start:.1f} MB after start, {rss_after:.1f} MB after {args.n:,} readings")
+        # 2. latency at a paced rate (the model keeps learning from where the burst left it)
+        m = int(args.rate * args.seconds)
+        col.expect(m)
+        period, t0 = 1.0 / args.rate, time.perf_counter()
+        for k in range(m):
+            seq, x, y = data[k % len(data)]
+            while time.perf_counter() < t0 + k * period:
+                time.sleep(0.0002)
+            pub.publish("bench/d1/reading", msgpack.packb({"seq": args.n + k, "ts": time.time(), "x": x, "y": y}), qos=1)
+        col.done.wait(timeout=30)
+        lat = np.array(col.latencies) * 1000.0
+        print(f"latency at {args.rate:.0f} readings/s over {len(lat)} readings: "
+              f"p50 {np.percentile(lat, 50):.2f} ms, p99 {np.percentile(lat, 99):.2f} ms, max {lat.max():.2f} ms")
+    finally:
+        rt.terminate()
+        rt.wait(30)
+        pub.loop_stop()
+        col.client.loop_stop()
+        broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
