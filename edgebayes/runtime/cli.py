@@ -34,6 +34,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"edgebayes run: {exc}", file=sys.stderr)
         return 2
     from edgebayes.runtime.service import Runtime
+    from edgebayes.runtime.systemd import attach
 
     try:
         runtime = Runtime(config)
@@ -43,6 +44,7 @@ def main(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: stop.set())
+    notifier = attach(runtime)  # READY / WATCHDOG / STOPPING under systemd Type=notify
     runtime.start()
     while not stop.wait(0.5):
         if not runtime.worker.is_alive():
@@ -50,6 +52,7 @@ def main(args: argparse.Namespace) -> int:
             runtime.client.stop()
             return 1
     log.info("stopping: draining the queue, checkpointing")
+    notifier.stopping()
     runtime.stop()
     log.info("stopped")
     return 0
