@@ -287,13 +287,7 @@ class HoeffdingTreeClassifier(Learner):
         keep = np.asarray(keep, dtype=np.intp)
         st = _empty_stats(slot_cap, ccap, n_num)
         st[: keep.size, :old_c] = storage.view(self._st, (self._slot_cap, old_c, n_num, N_FIELDS))[keep]
-        nc = []
-        for k, vcap in enumerate(vcaps):
-            new = np.zeros((slot_cap, ccap, vcap))
-            old_v = self._vcaps[k] if k < len(self._vcaps) else 0
-            if old_v:
-                new[: keep.size, :old_c, :old_v] = storage.view(self._nc[k], (self._slot_cap, old_c, old_v))[keep]
-            nc.append(storage.from_numpy("d", new))
+        nc = [storage.from_numpy("d", self._relaid_counts(k, v, slot_cap, ccap, keep)) for k, v in enumerate(vcaps)]
         remap = np.full(max(self._slot_cap, 1), -1, np.intc)
         remap[keep] = np.arange(keep.size, dtype=np.intc)
         slots = ints[:n, _SLOT]
@@ -309,6 +303,13 @@ class HoeffdingTreeClassifier(Learner):
         self._free = storage.from_numpy("i", free)
         self._n_free = slot_cap - keep.size
         self._node_cap, self._slot_cap, self._ccap, self._vcaps = node_cap, slot_cap, ccap, list(vcaps)
+
+    def _relaid_counts(self, k, vcap, slot_cap, ccap, keep) -> np.ndarray:
+        new = np.zeros((slot_cap, ccap, vcap))
+        old_c, old_v = self._ccap, self._vcaps[k]
+        if old_v:
+            new[: keep.size, :old_c, :old_v] = storage.view(self._nc[k], (self._slot_cap, old_c, old_v))[keep]
+        return new
 
     def _active_slots(self, exclude=-1) -> list:
         """Slots of the active leaves, highest promise (weight x error) first."""
@@ -817,7 +818,8 @@ class HoeffdingTreeClassifier(Learner):
             tree._cidx[c] = len(tree.classes_)
             tree.classes_.append(c)
         for voc, values in zip(tree._vocab, state["vocab"]):
-            voc.update((v, i) for i, v in enumerate(values))
+            for i, v in enumerate(values):
+                voc[v] = i
         node_cap, slot_cap, ccap, vcaps = state["caps"]
         tree._node_cap, tree._slot_cap, tree._ccap, tree._vcaps = node_cap, slot_cap, ccap, list(vcaps)
         tree._n_nodes = n = state["n_nodes"]

@@ -1,0 +1,347 @@
+"""Hoeffding tree (edgebayes.tree): hand-checkable VFDT cases, casebook C08-C20, memory bound."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import sys
+
+import numpy as np
+import pytest
+
+from edgebayes.codec import decode, encode
+from edgebayes.tree import HoeffdingTreeClassifier
+from edgebayes.tree.criterion import entropy, hoeffding_bound, info_gain
+from edgebayes.tree.hoeffding_tree import MIN_SIZE_BYTES, REBALANCE_PERIOD
+from edgebayes.tree.observers import normalize_votes, softmax_log
+
+
+def _root(tree):
+    """(split feature, threshold) of the root, from the state's node records."""
+    st = tree.state()
+    return st["ints"][0], st["floats"][0]
+
+
+def _split_features(tree):
+    st = tree.state()
+    return {f for f in st["ints"][0::5] if f >= 0}
+
+
+# ---------------------------------------------------------------- criterion
+
+
+def test_hoeffding_bound_value():
+    # R = log2(2) = 1, delta = 1e-7, n = 200: sqrt(ln(1e7) / 400)
+    assert hoeffding_bound(1.0, 1e-7, 200) == pytest.approx(0.20073674085078647, rel=1e-12)
+    # R = log2(4) = 2 doubles it; 4x the weight halves it
+    assert hoeffding_bound(2.0, 1e-7, 200) == pytest.approx(2 * 0.20073674085078647, rel=1e-12)
+    assert hoeffding_bound(1.0, 1e-7, 800) == pytest.approx(0.20073674085078647 / 2, rel=1e-12)
+
+
+def test_entropy_and_info_gain_by_hand():
+    assert entropy([5, 5]) == pytest.approx(1.0)
+    assert entropy([4, 0]) == 0.0
+    # a perfect split of [5, 5] gains the full bit; an even one gains nothing
+    assert info_gain([5, 5], [[[5, 0], [0, 5]]])[0] == pytest.approx(1.0)
+    assert info_gain([4, 4], [[[2, 2], [2, 2]]])[0] == pytest.approx(0.0)
+    # a branch under 1 % of the weight makes the candidate worthless (MOA's minBranchFrac)
+    assert info_gain([1000, 1000], [[[1000, 1000], [0, 1]]])[0] == -math.inf
+
+
+# ---------------------------------------------------------------- splits
+
+
+def test_separable_classes_split_after_grace_period_between_the_classes():
+    rng = np.random.default_rng(3)
+    tree = HoeffdingTreeClassifier(grace_period=200, delta=1e-7)
+    for i in range(200):
+        y = i % 2
+        a = rng.uniform(0.6, 1.0) if y else rng.uniform(0.0, 0.4)
+        tree.learn_one([rng.random(), a], y)
+        if i < 199:
+            assert tree.n_nodes == 1
+    assert tree.n_nodes == 3 and tree.depth == 1
+    feature, threshold = _root(tree)
+    assert feature == 1
+    assert 0.4 < threshold < 0.6
+    assert tree.predict_one([0.5, 0.1]) == 0 and tree.predict_one([0.5, 0.9]) == 1
+
+
+def test_pure_noise_does_not_split():
+    rng = np.random.default_rng(4)
+    tree = HoeffdingTreeClassifier(grace_period=200, delta=1e-7, tau=0.05)
+    for _ in range(3000):  # the tie threshold would let it split only past n = 3224
+        tree.learn_one(rng.random(3), int(rng.integers(2)))
+    assert tree.n_nodes == 1
+
+
+def test_nominal_feature_splits_multiway():
+    tree = HoeffdingTreeClassifier(grace_period=60, delta=0.01, nominal_attributes=[0])
+    for i in range(60):
+        v = float(i % 3)
+        tree.learn_one([v, 0.5], ["a", "b", "c"][i % 3])
+    assert tree.n_nodes == 4
+    assert _root(tree)[0] == 0
+    assert [tree.predict_one([v, 0.5]) for v in (0.0, 1.0, 2.0)] == ["a", "b", "c"]
+    # an unseen value follows the most-travelled branch: a valid distribution
+    assert sum(tree.predict_proba_one([7.0, 0.5]).values()) == pytest.approx(1.0)
+
+
+def test_weighted_learning_equals_repeated_learning():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] > 0).astype(int).tolist()
+    k = rng.integers(0, 4, size=300)
+    weighted = HoeffdingTreeClassifier(grace_period=1e9, leaf_prediction="nb")
+    repeated = HoeffdingTreeClassifier(grace_period=1e9, leaf_prediction="nb")
+    for xi, yi, ki in zip(X, y, k):
+        weighted.learn_one(xi, yi, w=int(ki))
+        for _ in range(ki):
+            repeated.learn_one(xi, yi)
+    a, b = weighted.state(), repeated.state()
+    assert a["class_weights"] == b["class_weights"]
+    np.testing.assert_allclose(a["stats"], b["stats"], rtol=1e-9, atol=1e-12)
+    for xi in X[:50]:
+        pa, pb = weighted.predict_proba_one(xi), repeated.predict_proba_one(xi)
+        assert pa.keys() == pb.keys()
+        assert [pa[c] for c in pa] == pytest.approx([pb[c] for c in pa], rel=1e-9, abs=1e-12)
+
+
+def test_state_round_trip_with_nominal_nan_and_budget_gives_identical_predictions():
+    rng = np.random.default_rng(6)
+    tree = HoeffdingTreeClassifier(grace_period=50, delta=0.01, nominal_attributes=[2],
+                                   max_size_bytes=20_000, features=[0, 2, 3])
+    X = rng.random((2000, 4))
+    X[:, 2] = rng.integers(0, 4, size=2000)
+    X[::7, 0] = np.nan
+    y = [("p" if (r[2] >= 2) ^ (r[3] > 0.5) else "q") for r in X]
+    for xi, yi in zip(X[:1500], y[:1500]):
+        tree.learn_one(xi, yi)
+    twin = HoeffdingTreeClassifier.from_state(decode(encode(tree.state())))
+    for xi in X[1500:]:
+        assert twin.predict_proba_one(xi) == tree.predict_proba_one(xi)
+    for xi, yi in zip(X[1500:], y[1500:]):
+        tree.learn_one(xi, yi)
+        twin.learn_one(xi, yi)
+    assert encode(twin.state()) == encode(tree.state())
+    assert twin.memory_bytes() <= 20_000
+
+
+def test_features_restrict_learning_and_splitting_to_a_subspace():
+    rng = np.random.default_rng(7)
+    tree = HoeffdingTreeClassifier(grace_period=100, delta=0.01, features=[0, 2])
+    for _ in range(500):
+        x = rng.random(4)
+        tree.learn_one(x, int(x[1] > 0.5) if rng.random() < 0.5 else int(x[2] > 0.5))
+    assert tree.n_nodes > 1
+    assert _split_features(tree) <= {0, 2}
+    assert tree.features == [0, 2]
+
+
+# ---------------------------------------------------------------- NaN
+
+
+def test_nan_is_not_learned_and_follows_the_heavier_branch():
+    tree = HoeffdingTreeClassifier(grace_period=100, delta=0.01, leaf_prediction="mc")
+    for i in range(100):  # 70 % of the weight left of the split
+        tree.learn_one([0.1 + i * 0.001 if i < 70 else 0.9 - i * 0.001], "L" if i < 70 else "R")
+    assert tree.n_nodes == 3
+    before = tree.state()
+    tree.learn_one([math.nan], "L")
+    after = tree.state()
+    assert after["stats"] == before["stats"]  # the NaN taught no observer
+    assert after["floats"][5 + 1] == before["floats"][5 + 1] + 1.0  # the heavier child (1) got it
+    assert tree.predict_one([math.nan]) == "L"
+    assert tree.predict_one([None]) == "L"
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(grace_period=0), dict(delta=0.0), dict(delta=1.0), dict(tau=-1), dict(leaf_prediction="x"),
+        dict(nb_threshold=-1), dict(max_depth=-1), dict(n_split_points=0), dict(nominal_attributes=[-1]),
+        dict(max_size_bytes=MIN_SIZE_BYTES - 1), dict(features=[]), dict(features=[1, 1]),
+    ],
+)
+def test_bad_parameters_raise(kwargs):
+    with pytest.raises(ValueError):
+        HoeffdingTreeClassifier(**kwargs)
+
+
+@pytest.mark.parametrize("x, y, w", [
+    ([0.1, 0.2], "a", -1.0), ([0.1, 0.2], "a", math.inf), ([0.1, -math.inf], "a", 1.0),
+    ([[0.1, 0.2]], "a", 1.0), ([0.1, 0.2], ["unhashable"], 1.0), (np.array(["a", "b"]), "a", 1.0),
+])
+def test_bad_input_raises_and_leaves_the_tree_unchanged(x, y, w):
+    tree = HoeffdingTreeClassifier(grace_period=20)
+    for i in range(60):
+        tree.learn_one([i / 60, 1.0], i % 3)
+    before = encode(tree.state())
+    with pytest.raises(ValueError):
+        tree.learn_one(x, y, w)
+    assert encode(tree.state()) == before
+
+
+def test_features_out_of_range_raise_at_first_sample_with_the_tree_unchanged():
+    tree = HoeffdingTreeClassifier(features=[0, 5])
+    before = encode(tree.state())
+    with pytest.raises(ValueError, match="out of range"):
+        tree.learn_one([0.1, 0.2, 0.3], "a")
+    assert encode(tree.state()) == before
+
+
+# ---------------------------------------------------------------- casebook
+
+
+def test_c08_nb_leaf_underflow_gives_log_space_probabilities():
+    tree = HoeffdingTreeClassifier(grace_period=1000, leaf_prediction="nb")
+    for f0, y in ((-1.0, "a"), (0.0, "a"), (1.0, "a"), (0.0, "b"), (1.0, "b"), (2.0, "b")):
+        tree.learn_one([f0], y)
+    proba = tree.predict_proba_one([1000.0])
+    assert proba == {"a": 0.0, "b": 1.0}
+    assert tree.predict_one([1000.0]) == "b"
+    a, b = tree._nb_log_votes(0, 0, [1000.0])
+    assert b - a == pytest.approx(999.5, rel=1e-12)  # sample variance 1, as MOA's estimator
+
+
+def test_c10_predict_before_and_between_learns():
+    tree = HoeffdingTreeClassifier()
+    assert tree.predict_proba_one([1, 1, 1]) == {} and tree.predict_one([1, 1, 1]) is None
+    tree.learn_one([1, 1, 1], 1)
+    assert tree.predict_one([1, 1, 1]) == 1
+    tree.learn_one([1, 1, 1], 1)
+    assert tree.predict_one([1, 1, 1]) == 1
+
+
+def test_c11_probabilities_cover_every_class_in_order():
+    tree = HoeffdingTreeClassifier(grace_period=1, leaf_prediction="mc")
+    for y in (4, 4, 1):
+        tree.learn_one([0.1], y)
+    for y in (0, 2, 3, 5, 6):
+        tree.learn_one([0.9], y)
+    assert tree.n_nodes == 3
+    proba = tree.predict_proba_one([0.1])
+    assert len(proba) == 7
+    assert [proba[c] for c in range(7)] == [0.0, 0.3333333333333333, 0.0, 0.0, 0.6666666666666666, 0.0, 0.0]
+
+
+def test_c13_only_empty_zero_or_non_finite_votes_are_rejected():
+    assert normalize_votes([0.0004, 0.000229]) == pytest.approx([0.6359300476947536, 0.3640699523052464], rel=1e-15)
+    assert normalize_votes([0.0, 0.0]) is None
+    assert normalize_votes([math.nan, 1.0]) is None
+    assert normalize_votes([]) is None
+    assert softmax_log([math.log(0.0004), math.log(0.000229)]) == pytest.approx(
+        [0.6359300476947536, 0.3640699523052464], rel=1e-12)
+    assert softmax_log([-math.inf, -math.inf]) is None
+
+
+def test_c14_missing_split_feature_and_missing_label():
+    tree = HoeffdingTreeClassifier()
+    for i in range(300):
+        t = i * 40 / 300
+        tree.learn_one([t, 50.0], "cold" if t < 20 else "hot")
+    assert tree.n_nodes > 1
+    proba = tree.predict_proba_one([math.nan, 50.0])
+    assert sum(proba.values()) == pytest.approx(1.0) and all(p >= 0 for p in proba.values())
+    before = encode(tree.state())
+    with pytest.raises(ValueError):  # our API refuses a None label; the tree is unchanged
+        tree.learn_one([10.0, 50.0], None)
+    assert encode(tree.state()) == before
+
+
+def test_c16_feature_always_nan_is_never_a_split_candidate():
+    tree = HoeffdingTreeClassifier()
+    for i in range(500):
+        a = i / 500
+        tree.learn_one([a, math.nan], 1 if a > 0.5 else 0)
+    assert tree.n_nodes > 1
+    assert 1 not in _split_features(tree)
+    assert tree.predict_one([0.9, math.nan]) == 1
+
+
+def test_c17_pure_leaf_never_splits_and_near_pure_follows_the_test():
+    rng = np.random.default_rng(17)
+    pure = HoeffdingTreeClassifier(grace_period=200, delta=1e-7, tau=0.05)
+    for _ in range(3400):
+        pure.learn_one([rng.random()], "a")
+    assert pure.n_nodes == 1
+    near = HoeffdingTreeClassifier(grace_period=200, delta=1e-7, tau=0.05)
+    for i in range(4000):
+        near.learn_one([i / 4000], "b" if i >= 3980 else "a")
+    # impure at the check at weight 4000: with one feature, the best candidate beats the null
+    # split (merit -inf), as in MOA; the last candidate below the 'b' values is chosen
+    assert near.n_nodes == 3
+    assert _root(near) == (0, pytest.approx(0.9088636363636363))
+
+
+def test_c19_tight_budget_checks_run_and_the_model_still_predicts():
+    with pytest.raises(ValueError, match="max_size_bytes"):
+        HoeffdingTreeClassifier(max_size_bytes=2000)  # below what a root needs: refused up front
+    rng = np.random.default_rng(19)
+    tree = HoeffdingTreeClassifier(grace_period=50, delta=0.01, max_size_bytes=MIN_SIZE_BYTES)
+    checks = 0
+    for i in range(1, 251):
+        x = rng.random(3)
+        tree.learn_one(x, int(x[0] > 0.5))
+        if i % 100 == 0:
+            checks += 1
+            assert tree.memory_bytes() <= MIN_SIZE_BYTES
+    assert checks == 2
+    assert tree.predict_one([0.9, 0.5, 0.5]) == 1
+
+
+def test_c20_deep_tree_without_recursion():
+    tree = HoeffdingTreeClassifier(grace_period=10, delta=0.5, tau=1.0)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 60)  # 60 frames of room, far below the depth
+    try:
+        for i in range(20000):
+            x = [i / 20000]
+            tree.predict_one(x)
+            tree.learn_one(x, (i // 10) % 2)
+        depth = tree.depth
+        restored = HoeffdingTreeClassifier.from_state(decode(encode(tree.state())))
+        assert restored.predict_one([0.5]) == tree.predict_one([0.5])
+    finally:
+        sys.setrecursionlimit(limit)
+    assert depth > 100
+
+
+# ---------------------------------------------------------------- memory bound
+
+
+def _drifting_stream(n, seed):
+    """5 features, 3 classes; the labelling rule changes every 50,000 samples."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 5))
+    concept = (np.arange(n) // 50_000) % 2
+    score = np.where(concept == 0, X[:, 0] + X[:, 1], X[:, 2] + X[:, 3] * X[:, 4])
+    y = np.digitize(score, [0.7, 1.2]).tolist()
+    return X, y
+
+
+def test_memory_never_exceeds_the_budget_on_a_drifting_stream():
+    budget = 30_000
+    tree = HoeffdingTreeClassifier(grace_period=50, delta=0.01, max_size_bytes=budget)
+    X, y = _drifting_stream(200_000, seed=8)
+    seen_inactive, reactivated = set(), False
+    correct = 0
+    for i, (xi, yi) in enumerate(zip(X.tolist(), y), start=1):
+        if i > 190_000:
+            correct += tree.predict_one(xi) == yi
+        tree.learn_one(xi, yi)
+        if i % 1000 == 0:
+            assert tree.memory_bytes() <= budget
+            ints = tree._ints()
+            leaf = ints[:, 0] < 0
+            active = set(np.flatnonzero(leaf & (ints[:, 4] >= 0)).tolist())
+            reactivated |= bool(active & seen_inactive)
+            seen_inactive |= set(np.flatnonzero(leaf & (ints[:, 4] < 0)).tolist())
+    assert REBALANCE_PERIOD == 1000
+    assert tree.n_active_leaves < tree.n_leaves  # the bound was reached: leaves were deactivated
+    assert reactivated  # a leaf deactivated at one check learned again at a later one
+    majority = max(np.bincount(y[190_000:])) / 10_000
+    assert correct / 10_000 > majority  # still a useful model at the end
