@@ -26,74 +26,80 @@ log = logging.getLogger("firmware_sim")
 
 def _broker_arguments(p: argparse.ArgumentParser, client_id: str) -> None:
     g = p.add_argument_group("broker")
-    g.add_argument("--broker", required=True, metavar="HOST:PORT", help="the MQTT broker")
-    g.add_argument("--client-id", default=client_id, help=f"MQTT client id (default {client_id})")
-    g.add_argument("--qos", type=int, choices=(0, 1, 2), default=1, help="QoS (default 1)")
-    g.add_argument("--username", help="user name (anonymous without it)")
-    g.add_argument("--password-file", metavar="FILE", help="file whose first line is the password")
-    g.add_argument("--tls-ca-file", metavar="FILE", help="CA certificates; turns TLS on")
-    g.add_argument("--tls-cert-file", metavar="FILE", help="client certificate (mutual TLS)")
-    g.add_argument("--tls-key-file", metavar="FILE", help="client key (mutual TLS)")
-    g.add_argument("--keepalive-s", type=int, default=60, help="MQTT keep-alive, s (default 60)")
-    g.add_argument("--prefix", default="edgebayes", help="topic prefix (default edgebayes)")
+    a = g.add_argument
+    a("--broker", required=True, metavar="HOST:PORT", help="the MQTT broker")
+    a("--client-id", default=client_id, help="MQTT client id")
+    a("--qos", type=int, choices=(0, 1, 2), default=1, help="QoS")
+    a("--username", help="user name (anonymous without it)")
+    a("--password-file", metavar="FILE", help="file whose first line is the password")
+    a("--tls-ca-file", metavar="FILE", help="CA certificates; turns TLS on")
+    a("--tls-cert-file", metavar="FILE", help="client certificate (mutual TLS)")
+    a("--tls-key-file", metavar="FILE", help="client key (mutual TLS)")
+    a("--keepalive-s", type=int, default=60, help="MQTT keep-alive, s")
+    a("--prefix", default="edgebayes", help="topic prefix")
     p.add_argument("--json", metavar="PATH", help="write the summary as JSON to PATH at the end")
-    p.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
+    p.add_argument("--log-level", default="WARNING", help="logging level")
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source", required=True, help="CSV/ARFF file, or synth:NAME (a generator)")
-    p.add_argument("--devices", type=int, default=1, help="number of devices (default 1)")
-    p.add_argument("--rate", type=float, default=10.0, metavar="HZ", help="readings/s per device (default 10)")
+    a = p.add_argument
+    a("--source", required=True, help="CSV/ARFF file, or synth:NAME (a generator)")
+    a("--devices", type=int, default=1, help="number of devices")
+    a("--rate", type=float, default=10.0, metavar="HZ", help="readings per second per device")
     stop = p.add_mutually_exclusive_group()
     stop.add_argument("--limit", type=int, help="samples per device (default: the whole stream)")
     stop.add_argument("--duration", type=float, metavar="S", help="seconds of readings")
-    p.add_argument("--seed", type=int, default=0, help="seed of everything random (default 0)")
-    p.add_argument("--jitter", type=float, default=0.0, help="sampling jitter, fraction of the period in [0, 1)")
-    g = p.add_argument_group("labels")
-    g.add_argument("--labels", choices=LABEL_MODES, default="inline", help="where labels go (default inline)")
-    g.add_argument("--label-delay-s", type=float, default=1.0, help="delay of delayed labels, s (default 1)")
-    g.add_argument("--label-fraction", type=float, default=1.0, help="fraction of samples labelled (default 1)")
-    g.add_argument("--label-key", default="y", help="key of the label in payloads (default y)")
-    g = p.add_argument_group("faults (probabilities per reading)")
-    g.add_argument("--loss-rate", type=float, default=0.0, help="reading never published")
-    g.add_argument("--duplicate-rate", type=float, default=0.0, help="reading published twice")
-    g.add_argument("--malformed-rate", type=float, default=0.0, help="reading published corrupted")
-    g.add_argument("--malformed-kinds", nargs="+", choices=MALFORMED_KINDS, default=list(MALFORMED_KINDS),
-                   metavar="KIND", help=f"corruptions to use (default all: {' '.join(MALFORMED_KINDS)})")
-    g.add_argument("--reboot-rate", type=float, default=0.0, help="device reboots before the reading")
-    g.add_argument("--reboot-s", type=float, default=0.5, help="time a reboot keeps a device offline, s")
-    g.add_argument("--reboot-seq", choices=REBOOT_SEQ, default="zero", help="seq after a reboot (default zero)")
-    g.add_argument("--burst-rate", type=float, default=0.0, help="a burst starts at the reading")
-    g.add_argument("--burst-size", type=int, default=10, help="readings held and sent at once per burst")
-    g = p.add_argument_group("payloads")
-    g.add_argument("--device-prefix", default="sim-", help="device ids are this + index (default sim-)")
-    g.add_argument("--target", help="label column of a file (default: the last)")
-    g.add_argument("--drop", nargs="+", default=[], metavar="COL", help="file columns that are not features")
-    g.add_argument("--x-shape", choices=X_SHAPES, default="list", help="x as a list or a name -> value map")
-    g.add_argument("--encoding", choices=ENCODINGS, default="msgpack", help="payload encoding (default msgpack)")
-    g.add_argument("--format", choices=FORMATS, default="edgebayes", help="payload shape (default edgebayes)")
+    a("--seed", type=int, default=0, help="seed of everything random")
+    a("--jitter", type=float, default=0.0, help="sampling jitter, fraction of the period, [0, 1)")
+    a = p.add_argument_group("labels").add_argument
+    a("--labels", choices=LABEL_MODES, default="inline", help="where labels go")
+    a("--label-delay-s", type=float, default=1.0, help="delay of delayed labels, s")
+    a("--label-fraction", type=float, default=1.0, help="fraction of samples labelled")
+    a("--label-key", default="y", help="key of the label in payloads")
+    a = p.add_argument_group("faults (probabilities per reading)").add_argument
+    a("--loss-rate", type=float, default=0.0, help="reading never published")
+    a("--duplicate-rate", type=float, default=0.0, help="reading published twice")
+    a("--malformed-rate", type=float, default=0.0, help="reading published corrupted")
+    a("--malformed-kinds", nargs="+", choices=MALFORMED_KINDS, default=list(MALFORMED_KINDS),
+      metavar="KIND", help=f"corruptions to choose from: {', '.join(MALFORMED_KINDS)}")
+    a("--reboot-rate", type=float, default=0.0, help="device reboots before the reading")
+    a("--reboot-s", type=float, default=0.5, help="time a reboot keeps a device offline, s")
+    a("--reboot-seq", choices=REBOOT_SEQ, default="zero", help="seq after a reboot")
+    a("--burst-rate", type=float, default=0.0, help="a burst starts at the reading")
+    a("--burst-size", type=int, default=10, help="readings held back and sent at once per burst")
+    a = p.add_argument_group("payloads").add_argument
+    a("--device-prefix", default="sim-", help="device ids are this followed by the index")
+    a("--target", help="label column of a file (default: the last)")
+    a("--drop", nargs="+", default=[], metavar="COL", help="file columns that are not features")
+    a("--x-shape", choices=X_SHAPES, default="list", help="x as a list or a name -> value map")
+    a("--encoding", choices=ENCODINGS, default="msgpack", help="payload encoding")
+    a("--format", choices=FORMATS, default="edgebayes", help="payload shape")
     _broker_arguments(p, "firmware-sim-{device}")
 
 
 def _monitor_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-    p.add_argument("--idle-s", type=float, metavar="S", help="stop after S seconds without a message")
-    p.add_argument("--interval-s", type=float, default=1.0, help="table refresh period, s (default 1)")
-    p.add_argument("--quiet", action="store_true", help="no live table")
-    p.add_argument("--label-key", default="y", help="key of the label in payloads (default y)")
-    p.add_argument("--max-records", type=int, default=100_000, help="unscored readings kept per device")
+    a = p.add_argument
+    a("--duration", type=float, metavar="S", help="stop after S seconds")
+    a("--idle-s", type=float, metavar="S", help="stop after S seconds without a message")
+    a("--interval-s", type=float, default=1.0, help="table refresh period, s")
+    a("--quiet", action="store_true", help="no live table")
+    a("--label-key", default="y", help="key of the label in payloads")
+    a("--max-records", type=int, default=100_000, help="unscored readings kept per device")
     _broker_arguments(p, "firmware-sim-monitor")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="firmware-sim", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    fmt = argparse.ArgumentDefaultsHelpFormatter
     run = sub.add_parser("run", help="simulated devices publishing readings and labels",
-                         description="Simulated sensor devices publishing readings and labels.")
+                         description="Simulated sensor devices publishing readings and labels.",
+                         formatter_class=fmt)
     _run_arguments(run)
     run.set_defaults(_main=run_main)
     mon = sub.add_parser("monitor", help="score the runtime's predictions, live",
-                         description="Score the runtime's predictions per device, live.")
+                         description="Score the runtime's predictions per device, live.",
+                         formatter_class=fmt)
     _monitor_arguments(mon)
     mon.set_defaults(_main=monitor_main)
     return parser
@@ -166,7 +172,8 @@ def run_main(args) -> int:
     print(
         f"firmware-sim: {len(stats.devices)} device(s), {t['samples']} samples, "
         f"{t['readings_published']} readings and {t['labels_published']} labels published, "
-        f"{t['lost']} lost, {t['duplicated']} duplicated, {sum(t['malformed'].values())} malformed, "
+        f"{t['lost']} lost, {t['duplicated']} duplicated, "
+        f"{sum(t['malformed'].values())} malformed, "
         f"{t['reboots']} reboots, {t['bursts']} bursts in {stats.elapsed_s:.1f} s "
         f"(max lag {stats.max_lag_s * 1000:.1f} ms)",
         file=sys.stderr,
@@ -187,6 +194,7 @@ def monitor_main(args) -> int:
     stop = threading.Event()
     _stop_on_signals(stop)
     monitor.start()
+    print(f"firmware-sim: monitoring {args.broker} under {args.prefix}/", file=sys.stderr, flush=True)
     live = not args.quiet
     clear = "\x1b[H\x1b[2J" if sys.stderr.isatty() else ""
     try:
@@ -207,7 +215,8 @@ def monitor_main(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return args._main(args)
     except (ValueError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:

@@ -146,7 +146,9 @@ class SimConfig:
         if not isinstance(self.faults, FaultRates):
             raise ValueError(f"faults must be a FaultRates, got {type(self.faults).__name__}")
         if not self.prefix or "+" in self.prefix or "#" in self.prefix:
-            raise ValueError(f"prefix must be a non-empty topic without wildcards, got {self.prefix!r}")
+            raise ValueError(
+                f"prefix must be a non-empty topic without wildcards, got {self.prefix!r}"
+            )
         last = self.device_id(self.n_devices - 1)
         if not DEVICE_ID.fullmatch(last):
             raise ValueError(

@@ -74,7 +74,8 @@ class FaultRates:
                 f"loss_rate + duplicate_rate + malformed_rate must be at most 1 (they exclude "
                 f"each other), got {total:g}"
             )
-        if isinstance(self.burst_size, bool) or not isinstance(self.burst_size, int) or self.burst_size < 2:
+        size = self.burst_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 2:
             raise ValueError(f"burst_size must be an integer >= 2, got {self.burst_size!r}")
         kinds = tuple(self.malformed_kinds)
         unknown = sorted(set(kinds) - set(MALFORMED_KINDS))

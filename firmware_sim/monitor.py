@@ -18,6 +18,7 @@ predictions of readings sent before the reboot still find theirs. Per device at 
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
@@ -34,6 +35,13 @@ from firmware_sim.mqtt import BrokerOptions, Connection, as_options
 log = logging.getLogger(__name__)
 
 MAX_ALERTS = 1000  # drift alerts kept for the summary (all are counted)
+
+#: the per-device counts (see `Monitor.summary`)
+COUNTS = (
+    "readings", "duplicate_readings", "malformed_readings", "restarts", "labels",
+    "duplicate_labels", "predictions", "duplicate_predictions", "scored", "correct",
+    "drift_alerts", "warnings", "errors", "evicted",
+)
 
 
 class _Record:
@@ -61,12 +69,7 @@ class _Board:
         self.records: dict[int, _Record] = {}
         self.previous: dict[int, _Record] = {}
         self.last_seq: int | None = None
-        self.n = dict.fromkeys(
-            ("readings", "duplicate_readings", "malformed_readings", "restarts", "labels",
-             "duplicate_labels", "predictions", "duplicate_predictions", "scored", "correct",
-             "drift_alerts", "warnings", "errors", "evicted"),
-            0,
-        )
+        self.n = dict.fromkeys(COUNTS, 0)
         self.errors_by_kind: dict[str, int] = {}
         self.models: dict[str, list[int]] = {}  # name -> [scored, correct]
         self.latency_ms = array("d")
@@ -297,7 +300,9 @@ class Monitor:
         elif kind == "label" and valid_seq:
             board.label(seq, body.get(self.label_key))
         elif kind == "prediction" and valid_seq:
-            board.prediction(seq, body.get("y_pred"), body.get("models"), body.get("latency_ms"), now)
+            board.prediction(
+                seq, body.get("y_pred"), body.get("models"), body.get("latency_ms"), now
+            )
         elif kind == "drift":
             board.n["drift_alerts" if body.get("level") == "drift" else "warnings"] += 1
             alert = {k: body.get(k) for k in ("seq", "model", "level", "detector", "member")}
@@ -321,7 +326,7 @@ class Monitor:
     def totals(self) -> dict:
         """Counts summed over devices (no percentiles: cheap enough to poll)."""
         with self._lock:
-            out = dict.fromkeys(_Board(1).n, 0)
+            out = dict.fromkeys(COUNTS, 0)
             for board in self._boards.values():
                 for k, v in board.n.items():
                     out[k] += v
@@ -363,7 +368,7 @@ class Monitor:
             out = {
                 "elapsed_s": time.monotonic() - self._started,
                 "drift_alerts": list(self._alerts),
-                "runtimes": json.loads(json.dumps(self._runtimes)),
+                "runtimes": copy.deepcopy(self._runtimes),
                 "n_messages": self.n_messages,
                 "n_callback_errors": self.n_callback_errors,
             }
@@ -382,7 +387,10 @@ class Monitor:
     def table(self) -> str:
         """The live table: one line per device and a total line."""
         s = self.summary()
-        head = f"{'device':<16}{'readings':>9}{'preds':>8}{'scored':>8}{'acc':>7}{'drift':>6}{'warn':>6}{'errors':>7}{'p50 ms':>8}{'p99 ms':>8}"
+        head = (
+            f"{'device':<16}{'readings':>9}{'preds':>8}{'scored':>8}{'acc':>7}{'drift':>6}"
+            f"{'warn':>6}{'errors':>7}{'p50 ms':>8}{'p99 ms':>8}"
+        )
         lines = [head, "-" * len(head)]
 
         def row(name, d):

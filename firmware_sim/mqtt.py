@@ -165,7 +165,9 @@ class Connection:
             self.client.connect_async(host, port, keepalive)
             self.client.loop_start()
             if not self.connected.wait(timeout_s):
-                log.warning("%s: not reconnected after %g s; paho keeps trying", self.client_id, timeout_s)
+                log.warning(
+                    "%s: not reconnected after %g s; paho keeps trying", self.client_id, timeout_s
+                )
                 return False
             return True
         self.client.connect(host, port, keepalive)

@@ -75,7 +75,7 @@ class SimStats:
         return out
 
     def as_dict(self) -> dict:
-        """JSON-ready summary: ``elapsed_s``, ``max_lag_s``, ``completed``, ``totals``, ``devices``."""
+        """JSON-ready: ``elapsed_s``, ``max_lag_s``, ``completed``, ``totals``, ``devices``."""
         return {
             "elapsed_s": self.elapsed_s,
             "max_lag_s": self.max_lag_s,
@@ -137,7 +137,8 @@ class Simulator:
         self.flush_timeout_s = flush_timeout_s
         self.devices: list[Device] = build_devices(config)
         self.connections = [
-            Connection(self.broker, client_id.replace("{device}", d.device_id)) for d in self.devices
+            Connection(self.broker, client_id.replace("{device}", d.device_id))
+            for d in self.devices
         ]
         self.stats = SimStats({d.device_id: DeviceStats() for d in self.devices})
         self.sent: list[Sent] | None = [] if record else None

@@ -236,7 +236,8 @@ def test_label_fraction_and_burst_timing_in_the_script():
         burst = readings[i:i + 3]
         assert [m.sample_s for m in burst] == pytest.approx([(i + k) / 100 for k in range(3)])
         assert {m.send_s for m in burst} == {burst[-1].sample_s}  # sent together, at the last
-    assert all(m.send_s == m.sample_s for m in readings if not any(s <= m.index < s + 3 for s in starts))
+    in_burst = {i + k for i in starts for k in range(3)}
+    assert all(m.send_s == m.sample_s for m in readings if m.index not in in_burst)
 
 
 def test_each_malformed_kind_is_malformed_for_the_protocol():
@@ -310,7 +311,9 @@ def test_monitor_accuracy_equals_a_direct_count(broker):
         stats = sim.run()
         t = stats.totals()
         n_readings = t["readings_published"] - t["duplicated"]
-        assert monitor.wait_until(lambda c: c["readings"] + c["duplicate_readings"] >= t["readings_published"], 10)
+        n_messages = t["readings_published"]
+        assert monitor.wait_until(
+            lambda c: c["readings"] + c["duplicate_readings"] >= n_messages, 10)
         # stand in for the runtime: one prediction per distinct reading, from a fixed rule,
         # and a second model that always says "tested_negative"
         pub = Connection(BrokerOptions.from_address(broker.address), "test-runtime")
@@ -395,10 +398,10 @@ def test_monitor_summary_reports_drift_errors_and_status(broker):
     with Monitor(broker.address) as monitor:
         pub = Connection(BrokerOptions.from_address(broker.address), "test-pub")
         pub.connect()
-        pub.publish("edgebayes/d1/drift", encode({"seq": 5, "ts": 1.0, "model": "nb", "level": "drift",
-                                                  "detector": "adwin", "member": None}), 1)
-        pub.publish("edgebayes/d1/drift", encode({"seq": 6, "ts": 1.0, "model": "srp", "level": "warning",
-                                                  "detector": "adwin", "member": 3}), 1)
+        for seq, model, level, member in ((5, "nb", "drift", None), (6, "srp", "warning", 3)):
+            alert = {"seq": seq, "ts": 1.0, "model": model, "level": level, "detector": "adwin",
+                     "member": member}
+            pub.publish("edgebayes/d1/drift", encode(alert), 1)
         pub.publish("edgebayes/d1/error", encode({"kind": "not_finite", "seq": 7}), 1)
         pub.publish("edgebayes/runtime/rt1/status", b"online", 1)
         pub.publish("edgebayes/runtime/rt1/metrics", b'{"n_readings": 3}', 1)
@@ -418,6 +421,14 @@ def test_monitor_summary_reports_drift_errors_and_status(broker):
 # -- end to end: simulator -> runtime -> monitor -----------------------------------------------
 
 
+def wait_online(monitor: Monitor, runtime_id: str, timeout_s: float = 10.0) -> None:
+    """Wait for the runtime's retained "online": it has subscribed, readings will reach it."""
+    deadline = time.monotonic() + timeout_s
+    while monitor.summary()["runtimes"].get(runtime_id, {}).get("status") != "online":
+        assert time.monotonic() < deadline, f"the runtime {runtime_id} did not come online"
+        time.sleep(0.02)
+
+
 def test_end_to_end_through_the_runtime(broker, tmp_path):
     from edgebayes.naive_bayes import GaussianNB
     from edgebayes.runtime.config import parse_config
@@ -433,11 +444,8 @@ def test_end_to_end_through_the_runtime(broker, tmp_path):
     runtime.start()
     try:
         with Monitor(broker.address) as monitor:
-            deadline = time.monotonic() + 10
-            while monitor.summary()["runtimes"].get("rt-sim", {}).get("status") != "online":
-                assert time.monotonic() < deadline, "the runtime did not come online"
-                time.sleep(0.02)
-            sim_config = SimConfig(PIMA, n_devices=2, rate_hz=200, limit=80, labels="inline", seed=1)
+            wait_online(monitor, "rt-sim")
+            sim_config = SimConfig(PIMA, n_devices=2, rate_hz=200, limit=80, seed=1)
             sim = Simulator(sim_config, broker.address, record=True)
             sim.run()
             assert monitor.wait_until(lambda c: c["predictions"] >= 160, 15)
@@ -474,13 +482,11 @@ def test_the_runtime_survives_every_fault_of_the_simulator(broker):
     faults = FaultRates(loss_rate=0.1, duplicate_rate=0.1, malformed_rate=0.2, reboot_rate=0.02,
                         burst_rate=0.02, burst_size=4)
     config = SimConfig(PIMA, n_devices=2, rate_hz=300, limit=150, labels="delayed",
-                       label_delay_s=0.02, faults=faults, reboot_s=0.05, reboot_seq="continue", seed=5)
+                       label_delay_s=0.02, faults=faults, reboot_s=0.05, reboot_seq="continue",
+                       seed=5)
     try:
         with Monitor(broker.address) as monitor:
-            deadline = time.monotonic() + 10
-            while monitor.summary()["runtimes"].get("rt-faults", {}).get("status") != "online":
-                assert time.monotonic() < deadline, "the runtime did not come online"
-                time.sleep(0.02)
+            wait_online(monitor, "rt-faults")
             sim = Simulator(config, broker.address, record=True)
             t = sim.run().totals()
             accepted = t["samples"] - t["lost"] - sum(t["malformed"].values())
@@ -490,7 +496,10 @@ def test_the_runtime_survives_every_fault_of_the_simulator(broker):
                 return monitor.summary()["runtimes"]["rt-faults"]["metrics"] or {}
 
             deadline = time.monotonic() + 10
-            while metrics().get("n_labels", 0) + metrics().get("n_unknown_labels", 0) < t["labels_published"]:
+            def n_labels():
+                return metrics().get("n_labels", 0) + metrics().get("n_unknown_labels", 0)
+
+            while n_labels() < t["labels_published"]:
                 assert time.monotonic() < deadline, json.dumps([t, metrics()])
                 time.sleep(0.05)
             summary = monitor.summary()
@@ -500,8 +509,10 @@ def test_the_runtime_survives_every_fault_of_the_simulator(broker):
     # a label whose reading was lost or refused as malformed is an unknown seq for the runtime
     delivered = {(s.message.device, s.message.seq): s.message.delivery for s in sim.sent
                  if s.message.kind == "reading"}
-    orphans = sum(1 for s in sim.sent if s.message.kind == "label"
-                  and delivered.get((s.message.device, s.message.seq), "lost") in ("lost", "malformed"))
+    orphans = sum(
+        1 for s in sim.sent if s.message.kind == "label"
+        and delivered.get((s.message.device, s.message.seq), "lost") in ("lost", "malformed")
+    )
     assert t["lost"] > 0 and t["reboots"] > 0 and t["bursts"] > 0
     assert summary["totals"]["predictions"] == m["n_predictions"] == accepted
     assert m["errors"]["duplicate"] == t["duplicated"]
@@ -521,13 +532,15 @@ def test_cli_run_and_monitor(broker, tmp_path):
     mon_json = tmp_path / "monitor.json"
     monitor = subprocess.Popen(
         [sys.executable, "-m", "firmware_sim", "monitor", "--broker", broker.address,
-         "--idle-s", "0.5", "--interval-s", "0.1", "--quiet", "--json", str(mon_json)],
+         "--idle-s", "1", "--interval-s", "0.1", "--quiet", "--json", str(mon_json)],
         cwd=ROOT, stderr=subprocess.PIPE, text=True,
     )
-    time.sleep(0.6)  # let it subscribe (it stops when idle 0.5 s after the last reading)
+    # subscribed once it says so; it stops 1 s after the last message
+    assert monitor.stderr.readline().startswith("firmware-sim: monitoring")
     run_json = tmp_path / "run.json"
     code = cli_main(["run", "--broker", broker.address, "--source", PIMA, "--devices", "2",
-                     "--rate", "500", "--limit", "25", "--labels", "delayed", "--label-delay-s", "0",
+                     "--rate", "500", "--limit", "25", "--labels", "delayed",
+                     "--label-delay-s", "0",
                      "--duplicate-rate", "0.2", "--seed", "1", "--json", str(run_json)])
     assert code == 0
     _, err = monitor.communicate(timeout=20)
@@ -559,7 +572,8 @@ def test_cli_rejects_bad_values_with_one_line(argv, message, capsys):
 def test_cli_reports_an_unreachable_broker(capsys):
     from tests.broker import free_port
 
-    code = cli_main(["run", "--broker", f"127.0.0.1:{free_port()}", "--source", PIMA, "--limit", "1"])
+    code = cli_main(["run", "--broker", f"127.0.0.1:{free_port()}", "--source", PIMA,
+                     "--limit", "1"])
     assert code == 1
     assert "cannot reach the broker" in capsys.readouterr().err
 
