@@ -29,37 +29,41 @@ def _insert(totals: list, variances: list, xs: list, limit: int) -> None:
 
     Whenever a row holds ``limit + 1`` buckets its two oldest merge into one bucket of the next
     row: totals add, variances add plus n1 n2 (u1 - u2)^2 / (n1 + n2) (casebook C23). A row's
-    merges depend only on the sequence of buckets it receives, so the rows are processed one
-    after the other on whole batches: the same pairs, in the same order, with the same
-    arithmetic as inserting the inputs one by one.
+    merges depend only on the sequence of buckets it receives, so rows are processed one after
+    the other on whole batches: the same pairs, in the same order, with the same arithmetic as
+    inserting the inputs one by one. Row 0 holds raw inputs, whose variances are all 0.0 and
+    are not stored (``variances[0]`` stays empty).
     """
-    new_t, new_v = xs, [0.0] * len(xs)
-    i = 0
-    while True:
+    row = totals[0]
+    row += xs
+    k = (len(row) - limit + 1) // 2 * 2  # one-by-one insertion merges this many, oldest first
+    if k <= 0:
+        return
+    a, b = row[0:k:2], row[1:k:2]
+    del row[:k]
+    if len(totals) == 1:
+        totals.append([])
+        variances.append([])
+    totals[1] += [x + y for x, y in zip(a, b)]
+    variances[1] += [(x - y) * (x - y) / 2.0 for x, y in zip(a, b)]  # n = 1: du * du / 2
+    i = 1
+    while len(totals[i]) > limit:  # upper rows get few buckets: plain loops beat comprehensions
         row, vrow = totals[i], variances[i]
-        row += new_t
-        vrow += new_v
-        excess = len(row) - limit
-        if excess <= 0:
-            return
-        k = (excess + 1) // 2 * 2  # one-by-one insertion merges this many, oldest first
-        t, v = row[:k], vrow[:k]
-        del row[:k], vrow[:k]
-        a, b = t[0::2], t[1::2]
-        new_t = [x + y for x, y in zip(a, b)]
-        if i == 0:  # n = 1, both variances 0.0: the merge term is du * du / 2
-            new_v = [(x - y) * (x - y) / 2.0 for x, y in zip(a, b)]
-        else:
-            n = float(1 << i)
-            nn, n2 = n * n, n + n
-            new_v = [
-                va + vb + nn * (x / n - y / n) * (x / n - y / n) / n2
-                for x, y, va, vb in zip(a, b, v[0::2], v[1::2])
-            ]
-        i += 1
-        if i == len(totals):
+        if i + 1 == len(totals):
             totals.append([])
             variances.append([])
+        up, vup = totals[i + 1], variances[i + 1]
+        k = (len(row) - limit + 1) // 2 * 2
+        n = float(1 << i)
+        nn, n2 = n * n, n + n
+        for j in range(0, k, 2):
+            x = row[j]
+            y = row[j + 1]
+            du = x / n - y / n
+            up.append(x + y)
+            vup.append(vrow[j] + vrow[j + 1] + nn * du * du / n2)
+        del row[:k], vrow[:k]
+        i += 1
 
 
 class ADWIN:
@@ -190,14 +194,16 @@ class ADWIN:
         self._ticks = self.clock
         return self._check()
 
-    def _flush(self) -> None:
-        """Insert the pending inputs in order (MOA ``insertElement``)."""
+    def _flush(self) -> tuple[float, float]:
+        """Insert the pending inputs in order (MOA ``insertElement``); return the window's
+        width and total as they were before the last of them (0, 0.0 if none pending)."""
         pending = self._pending
         if not pending:
-            return
+            return 0.0, 0.0
         self._abs_max = max(self._abs_max, max(pending), -min(pending))
         w, total, var = float(self._width), self._total, self._variance
         for x in pending:
+            total_before = total
             if w:  # incremental sum of squared deviations, in MOA's operation order
                 d = x - total / w
                 var += w * d * d / (w + 1.0)
@@ -206,15 +212,12 @@ class ADWIN:
         self._width, self._total, self._variance = int(w), total, var
         _insert(self._totals, self._variances, pending, self.max_buckets)
         self._pending = []
+        return w - 1.0, total_before
 
     def _check(self) -> bool:
         """Fold in the pending inputs, then MOA's reduce-window loop: drop the oldest bucket
         while some split passes the cut test."""
-        latest = self._pending.pop()
-        self._flush()
-        width_before, total_before = self._width, self._total  # before the latest input
-        self._pending.append(latest)
-        self._flush()
+        width_before, total_before = self._flush()
         cut = False
         if self._width > self.grace_period:
             while self._has_cut():
@@ -254,17 +257,25 @@ class ADWIN:
         for i in range(len(totals) - 1, -1, -1):
             size = float(1 << i)
             row = totals[i]
-            first, rest = n0 + size, fw - n0 - size * len(row)  # smallest n0, smallest n1
-            low = first if first < rest else rest
+            end = n0 + size * len(row)
+            low, rest = n0 + size, fw - end  # the row's smallest n0 and smallest n1
+            if rest < low:
+                low = rest
             bound = _sqrt(vdd * low) + floor if low > 0.0 else floor
             step = size * mean
-            for j, t in enumerate(row):
+            start = d
+            for t in row:
                 d += t - step
                 if -bound < d < bound:
                     continue
-                if self._cuts_at(i, j, v, dd):
-                    return True
-            n0 += size * len(row)
+                # Rare: replay the running sum to find which boundaries failed the filter.
+                d = start
+                for j, t in enumerate(row):
+                    d += t - step
+                    if not -bound < d < bound and self._cuts_at(i, j, v, dd):
+                        return True
+                break
+            n0 = end
         return False
 
     def _cuts_at(self, row: int, position: int, v: float, dd: float) -> bool:
@@ -296,10 +307,10 @@ class ADWIN:
         w = self._width - n
         total = self._total - t
         d = t / n - total / w
-        self._variance -= vrow[0] + n * w * d * d / (n + w)
+        self._variance -= (vrow[0] if last else 0.0) + n * w * d * d / (n + w)
         self._width = w
         self._total = total
-        del row[0], vrow[0]
+        del row[0], vrow[:1]
         if not row and last:
             del self._totals[last], self._variances[last]
 
@@ -391,7 +402,7 @@ class ADWIN:
             "estimation_before_drift": self._estimation_before_drift,
             "abs_max": self._abs_max,
             "totals": [list(row) for row in self._totals],
-            "variances": [list(row) for row in self._variances],
+            "variances": [[0.0] * len(self._totals[0])] + [list(r) for r in self._variances[1:]],
         }
 
     @classmethod
@@ -409,6 +420,7 @@ class ADWIN:
         if (
             not totals
             or [len(r) for r in totals] != [len(r) for r in variances]
+            or any(variances[0])  # row 0 holds single inputs
             or any(len(r) > out.max_buckets for r in totals)
             or sum(len(r) << i for i, r in enumerate(totals)) != state["width"]
         ):
@@ -422,7 +434,7 @@ class ADWIN:
         out._estimation_before_drift = float(state["estimation_before_drift"])
         out._abs_max = float(state["abs_max"])
         out._totals = totals
-        out._variances = variances
+        out._variances = [[]] + variances[1:]
         return out
 
     def __repr__(self) -> str:
