@@ -1,0 +1,216 @@
+"""The shipped Mosquitto configs (deploy/mosquitto/) with real brokers.
+
+Access control: Mosquitto runs the shipped edgebayes.conf and ACL (password file made with
+``mosquitto_passwd -b``); the runtime (the shipped deploy/edgebayes.toml) serves a device,
+which can neither publish as another device nor read another device's predictions.
+Store and forward: a local Mosquitto with the shipped bridge.conf pointed at a second one on
+loopback; what the runtime publishes while the upstream broker is down arrives upstream
+after it returns, none lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import paho.mqtt.client as paho
+import pytest
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+
+from edgebayes.codec import decode, encode
+from edgebayes.runtime.config import load_config
+from tests.broker import Broker
+
+REPO = Path(__file__).resolve().parents[1]
+DEPLOY = REPO / "deploy"
+PASSWORDS = {"edgebayes": "rt-secret", "monitor": "mon-secret", "sim-0": "s0-secret", "sim-1": "s1-secret"}
+NOT_AUTHORIZED, NO_SUBSCRIBERS = 135, 16  # MQTT 5 PUBACK reason codes (16 is a success)
+
+
+def wait_for(cond, timeout_s: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def shipped_broker_config(workdir: Path, bridge_to: int | None = None) -> str:
+    """deploy/mosquitto/edgebayes.conf (+ bridge.conf) for a broker in ``workdir``.
+
+    What changes from the shipped files: /etc/mosquitto/ becomes ``workdir`` (password and ACL
+    files made there), the listener line is left to the ``Broker`` helper (a free loopback
+    port); for the bridge, the address is the loopback upstream, whose plain anonymous listener
+    needs no TLS nor remote credentials, and retries are every second instead of 5 s doubling.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    passwd = workdir / "edgebayes.passwd"
+    for i, (user, password) in enumerate(PASSWORDS.items()):
+        subprocess.run([shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd",
+                        *(["-c"] if i == 0 else []), "-b", str(passwd), user, password], check=True)
+    shutil.copy(DEPLOY / "mosquitto" / "edgebayes.acl", workdir / "edgebayes.acl")
+    conf = (DEPLOY / "mosquitto" / "edgebayes.conf").read_text()
+    conf = re.sub(r"(?m)^listener 1883\n", "", conf).replace("/etc/mosquitto/", f"{workdir}/")
+    if bridge_to is not None:
+        bridge = (DEPLOY / "mosquitto" / "bridge.conf").read_text()
+        bridge = re.sub(r"(?m)^address .*$", f"address 127.0.0.1:{bridge_to}", bridge)
+        bridge = re.sub(r"(?m)^(remote_username|remote_password|bridge_cafile) .*\n", "", bridge)
+        bridge = re.sub(r"(?m)^restart_timeout .*$", "restart_timeout 1", bridge)
+        conf += "\n" + bridge
+    return conf
+
+
+class Client:
+    """A paho MQTT 5 client: records what it receives and the broker's answer to each publish."""
+
+    def __init__(self, broker: Broker, client_id: str, user: str | None, subscribe=(),
+                 clean: bool = True):
+        self.lock = threading.Lock()
+        self.received: list[tuple[str, bytes]] = []
+        self.pubacks: dict[int, int] = {}  # mid -> reason code
+        self.connack: list = []
+        self.granted: list[int] = []
+        c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id=client_id,
+                        protocol=MQTTProtocolVersion.MQTTv5)
+        if user is not None:
+            c.username_pw_set(user, PASSWORDS[user])
+        c.reconnect_delay_set(0.1, 0.5)
+        self.topics = list(subscribe)
+
+        def on_connect(client, userdata, flags, rc, props):
+            self.connack.append(rc.value)
+            if not rc.is_failure and self.topics:
+                client.subscribe([(t, 1) for t in self.topics])
+
+        def on_subscribe(client, userdata, mid, rcs, props):
+            self.granted = [rc.value for rc in rcs]
+
+        def on_message(client, userdata, msg):
+            with self.lock:
+                self.received.append((msg.topic, msg.payload))
+
+        def on_publish(client, userdata, mid, rc, props):
+            self.pubacks[mid] = rc.value
+
+        c.on_connect, c.on_subscribe, c.on_message, c.on_publish = on_connect, on_subscribe, on_message, on_publish
+        self.client = c
+        c.connect_async(broker.host, broker.port, clean_start=clean)
+        c.loop_start()
+        wait_for(lambda: self.connack, what=f"{client_id} CONNACK")
+        if self.connack[0] == 0 and self.topics:
+            wait_for(lambda: self.granted, what=f"{client_id} SUBACK")
+
+    def publish(self, topic: str, body: dict) -> int:
+        info = self.client.publish(topic, encode(body), qos=1)
+        wait_for(lambda: info.mid in self.pubacks, what=f"PUBACK of {topic}")
+        return self.pubacks[info.mid]
+
+    def got(self, topic_re: str) -> list[dict]:
+        with self.lock:
+            return [decode(p) for t, p in self.received if re.fullmatch(topic_re, t)]
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+@pytest.fixture
+def secure_broker(tmp_path):
+    b = Broker(tmp_path / "broker", extra_config=shipped_broker_config(tmp_path / "broker")).start()
+    yield b
+    b.stop()
+
+
+def test_shipped_broker_config_serves_runtime_and_devices_and_fences_devices(secure_broker, tmp_path):
+    from edgebayes.runtime.service import Runtime
+
+    anonymous = Client(secure_broker, "anon", None)
+    assert anonymous.connack == [NOT_AUTHORIZED]
+    anonymous.close()
+
+    (tmp_path / "mqtt-password").write_text(PASSWORDS["edgebayes"] + "\n")
+    cfg = load_config(DEPLOY / "edgebayes.toml").with_overrides(
+        secure_broker.address, str(tmp_path / "checkpoints"))
+    cfg = dataclasses.replace(cfg, broker=dataclasses.replace(
+        cfg.broker, password_file=str(tmp_path / "mqtt-password"), reconnect_min_s=0.1))
+    runtime = Runtime(cfg)
+    runtime.start()
+    clients = []
+    try:
+        wait_for(runtime.client.subscribed.is_set, what="the runtime's subscriptions granted")
+        monitor = Client(secure_broker, "mon", "monitor", ["edgebayes/#"])
+        sim0 = Client(secure_broker, "sim-0", "sim-0", ["edgebayes/+/prediction"])
+        sim1 = Client(secure_broker, "sim-1", "sim-1", ["edgebayes/+/prediction", "edgebayes/sim-0/prediction"])
+        clients = [monitor, sim0, sim1]
+        for seq in range(20):  # occupancy-like readings, labelled inline
+            y = seq % 2
+            x = [21.0 + y, 27.0, 500.0 * y, 450.0 + 400 * y, 0.0042]
+            assert sim0.publish("edgebayes/sim-0/reading", {"seq": seq, "x": x, "y": y}) == 0
+        assert sim1.publish("edgebayes/sim-1/reading", {"seq": 0, "x": [20.0, 25.0, 0.0, 420.0, 0.004]}) == 0
+        # sim-1 forging a reading, a label and a prediction of sim-0
+        assert sim1.publish("edgebayes/sim-0/reading", {"seq": 1000, "x": [0.0] * 5, "y": 1}) == NOT_AUTHORIZED
+        assert sim1.publish("edgebayes/sim-0/label", {"seq": 19, "y": 0}) == NOT_AUTHORIZED
+        assert sim1.publish("edgebayes/sim-0/prediction", {"seq": 1000, "y_pred": 0}) == NOT_AUTHORIZED
+
+        wait_for(lambda: len(monitor.got(r"edgebayes/.*/prediction")) == 21, what="21 predictions")
+        time.sleep(0.3)  # anything misrouted would arrive by now
+        assert [p["seq"] for p in sim0.got(r"edgebayes/sim-0/prediction")] == list(range(20))
+        assert sim0.got(r"edgebayes/sim-1/prediction") == []
+        assert [p["seq"] for p in sim1.got(r"edgebayes/sim-1/prediction")] == [0]
+        assert sim1.got(r"edgebayes/sim-0/prediction") == []
+        assert [r["seq"] for r in monitor.got(r"edgebayes/sim-0/reading")] == list(range(20))
+        assert monitor.got(r"edgebayes/sim-0/label") == []
+        assert runtime.worker.n_readings == 21 and runtime.worker.n_learned == 20
+        assert runtime.worker.errors["unknown_seq"] == 0
+        with monitor.lock:
+            status = [p for t, p in monitor.received if t == "edgebayes/runtime/edgebayes-pi/status"]
+        assert status == [b"online"]
+    finally:
+        for c in clients:
+            c.close()
+        runtime.stop()
+
+
+def test_bridge_stores_and_forwards_outputs_while_the_upstream_is_down(tmp_path):
+    upstream = Broker(tmp_path / "upstream").start()
+    local = Broker(tmp_path / "local",
+                   extra_config=shipped_broker_config(tmp_path / "local", bridge_to=upstream.port))
+    central = runtime = None
+    try:
+        local.start()
+        # the central side: a persistent session, so it misses nothing across its broker's restart
+        central = Client(upstream, "central-consumer", None, ["edgebayes/#"], clean=False)
+        runtime = Client(local, "edgebayes-pi", "edgebayes")  # publishes what the runtime would
+        assert runtime.publish("edgebayes/sim-0/prediction", {"seq": -1}) == 0
+        wait_for(lambda: central.got(r"edgebayes/sim-0/prediction"), what="the bridge up")
+
+        upstream.stop()
+        for seq in range(200):
+            assert runtime.publish("edgebayes/sim-0/prediction", {"seq": seq, "y_pred": seq % 2}) == 0
+            if seq % 40 == 39:
+                alert = {"seq": seq, "model": "nb", "level": "drift", "detector": "adwin"}
+                assert runtime.publish("edgebayes/sim-0/drift", alert) == 0
+        device = Client(local, "sim-0", "sim-0")
+        assert device.publish("edgebayes/sim-0/reading", {"seq": 0, "x": [1.0]}) == NO_SUBSCRIBERS
+        device.close()
+        time.sleep(0.5)
+        upstream.start()
+
+        wait_for(lambda: len(central.got(r"edgebayes/sim-0/prediction")) >= 201, timeout_s=20,
+                 what="the queued predictions upstream")
+        wait_for(lambda: len(central.got(r"edgebayes/sim-0/drift")) >= 5, what="the queued drift alerts")
+        time.sleep(0.3)
+        assert [p["seq"] for p in central.got(r"edgebayes/sim-0/prediction")] == list(range(-1, 200))
+        assert [a["seq"] for a in central.got(r"edgebayes/sim-0/drift")] == [39, 79, 119, 159, 199]
+        assert central.got(r"edgebayes/sim-0/reading") == []  # readings stay local
+    finally:
+        for c in (central, runtime):
+            if c is not None:
+                c.close()
+        local.stop()
+        upstream.stop()
