@@ -194,7 +194,8 @@ def monitor_main(args) -> int:
     stop = threading.Event()
     _stop_on_signals(stop)
     monitor.start()
-    print(f"firmware-sim: monitoring {args.broker} under {args.prefix}/", file=sys.stderr, flush=True)
+    print(f"firmware-sim: monitoring {args.broker} under {args.prefix}/",
+          file=sys.stderr, flush=True)
     live = not args.quiet
     clear = "\x1b[H\x1b[2J" if sys.stderr.isatty() else ""
     try:

@@ -5,9 +5,16 @@ and errors, and to the runtimes' status, metrics and errors. It learns the true 
 reading from the reading itself (inline ``y``) or from a label message, and scores each
 prediction once both are known: prequential (test-then-train) accuracy, since the runtime
 predicts a reading before it learns it. A null ``y_pred`` (a model that has learned nothing
-yet) counts as wrong. Latency is measured on the monitor's clock, from the reading's arrival
-to its prediction's arrival, so it covers both trips through the broker; the runtime's own
-``latency_ms`` is summarised beside it.
+yet) counts as wrong.
+
+Three latencies, each summarised as p50/p99 in milliseconds:
+- ``latency_ms``: from the reading's arrival at the monitor to its prediction's arrival, on
+  the monitor's clock alone: the runtime's own time plus the prediction's trip through the
+  broker (the reading reaches the runtime and the monitor at about the same time);
+- ``ts_latency_ms``: from the reading's ``ts`` (echoed in the prediction) to the prediction's
+  arrival, by the wall clock: sampling to prediction, both trips included; meaningful only
+  when the devices share the monitor's clock (the simulator on the same machine);
+- ``runtime_latency_ms``: the runtime's own ``latency_ms`` from the predictions.
 
 Readings are matched by ``(device, seq)``. A reading whose ``seq`` was already seen with the
 same bytes is a duplicate; with other bytes, or a ``seq`` lower than the last one, the device
@@ -54,6 +61,14 @@ class _Record:
         self.has_y = self.has_pred = self.scored = False
 
 
+#: the latencies summarised (see the module docstring)
+LATENCIES = ("latency_ms", "ts_latency_ms", "runtime_latency_ms")
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _percentiles(values) -> dict:
     if not len(values):
         return {"p50": None, "p99": None}
@@ -72,8 +87,7 @@ class _Board:
         self.n = dict.fromkeys(COUNTS, 0)
         self.errors_by_kind: dict[str, int] = {}
         self.models: dict[str, list[int]] = {}  # name -> [scored, correct]
-        self.latency_ms = array("d")
-        self.runtime_latency_ms = array("d")
+        self.latencies = {name: array("d") for name in LATENCIES}
 
     def _new(self, seq: int) -> _Record:
         rec = self.records[seq] = _Record()
@@ -120,7 +134,7 @@ class _Board:
         rec.y, rec.has_y = y, True
         self._score(rec)
 
-    def prediction(self, seq: int, y_pred, models, latency_ms, now: float) -> None:
+    def prediction(self, seq: int, y_pred, models, latency_ms, ts_latency_ms, now: float) -> None:
         rec = self.records.get(seq)
         if rec is None or rec.has_pred:
             older = self.previous.get(seq)  # a reading sent before the device restarted
@@ -134,9 +148,11 @@ class _Board:
         self.n["predictions"] += 1
         rec.y_pred, rec.models, rec.has_pred = y_pred, models, True
         if rec.t_reading is not None:
-            self.latency_ms.append((now - rec.t_reading) * 1000.0)
-        if isinstance(latency_ms, (int, float)) and math.isfinite(latency_ms):
-            self.runtime_latency_ms.append(float(latency_ms))
+            self.latencies["latency_ms"].append((now - rec.t_reading) * 1000.0)
+        if ts_latency_ms is not None:
+            self.latencies["ts_latency_ms"].append(ts_latency_ms)
+        if _number(latency_ms):
+            self.latencies["runtime_latency_ms"].append(float(latency_ms))
         self._score(rec)
 
     def _score(self, rec: _Record) -> None:
@@ -164,8 +180,8 @@ class _Board:
             name: {"scored": s, "correct": c, "accuracy": c / s if s else None}
             for name, (s, c) in self.models.items()
         }
-        out["latency_ms"] = _percentiles(self.latency_ms)
-        out["runtime_latency_ms"] = _percentiles(self.runtime_latency_ms)
+        for name, values in self.latencies.items():
+            out[name] = _percentiles(values)
         return out
 
 
@@ -300,8 +316,11 @@ class Monitor:
         elif kind == "label" and valid_seq:
             board.label(seq, body.get(self.label_key))
         elif kind == "prediction" and valid_seq:
+            ts = body.get("ts")
+            ts_latency_ms = (time.time() - ts) * 1000.0 if _number(ts) else None
             board.prediction(
-                seq, body.get("y_pred"), body.get("models"), body.get("latency_ms"), now
+                seq, body.get("y_pred"), body.get("models"), body.get("latency_ms"),
+                ts_latency_ms, now,
             )
         elif kind == "drift":
             board.n["drift_alerts" if body.get("level") == "drift" else "warnings"] += 1
@@ -346,7 +365,7 @@ class Monitor:
 
         Keys: ``elapsed_s``; ``totals`` (readings, duplicate_readings, malformed_readings,
         restarts, labels, predictions, scored, correct, ``accuracy`` (correct / scored, null
-        before any), drift_alerts, warnings, errors, ``latency_ms`` and
+        before any), drift_alerts, warnings, errors, ``latency_ms``, ``ts_latency_ms`` and
         ``runtime_latency_ms`` as ``{p50, p99}`` in milliseconds, ...); ``models`` (name ->
         scored, correct, accuracy); ``devices`` (id -> the same as totals, plus
         ``errors_by_kind``); ``drift_alerts`` (the last 1000); ``runtimes`` (id -> status,
@@ -354,11 +373,10 @@ class Monitor:
         """
         with self._lock:
             devices = {d: b.summary() for d, b in sorted(self._boards.items())}
-            latency = array("d")
-            runtime_latency = array("d")
+            latencies = {name: array("d") for name in LATENCIES}
             for b in self._boards.values():
-                latency.extend(b.latency_ms)
-                runtime_latency.extend(b.runtime_latency_ms)
+                for name, values in b.latencies.items():
+                    latencies[name].extend(values)
             models: dict[str, list[int]] = {}
             for b in self._boards.values():
                 for name, (s, c) in b.models.items():
@@ -374,8 +392,8 @@ class Monitor:
             }
         totals = self.totals()
         totals["accuracy"] = totals["correct"] / totals["scored"] if totals["scored"] else None
-        totals["latency_ms"] = _percentiles(latency)
-        totals["runtime_latency_ms"] = _percentiles(runtime_latency)
+        for name, values in latencies.items():
+            totals[name] = _percentiles(values)
         out["totals"] = totals
         out["models"] = {
             name: {"scored": s, "correct": c, "accuracy": c / s if s else None}

@@ -351,6 +351,7 @@ def test_monitor_accuracy_equals_a_direct_count(broker):
     assert per_device == scored
     assert totals["runtime_latency_ms"] == {"p50": 0.5, "p99": 0.5}
     assert totals["latency_ms"]["p50"] > 0
+    assert totals["ts_latency_ms"]["p50"] > totals["latency_ms"]["p50"]  # since the sampling
     assert summary["n_callback_errors"] == 0
 
 
@@ -386,10 +387,10 @@ def test_monitor_matches_predictions_across_a_seq_restart():
     for seq in range(3):
         b.reading(seq, digest=100 + seq, y="b", has_y=True, now=1.0)  # after the reboot
     for seq in range(3):
-        b.prediction(seq, "b", None, None, now=1.01)  # new readings
+        b.prediction(seq, "b", None, None, None, now=1.01)  # new readings
     for seq in (3, 4):
-        b.prediction(seq, "a", None, None, now=1.02)  # late, from before the reboot
-    b.prediction(0, "a", None, None, now=1.03)  # the pre-reboot reading 0
+        b.prediction(seq, "a", None, None, None, now=1.02)  # late, from before the reboot
+    b.prediction(0, "a", None, None, None, now=1.03)  # the pre-reboot reading 0
     assert b.n["restarts"] == 1 and b.n["duplicate_readings"] == 1
     assert (b.n["predictions"], b.n["scored"], b.n["correct"]) == (6, 6, 6)
 
@@ -464,7 +465,7 @@ def test_end_to_end_through_the_runtime(broker, tmp_path):
     assert (totals["readings"], totals["predictions"], totals["scored"]) == (160, 160, 160)
     assert totals["correct"] == correct
     assert summary["models"]["nb"]["correct"] == correct
-    assert totals["latency_ms"]["p99"] is not None
+    assert totals["latency_ms"]["p99"] > 0 and totals["ts_latency_ms"]["p99"] > 0
 
 
 def test_the_runtime_survives_every_fault_of_the_simulator(broker):
