@@ -13,6 +13,7 @@ import sys
 _log = math.log
 _sqrt = math.sqrt
 _TWO_THIRDS = 2.0 / 3  # MOA's ``(double) 2 / 3``
+_SIZES = tuple(float(1 << i) for i in range(64))  # bucket size of each row, as floats
 _LIST_BYTES = sys.getsizeof([])  # empty list header
 _FLOAT_BYTES = sys.getsizeof(0.0)
 
@@ -54,7 +55,7 @@ def _insert(totals: list, variances: list, xs: list, limit: int) -> None:
             variances.append([])
         up, vup = totals[i + 1], variances[i + 1]
         k = (len(row) - limit + 1) // 2 * 2
-        n = float(1 << i)
+        n = _SIZES[i]
         nn, n2 = n * n, n + n
         for j in range(0, k, 2):
             x = row[j]
@@ -255,7 +256,7 @@ class ADWIN:
         totals = self._totals
         d, n0 = 0.0, 0.0
         for i in range(len(totals) - 1, -1, -1):
-            size = float(1 << i)
+            size = _SIZES[i]
             row = totals[i]
             end = n0 + size * len(row)
             low, rest = n0 + size, fw - end  # the row's smallest n0 and smallest n1
