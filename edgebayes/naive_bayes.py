@@ -88,26 +88,38 @@ def _mixture_weights(n0, W: np.ndarray, top: float, log_keep: float):
     return np.exp(tail[0]), r * np.exp(later), n_after
 
 
-def _merge(n0, mu0, var0, X, w, top, log_keep):
+def _merge(n0, mu0, var0, X, w, top, log_keep, has_nan=True):
     """Counts, means and variances (arrays (d,)) after learning the rows of ``X`` in order.
 
     Exactly the final state of the sequential rule, computed as a weighted mixture around a
     reference (the old mean, or a feature's first value) so that constant features stay exact.
+    ``has_nan=False`` promises that ``X`` holds no NaN (skips a pass).
     """
-    nan = np.isnan(X)
-    has_nan = bool(nan.any())
-    wcol = np.ones((len(X), 1)) if w is None else w[:, None]
-    W = (~nan) * wcol if has_nan or not np.all(n0 == n0[0]) else wcol
-    a0, A, n_after = _mixture_weights(n0 if W.shape[1] > 1 else n0[:1], W, top, log_keep)
+    n, d = X.shape
+    nan = np.isnan(X) if has_nan else None
+    has_nan = has_nan and bool(nan.any())
+    wcol = np.ones((n, 1)) if w is None else w[:, None]
     if has_nan:
-        first = X[np.argmax(~nan, axis=0), np.arange(X.shape[1])]
+        W = wcol * ~nan
+    elif np.all(n0 == n0[0]):
+        W, n0 = wcol, n0[:1]  # one count for every feature: rates per row only
+    else:
+        W = np.repeat(wcol, d, axis=1)
+    a0, A, n_after = _mixture_weights(n0, W, top, log_keep)
+    if has_nan:
+        first = X[np.argmax(~nan, axis=0), np.arange(d)]
         ref = np.where(n0 > 0, mu0, np.where(np.isnan(first), 0.0, first))
-        X = np.where(nan, ref, X)
     else:
         ref = np.where(n0 > 0, mu0, X[0])
-    mean = ref + a0 * (mu0 - ref) + (A * (X - ref)).sum(axis=0)
-    var = a0 * (var0 + (mu0 - mean) ** 2) + (A * (X - mean) ** 2).sum(axis=0)
-    return np.broadcast_to(n_after, n0.shape).copy(), mean, var
+    D = X - ref
+    if has_nan:
+        D[nan] = 0.0
+    weighted_sum = (lambda M: A[:, 0] @ M) if A.shape[1] == 1 else (lambda M: np.einsum("ij,ij->j", A, M))
+    mean = ref + a0 * (mu0 - ref) + weighted_sum(D)
+    D -= mean - ref
+    D *= D
+    var = a0 * (var0 + (mu0 - mean) ** 2) + weighted_sum(D)
+    return np.broadcast_to(n_after, mu0.shape).copy(), mean, var
 
 
 def _number(v, j: int) -> float:
@@ -331,11 +343,12 @@ class GaussianNB(Learner):
             return
         for label in new:
             self._add_class(label, X.shape[1])
+        has_nan = bool(np.isnan(X).any())
         for start in range(0, len(X), _CHUNK):
             stop = start + _CHUNK
-            self._learn_chunk(X[start:stop], codes[start:stop], None if w is None else w[start:stop])
+            self._learn_chunk(X[start:stop], codes[start:stop], None if w is None else w[start:stop], has_nan)
 
-    def _learn_chunk(self, X, codes, w):
+    def _learn_chunk(self, X, codes, w, has_nan):
         top, lk = self._top, self._log_keep
         K = len(self.classes_)
         wcol = np.ones((len(X), 1)) if w is None else w[:, None]
@@ -352,12 +365,12 @@ class GaussianNB(Learner):
                 continue
             cnt, mu, var = _merge(
                 np.array(self._counts[k]), np.array(self._means[k]), np.array(self._vars[k]),
-                Xs[lo:hi], None if ws is None else ws[lo:hi], top, lk,
+                Xs[lo:hi], None if ws is None else ws[lo:hi], top, lk, has_nan,
             )
             self._counts[k], self._means[k], self._vars[k] = cnt.tolist(), mu.tolist(), var.tolist()
             self._dense[k] = bool(np.all(cnt == cnt[0]))
         cnt, mu, var = _merge(
-            np.array(self._fcounts), np.array(self._fmeans), np.array(self._fvars), X, w, top, lk
+            np.array(self._fcounts), np.array(self._fmeans), np.array(self._fvars), X, w, top, lk, has_nan
         )
         self._fcounts, self._fmeans, self._fvars = cnt.tolist(), mu.tolist(), var.tolist()
         self._fdense = bool(np.all(cnt == cnt[0]))
@@ -391,19 +404,22 @@ class GaussianNB(Learner):
         Raises:
             ValueError: a None, NaN or unhashable label (nothing is registered).
         """
-        get = self._index.get
+        index = self._index
         try:
-            codes = [get(v, -1) for v in labels]
-        except TypeError:
-            codes = [-1] * len(labels)
+            codes = list(map(index.get, labels))
+        except TypeError:  # an unhashable label: find it and say which
+            for v in labels:
+                check_label(v)
+        if None not in codes:
+            return np.array(codes, dtype=np.intp), []
         new: dict = {}
-        if -1 in codes:
-            K = len(self.classes_)
-            for i, c in enumerate(codes):
-                if c == -1:
-                    y = self._new_label(labels[i])
-                    codes[i] = self._index[y] if y in self._index else new.setdefault(y, K + len(new))
-        return np.array(codes, dtype=np.intp), list(new)
+        for v in dict.fromkeys(labels):
+            if v not in index:
+                y = self._new_label(v)
+                if y not in index and y not in new:
+                    new[y] = len(index) + len(new)
+        lookup = {**index, **new}
+        return np.array([lookup[v] for v in labels], dtype=np.intp), list(new)
 
     def _check_X(self, X, learning: bool = False) -> np.ndarray:
         """``X`` as a float64 array (n, n_features_in_). Raises ValueError."""
