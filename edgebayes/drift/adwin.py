@@ -25,6 +25,10 @@ def _as_input(x) -> float:
     return float(x)
 
 
+#: input type -> converter; 0/1 error streams often arrive as int or bool
+_CONVERT = {int: float, bool: float}
+
+
 def _insert(totals: list, variances: list, xs: list, limit: int) -> None:
     """Append inputs ``xs`` to the histogram and compress it (MOA ``compressBuckets``).
 
@@ -184,7 +188,10 @@ class ADWIN:
             ValueError: ``x`` is NaN, +/-inf or not a real number; the detector is unchanged.
         """
         if x.__class__ is not float:
-            x = _as_input(x)
+            try:
+                x = _CONVERT.get(x.__class__, _as_input)(x)
+            except OverflowError:
+                raise ValueError(f"ADWIN input too large for a float: {x!r}") from None
         if x - x:  # NaN for NaN and +/-inf, 0.0 otherwise
             raise ValueError(f"ADWIN input must be finite, got {x}")
         self._pending.append(x)
