@@ -50,8 +50,8 @@ def numeric_splits(block: np.ndarray, pre: np.ndarray, n_split_points: int):
     if not np.isfinite(lo).any():
         return np.full(n_features, -np.inf), np.zeros(n_features), np.zeros((n_features, 2, n_classes))
     with np.errstate(invalid="ignore", divide="ignore"):
-        steps = np.arange(1, n_split_points + 1) / (n_split_points + 1)  # (K,)
-        cand = lo[None, :] + (hi - lo)[None, :] * steps[:, None]  # (K, F)
+        bin_size = (hi - lo) / (n_split_points + 1.0)  # MOA's arithmetic, to the last bit
+        cand = lo[None, :] + bin_size[None, :] * np.arange(1, n_split_points + 1)[:, None]  # (K, F)
         valid = (cand > lo) & (cand < hi)
         var = np.where(w > 1.0, block[:, :, M2] / np.where(w > 1.0, w - 1.0, 1.0), 0.0)
         std = np.sqrt(np.maximum(var, 0.0))  # (C, F)
