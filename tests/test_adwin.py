@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgebayes import codec
-from edgebayes.drift import ADWIN, ErrorDetector, detector_from_state
+from edgebayes.drift import ADWIN, DriftDetector, ErrorDetector, detector_from_state
 
 VECTORS = sorted(
     (Path(__file__).resolve().parents[1] / ".." / "shared" / "vectors" / "adwin").glob("*.json")
@@ -223,7 +223,9 @@ def test_c23_merge_term_is_squared():
     assert state["variances"][1] == [0.5]  # 1*1*(0 - 1)^2 / (1 + 1), not -0.5
 
 
-@pytest.mark.parametrize("clock, first, window", [(1, 1009, (1000, 1016)), (32, 1023, (1000, 1056))])
+@pytest.mark.parametrize(
+    "clock, first, window", [(1, 1009, (1000, 1016)), (32, 1023, (1000, 1056))]
+)
 def test_c24_clock_bounds_detection_delay(clock, first, window):
     adwin = ADWIN(delta=0.002, clock=clock)
     detections = []
@@ -281,7 +283,9 @@ def test_bad_input_raises_and_leaves_detector_unchanged(bad):
     with pytest.raises(ValueError):
         signal.update(bad)
     assert adwin.state() == before and signal.state() == signal_before
-    assert [adwin.update(x) for x in [0.0] * 8] == [ADWIN.from_state(before).update(x) for x in [0.0] * 8]
+    untouched = ADWIN.from_state(before)
+    assert [adwin.update(x) for x in [0.0] * 8] == [untouched.update(x) for x in [0.0] * 8]
+    assert adwin.state() == untouched.state()
 
 
 def test_accepts_bools_ints_and_numpy_scalars():
@@ -304,6 +308,12 @@ def test_accepts_bools_ints_and_numpy_scalars():
 def test_bad_parameters(params):
     with pytest.raises(ValueError, match=next(iter(params))):
         ADWIN(**params)
+
+
+def test_both_follow_the_detector_protocol():
+    assert isinstance(ADWIN(), DriftDetector)
+    assert isinstance(ErrorDetector(), DriftDetector)
+    assert isinstance(ErrorDetector().detector, ADWIN)
 
 
 def test_error_detector_needs_estimation_before_drift():
@@ -338,6 +348,10 @@ def test_from_state_refuses_foreign_or_broken_states():
     state = ADWIN().state()
     state["width"] = 3
     with pytest.raises(ValueError, match="width"):
+        ADWIN.from_state(state)
+    state = ADWIN(clock=8).state()
+    state["ticks"] = 9
+    with pytest.raises(ValueError, match="ticks"):
         ADWIN.from_state(state)
 
 

@@ -29,7 +29,8 @@ Example (a learner's error rate jumps from 10% to 60% at sample 2000):
     >>> import random
     >>> from edgebayes.drift import ADWIN, ErrorDetector
     >>> rng = random.Random(7)
-    >>> errors = [rng.random() < 0.1 for _ in range(2000)] + [rng.random() < 0.6 for _ in range(2000)]
+    >>> errors = [rng.random() < 0.1 for _ in range(2000)]  # 1 (True) = wrong prediction
+    >>> errors += [rng.random() < 0.6 for _ in range(2000)]
     >>> signal = ErrorDetector(ADWIN(delta=1e-5))
     >>> [i for i, e in enumerate(errors) if signal.update(e)]
     [2047, 2079, 2111]

@@ -83,7 +83,8 @@ class ADWIN:
     version):
 
         |mean(W0) - mean(W1)| > sqrt(2 m v dd) + 2/3 dd m,
-        dd = ln(2 ln(n) / delta),  m = 1/(n0 - min_window_length + 1) + 1/(n1 - min_window_length + 1),
+        dd = ln(2 ln(n) / delta),
+        m = 1/(n0 - min_window_length + 1) + 1/(n1 - min_window_length + 1),
 
     with ``n`` the window length and ``v`` the window's population variance; only splits with
     both parts longer than ``min_window_length + 1`` count. While some split passes, the
@@ -110,6 +111,16 @@ class ADWIN:
 
     Memory is O(max_buckets * log2(width / max_buckets)) floats; one input costs O(1)
     amortised, one cut test O(max_buckets * log2(width)).
+
+    Implementation: inputs wait in a list until the next cut test (or read-out) and are then
+    inserted row by row; the cut test screens each boundary with a cheap necessary condition
+    before MOA's exact test. Neither changes a single bit of MOA's buckets, sums or decisions
+    (``tests/test_adwin.py`` checks both against a plain port of MOA). MOA multiplies bucket
+    sizes as Java ints, which overflow once a window passes about 330,000 inputs; here they
+    are exact. Floats in are fastest; ints and bools are converted.
+
+    For an error stream, wrap it in :class:`~edgebayes.drift.ErrorDetector`, which signals only
+    the cuts across which ``estimation`` rose above ``estimation_before_drift``.
 
     Example:
         >>> adwin = ADWIN()
@@ -433,6 +444,8 @@ class ADWIN:
             or sum(len(r) << i for i, r in enumerate(totals)) != state["width"]
         ):
             raise ValueError("ADWIN state: histogram rows do not match width and max_buckets")
+        if not 1 <= int(state["ticks"]) <= out.clock:
+            raise ValueError(f"ADWIN state: ticks must be in [1, clock], got {state['ticks']!r}")
         out._width = int(state["width"])
         out._total = float(state["total"])
         out._variance = float(state["variance"])
