@@ -89,7 +89,10 @@ def _monitor_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="firmware-sim", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="firmware-sim",
+        description="Simulated sensor devices and a monitor, over MQTT, in the edgebayes protocol.",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     fmt = argparse.ArgumentDefaultsHelpFormatter
     run = sub.add_parser("run", help="simulated devices publishing readings and labels",
