@@ -164,3 +164,300 @@ def _blobs(n, seed=0, d=3, labels=("a", "b")):
     y = rng.integers(0, len(labels), n)
     X = rng.normal(size=(n, d)) + 2.0 * y[:, None]
     return X, [labels[int(v)] for v in y]
+
+
+def _flip_stream(n_before, n_after, seed=0, d=3):
+    """Two Gaussian classes; at ``n_before`` the labels swap (an abrupt real drift)."""
+    X, y = _blobs(n_before + n_after, seed=seed, d=d)
+    swap = {"a": "b", "b": "a"}
+    return X, y[:n_before] + [swap[v] for v in y[n_before:]]
+
+
+class _ForcedPoisson:
+    """Stands in for the ensemble's Poisson generator: returns the given rows of k in turn."""
+
+    def __init__(self, rows):
+        self.rows = iter(rows)
+
+    def poisson(self, lam, size):
+        return np.array(next(self.rows))
+
+
+# ---------------------------------------------------------------------------- construction
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_models": 0}, "n_models"),
+        ({"n_models": 2.5}, "n_models"),
+        ({"training_method": "bagging"}, "training_method"),
+        ({"lam": 0.0}, "lam"),
+        ({"lam": float("inf")}, "lam"),
+        ({"disable_detector": "both"}, "disable_detector"),
+        ({"disable_weighted_vote": 1}, "disable_weighted_vote"),
+        ({"seed": -1}, "seed"),
+        ({"drift_detector": "adwin"}, "drift_detector"),
+        ({"model": "tree"}, "model"),
+        ({"max_size_bytes": 10_000}, "max_size_bytes"),  # GaussianNB takes no budget
+    ],
+)
+def test_invalid_arguments_raise(kwargs, match):
+    kwargs.setdefault("model", GaussianNB())
+    with pytest.raises(ValueError, match=match):
+        SRPClassifier(**kwargs)
+
+
+def test_arguments_are_stored_unchanged_and_predict_does_not_initialise():
+    srp = SRPClassifier(model=GaussianNB(), n_models=4, subspace_size="sqrt", seed=7)
+    assert (srp.n_models, srp.subspace_size, srp.drift_detector, srp.seed) == (4, "sqrt", None, 7)
+    assert srp.predict_proba_one([0.0, 1.0]) == {}
+    assert srp.members == [] and srp.n_features_ is None  # River initialises in predict; we do not
+
+
+def test_subspaces_every_feature_means_resampling():
+    srp = SRPClassifier(model=GaussianNB(), n_models=3, subspace_size=5, training_method="subspaces", seed=0)
+    srp.learn_one([0.0, 1.0, 2.0], "a")
+    assert srp.training_method == "subspaces" and srp.training_method_ == "resampling"
+    assert srp.subspaces == [None, None, None]
+
+
+# ---------------------------------------------------------------------------- Poisson weights
+
+
+def test_poisson_weights_per_member_reproducible_and_distinct():
+    X, y = _blobs(200, seed=1)
+
+    def weights_seen(seed):
+        srp = SRPClassifier(model=GaussianNB(), n_models=5, subspace_size=1.0, disable_detector="drift", seed=seed)
+        for xi, yi in zip(X, y):
+            srp.learn_one(xi, yi)
+        return [m.n_samples_seen_ for m in srp.members]
+
+    a, b, c = weights_seen(11), weights_seen(11), weights_seen(12)
+    assert a == b  # same seed, same draws
+    assert len(set(a)) == 5  # each member its own draws
+    assert a != c
+    assert all(w == int(w) and 900 < w < 1500 for w in a)  # ~ 200 * lam = 1200
+
+
+def test_subspaces_method_trains_every_member_with_weight_one():
+    X, y = _blobs(50, seed=2)
+    srp = SRPClassifier(model=GaussianNB(), n_models=3, training_method="subspaces", seed=2)
+    srp.learn_many(X, y)
+    assert [m.n_samples_seen_ for m in srp.members] == [50.0, 50.0, 50.0]
+
+
+def test_casebook_C27_members_draw_distinct_subspaces_and_runs_repeat():
+    rng = np.random.default_rng(42)
+    X = rng.normal(size=(200, 10))
+    y = [int(v) for v in (X.sum(axis=1) > 0)]
+
+    def run():
+        srp = SRPClassifier(model=GaussianNB(), n_models=10, subspace_size=2, seed=42)
+        srp.learn_many(X, y)
+        return srp
+
+    a, b = run(), run()
+    assert len({tuple(s) for s in a.subspaces}) == 10  # C(10, 2) = 45 >= 10: all distinct
+    assert encode(a.state()) == encode(b.state())
+    assert a.predict_proba_many(X).tolist() == b.predict_proba_many(X).tolist()
+
+
+def test_casebook_C28_zero_weight_neither_trains_nor_feeds_detectors():
+    srp = SRPClassifier(model=GaussianNB(), n_models=2, lam=6.0, seed=0)
+    srp._poisson = _ForcedPoisson([[0, 4], [0, 2], [3, 1]])  # member 0 draws 0, 0, 3
+    stream = [([0.1], "a"), ([0.9], "b"), ([0.2], "a")]
+
+    def widths(i):
+        warning, drift = srp.member_detectors[i]
+        return warning.detector.width, drift.detector.width
+
+    for x, y in stream[:2]:
+        srp.learn_one(x, y)
+    assert srp.members[0].n_samples_seen_ == 0
+    assert widths(0) == (0, 0)
+    assert srp.member_accuracies[0] == 0.0  # tested on both (no prediction = wrong), as MOA
+    srp.learn_one(*stream[2])
+    assert srp.members[0].n_samples_seen_ == 3
+    assert widths(0) == (1, 1)
+    assert srp.members[1].n_samples_seen_ == 7 and widths(1) == (3, 3)
+
+
+# ---------------------------------------------------------------------------- detectors, events
+
+
+def test_casebook_C25_the_member_whose_error_rose_is_replaced():
+    # member A sees feature 0, B feature 1; both agree for 200 samples, then feature 0 inverts:
+    # A is wrong from then on, B still right. Detectors take 1 = error.
+    rng = np.random.default_rng(5)
+    s = rng.choice([-1.0, 1.0], size=400)
+    noise = rng.normal(scale=0.1, size=(400, 2))
+    X = np.column_stack([s, s]) + noise
+    X[200:, 0] *= -1.0
+    y = ["p" if v > 0 else "q" for v in s]
+    srp = SRPClassifier(model=GaussianNB(), n_models=2, subspace_size=1, training_method="subspaces",
+                        disable_detector="warning", seed=5)
+    srp.learn_one(X[0], y[0])
+    a = srp.subspaces.index([0])
+    b = 1 - a
+    b_learner = srp.members[b]
+    drifts = []
+    for i in range(1, 400):
+        srp.learn_one(X[i], y[i])
+        drifts += [(i, e) for e in srp.last_events]
+    assert drifts and all(e["member"] == a and e["level"] == "drift" for _, e in drifts)
+    first_i, first = drifts[0]
+    assert 200 < first_i < 300
+    assert first["detector"] == "adwin"
+    assert first["accuracy_after"] < first["accuracy_before"]  # the error estimate rose
+    assert srp.members[b] is b_learner  # B untouched
+    assert srp.member_detectors[b][1].estimation < 0.01
+    assert srp.member_detectors[b][1].n_detections == 0
+    # the case's streams through a member's own signal: A's estimate ends > 0.5, B's at 0.0
+    signal_a, signal_b = srp.member_detectors[b][1].clone(), srp.member_detectors[b][1].clone()
+    fired_a = [signal_a.update(e) for e in [0.0] * 200 + [1.0] * 200]
+    fired_b = [signal_b.update(0.0) for _ in range(400)]
+    assert any(fired_a) and signal_a.estimation > 0.5
+    assert not any(fired_b) and signal_b.estimation == 0.0
+
+
+def test_abrupt_change_warns_grows_background_learners_and_replaces_members():
+    X, y = _flip_stream(2000, 2000, seed=3)
+    srp = SRPClassifier(model=GaussianNB(), n_models=5, seed=3)
+    events, grown, swapped = [], 0, 0
+    for i, (xi, yi) in enumerate(zip(X, y)):
+        before = srp.members
+        bkg_before = [m.bkg for m in srp._members]
+        srp.learn_one(xi, yi)
+        for e in srp.last_events:
+            events.append((i, e))
+            if e["level"] == "warning" and bkg_before[e["member"]] is None:
+                grown += srp._members[e["member"]].bkg is not None
+            if e["level"] == "drift" and bkg_before[e["member"]] is not None:
+                swapped += srp.members[e["member"]] is bkg_before[e["member"]]
+                assert srp.members[e["member"]] is not before[e["member"]]
+    assert events and all(i >= 2000 for i, _ in events)  # nothing on the stationary prefix
+    levels = [e["level"] for _, e in events]
+    assert levels.count("warning") == srp.n_warnings > 0
+    assert levels.count("drift") == srp.n_drifts > 0
+    assert grown > 0 and swapped > 0
+    assert all(set(e) == {"level", "member", "detector", "accuracy_before", "accuracy_after"} for _, e in events)
+    # recovered: the last 500 samples are mostly right
+    late = sum(srp.predict_one(xi) == yi for xi, yi in zip(X[-500:], y[-500:]))
+    assert late > 450
+
+
+@pytest.mark.parametrize("mode", ["warning", "drift"])
+def test_disable_detector_modes(mode):
+    X, y = _flip_stream(1500, 1500, seed=4)
+    srp = SRPClassifier(model=GaussianNB(), n_models=4, disable_detector=mode, seed=4)
+    old = None
+    for i, (xi, yi) in enumerate(zip(X, y)):
+        if i == 1:
+            old = srp.members
+        srp.learn_one(xi, yi)
+        assert srp.n_background_learners == 0
+    assert srp.n_warnings == 0
+    if mode == "drift":
+        assert srp.n_drifts == 0 and srp.members == old
+        assert srp.member_detectors == [(None, None)] * 4
+    else:
+        assert srp.n_drifts > 0 and srp.members != old  # reset with fresh learners
+
+
+def test_last_events_is_cleared_by_the_next_learn_one():
+    X, y = _flip_stream(500, 1500, seed=6)
+    srp = SRPClassifier(model=GaussianNB(), n_models=3, seed=6)
+    seen = None
+    for xi, yi in zip(X, y):
+        srp.learn_one(xi, yi)
+        if seen is not None:
+            assert srp.last_events == [] or srp.last_events is not seen
+            break
+        if srp.last_events:
+            seen = srp.last_events
+    assert seen
+
+
+# ---------------------------------------------------------------------------- state, labels
+
+
+def test_state_round_trip_mid_warning_continues_identically():
+    X, y = _flip_stream(1000, 1000, seed=3)
+    srp = SRPClassifier(model=GaussianNB(), n_models=5, seed=3)
+    i = 0
+    while srp.n_background_learners == 0:
+        srp.learn_one(X[i], y[i])
+        i += 1
+    restored = learner_from_state(decode(encode(srp.state())))
+    assert restored.n_background_learners == srp.n_background_learners
+    for xi, yi in zip(X[i:], y[i:]):
+        assert restored.predict_proba_one(xi) == srp.predict_proba_one(xi)
+        srp.learn_one(xi, yi)
+        restored.learn_one(xi, yi)
+        assert restored.last_events == srp.last_events
+    assert encode(restored.state()) == encode(srp.state())
+    assert (restored.n_warnings, restored.n_drifts) == (srp.n_warnings, srp.n_drifts)
+
+
+def test_state_rejects_other_kinds():
+    with pytest.raises(ValueError):
+        SRPClassifier.from_state({"kind": "gaussian_nb"})
+    with pytest.raises(ValueError):
+        SRPClassifier.from_state({"kind": "srp"})
+
+
+@pytest.mark.parametrize("labels", [("cold", "hot", "warm"), (0, 1, 2)])
+def test_labels_and_a_class_first_seen_mid_stream(labels):
+    X, _ = _blobs(400, seed=8, d=3)
+    y = [labels[0] if x[0] < 0.5 else labels[1] for x in X[:200]]
+    y += [labels[2] if x[0] > 1.5 else labels[0] if x[0] < 0.5 else labels[1] for x in X[200:]]
+    srp = SRPClassifier(model=GaussianNB(), n_models=3, seed=8)
+    for xi, yi in zip(X[:200], y[:200]):
+        srp.learn_one(xi, yi)
+    first_two = list(dict.fromkeys(y[:200]))  # order of first appearance
+    assert srp.classes_ == first_two and set(first_two) == set(labels[:2])
+    assert list(srp.predict_proba_one(X[0])) == first_two
+    for xi, yi in zip(X[200:], y[200:]):
+        srp.learn_one(xi, yi)
+    assert srp.classes_ == first_two + [labels[2]]
+    assert all(type(c) is type(labels[0]) for c in srp.classes_)
+    proba = srp.predict_proba_one([3.0, 3.0, 3.0])
+    assert list(proba) == srp.classes_ and math.isclose(sum(proba.values()), 1.0)
+    assert srp.predict_one([3.0, 3.0, 3.0]) == labels[2]
+
+
+def test_numpy_labels_are_stored_as_python_values():
+    srp = SRPClassifier(model=GaussianNB(), n_models=2, seed=0)
+    srp.learn_one([0.0, 1.0], np.int64(3))
+    assert srp.classes_ == [3] and type(srp.classes_[0]) is int
+
+
+def test_zero_weight_sample_changes_nothing():
+    srp = SRPClassifier(model=GaussianNB(), n_models=3, seed=0)
+    X, y = _blobs(30)
+    srp.learn_many(X, y)
+    before = encode(srp.state())
+    srp.learn_one(X[0], "new", w=0.0)
+    assert encode(srp.state()) == before
+
+
+def test_bad_input_leaves_the_ensemble_unchanged():
+    srp = SRPClassifier(model=GaussianNB(), n_models=3, seed=0)
+    X, y = _blobs(30)
+    srp.learn_many(X, y)
+    before = encode(srp.state())
+    for x, label, w in [([1.0, 2.0], "a", 1.0), ([1.0, math.inf, 0.0], "a", 1.0), ([1.0, 2.0, 3.0], None, 1.0),
+                        ([1.0, 2.0, 3.0], "a", -1.0), ("abc", "a", 1.0), ([[1.0, 2.0, 3.0]], "a", 1.0)]:
+        with pytest.raises(ValueError):
+            srp.learn_one(x, label, w)
+    assert encode(srp.state()) == before
+
+
+def test_nan_feature_is_accepted_as_missing():
+    srp = SRPClassifier(model=GaussianNB(), n_models=3, seed=0)
+    X, y = _blobs(30)
+    srp.learn_many(X, y)
+    srp.learn_one([math.nan, 0.0, 0.0], "a")
+    assert set(srp.predict_proba_one([math.nan, 0.0, 0.0])) == {"a", "b"}

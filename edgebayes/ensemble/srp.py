@@ -124,7 +124,8 @@ class SRPClassifier(Learner):
     """Streaming Random Patches ensemble classifier (seed 000, Algorithm 1).
 
     For each labelled sample and each member (DESIGN.md 2.5): predict on the member's subspace
-    (the test), count the result in the member's accuracy (every sample counts), draw
+    (the test; no prediction, from a member that has learned nothing yet, counts as wrong),
+    count the result in the member's accuracy (every sample counts), draw
     ``k ~ Poisson(lam)`` (``k = 1`` for ``"subspaces"``); if ``k > 0``, train the member and
     its background learner with weight ``k`` (one ``learn_one(x, y, w=k)``, never ``k``
     repeated calls) and feed the test's 0/1 error (1 = wrong, casebook C25) to its detectors.
@@ -293,11 +294,14 @@ class SRPClassifier(Learner):
         n_signals = self.n_models * ((self._drift_proto is not None) + (self._warning_proto is not None))
         reserve = 4096 + 512 * self.n_models + n_signals * _signal_bound(self._drift_proto or self._warning_proto)
         share = (self.max_size_bytes - reserve) // self._n_slots
-        if share < 1024:
+        try:  # the base learner's own lower bound, checked now rather than at the first sample
+            type(self._proto)(**{**self._proto._params(), "max_size_bytes": max(share, 0)})
+        except ValueError as exc:
             raise ValueError(
                 f"max_size_bytes={self.max_size_bytes} is too small: detectors and bookkeeping "
-                f"reserve {reserve} bytes, leaving {max(share, 0)} per learner for {self._n_slots} learners"
-            )
+                f"reserve {reserve} bytes, leaving {max(share, 0)} per learner for "
+                f"{self._n_slots} learners ({exc})"
+            ) from None
         return share
 
     def _new_learner(self, features):
@@ -408,7 +412,7 @@ class SRPClassifier(Learner):
         else:
             ks = self._poisson.poisson(self.lam, len(members)).tolist()
         for i, m in enumerate(members):
-            correct = preds[i] == y
+            correct = preds[i] == y  # no prediction yet counts as wrong
             m.n_tested += w
             if correct:
                 m.n_correct += w
@@ -503,6 +507,11 @@ class SRPClassifier(Learner):
     def subspaces(self) -> list:
         """Each member's feature indices (sorted int list), None for every feature."""
         return [None if m.features is None else m.features.tolist() for m in self._members]
+
+    @property
+    def member_detectors(self) -> list:
+        """Each member's ``(warning, drift)`` signals (None where disabled), read-only use."""
+        return [(m.warning, m.drift) for m in self._members]
 
     @property
     def member_accuracies(self) -> list:
