@@ -88,6 +88,11 @@ def _mixture_weights(n0, W: np.ndarray, top: float, log_keep: float):
     return np.exp(tail[0]), r * np.exp(later), n_after
 
 
+def _column_sums(A: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """sum_i A[i, j] M[i, j] for A of shape (n, 1) (one BLAS call) or (n, d)."""
+    return A[:, 0] @ M if A.shape[1] == 1 else np.einsum("ij,ij->j", A, M)
+
+
 def _merge(n0, mu0, var0, X, w, top, log_keep, has_nan=True):
     """Counts, means and variances (arrays (d,)) after learning the rows of ``X`` in order.
 
@@ -114,11 +119,10 @@ def _merge(n0, mu0, var0, X, w, top, log_keep, has_nan=True):
     D = X - ref
     if has_nan:
         D[nan] = 0.0
-    weighted_sum = (lambda M: A[:, 0] @ M) if A.shape[1] == 1 else (lambda M: np.einsum("ij,ij->j", A, M))
-    mean = ref + a0 * (mu0 - ref) + weighted_sum(D)
+    mean = ref + a0 * (mu0 - ref) + _column_sums(A, D)
     D -= mean - ref
     D *= D
-    var = a0 * (var0 + (mu0 - mean) ** 2) + weighted_sum(D)
+    var = a0 * (var0 + (mu0 - mean) ** 2) + _column_sums(A, D)
     return np.broadcast_to(n_after, mu0.shape).copy(), mean, var
 
 
@@ -222,10 +226,12 @@ class GaussianNB(Learner):
 
     Example:
         >>> nb = GaussianNB()
-        >>> for x, y in [([1.0, 2.0], "a"), ([1.2, 1.8], "a"), ([3.0, 0.5], "b")]:
+        >>> for x, y in [([1.0, 2.0], "a"), ([1.2, 1.8], "a"), ([3.0, 0.5], "b"), ([2.6, 0.9], "b")]:
         ...     nb.learn_one(x, y)
         >>> nb.predict_one([2.9, 0.6])
         'b'
+        >>> nb.predict_proba_one([1.1, 1.9])["a"] > 0.999
+        True
     """
 
     def __init__(self, learning_rate: float | None = None, var_smoothing: float = 1e-9):
