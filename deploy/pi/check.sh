@@ -23,11 +23,12 @@
 set -euo pipefail
 
 # --- test selection (fnmatch patterns on pytest node ids, space-separated) ---------------------
-# Every test under tests/ that does not use the `broker` fixture and matches no EXCLUDE pattern
-# (for tests that start a broker of their own), plus the end-to-end tests matching E2E, which run
-# against Mosquitto inside the emulated root.
-E2E="${EDGEBAYES_PI_E2E-tests/test_runtime_*::*end_to_end*}"
-EXCLUDE="${EDGEBAYES_PI_EXCLUDE-}"
+# Every test under tests/ that uses no broker fixture (see select_tests.py) and matches no EXCLUDE
+# pattern (tests that start brokers of their own), plus the end-to-end tests matching E2E, which
+# run against Mosquitto inside the emulated root. E2E='' runs none.
+E2E_DEFAULT="tests/test_runtime_e2e.py::test_inline_labels_predictions_equal_the_offline_models"
+E2E="${EDGEBAYES_PI_E2E-$E2E_DEFAULT}"
+EXCLUDE="${EDGEBAYES_PI_EXCLUDE-tests/test_deploy_mosquitto.py::*}"
 
 SUITE=bookworm
 CACHE="${EDGEBAYES_PI_CACHE:-/var/cache/edgebayes-pi}"
