@@ -221,6 +221,21 @@ def test_a_class_that_never_saw_a_feature_skips_it():
     assert model.predict_proba_one([np.nan, np.nan]) == pytest.approx({"a": 2 / 3, "b": 1 / 3}, rel=1e-12)
 
 
+@pytest.mark.parametrize("learning_rate", MODES)
+def test_a_feature_that_is_always_missing(learning_rate):
+    """The kind of casebook C16 (always-NaN feature) for naive Bayes: ignored, never an error."""
+    X = np.column_stack([np.arange(6.0), np.full(6, np.nan)])
+    y = list("aabbab")
+    one, many = _fit(X, y, learning_rate=learning_rate), GaussianNB(learning_rate)
+    many.learn_many(X, y)
+    for model in (one, many):
+        assert model.counts_[:, 1].tolist() == [0.0, 0.0]
+        assert model.predict_proba_one([0.5, np.nan]) == pytest.approx(
+            model.predict_proba_one([0.5, 123.0]), rel=1e-12)
+        _assert_distribution(model.predict_proba_many([[0.5, np.nan]])[0])
+    assert GaussianNB.from_state(one.state()).predict_proba_one([4.0, np.nan]) == one.predict_proba_one([4.0, np.nan])
+
+
 # ---------------------------------------------------------------- probabilities stay a distribution
 
 
