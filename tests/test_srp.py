@@ -461,3 +461,109 @@ def test_nan_feature_is_accepted_as_missing():
     srp.learn_many(X, y)
     srp.learn_one([math.nan, 0.0, 0.0], "a")
     assert set(srp.predict_proba_one([math.nan, 0.0, 0.0])) == {"a", "b"}
+
+
+# ---------------------------------------------------------------------------- diagnostics
+
+
+def test_pairwise_kappa_by_hand():
+    from edgebayes.ensemble.diagnostics import pairwise_kappa
+
+    # members (columns): m0 = 0101, m1 = 0110, m2 = 1101
+    # (0,1): p_o .5, p_e .5 -> 0 ; (0,2): p_o .75, p_e .5 -> .5 ; (1,2): p_o .25, p_e .5 -> -.5
+    rows = [[0, 0, 1], [1, 1, 1], [0, 1, 0], [1, 0, 1]]
+    assert pairwise_kappa(rows) == pytest.approx(0.0, abs=1e-15)
+    assert pairwise_kappa([[r[0], r[2]] for r in rows]) == pytest.approx(0.5)
+    assert pairwise_kappa([["a", "a"], ["b", "b"]]) == 1.0
+    assert pairwise_kappa([["a", "a"], ["a", "a"]]) == 1.0  # chance agreement 1: identical
+    assert math.isnan(pairwise_kappa([["a"], ["b"]]))
+
+
+def test_diversity_monitor_in_the_evaluation_loop():
+    from edgebayes.ensemble.diagnostics import DiversityMonitor
+    from edgebayes.evaluate import prequential
+
+    X, y = _blobs(600, seed=9)
+    srp = SRPClassifier(model=GaussianNB(), n_models=4, seed=9)
+    monitor = DiversityMonitor(srp, window=200)
+    curve = []
+    prequential(monitor, zip(X, y), every=200,
+                callback=lambda r: curve.append((r.n_samples, monitor.kappa(), monitor.average_depth())))
+    assert [n for n, _, _ in curve] == [200, 400, 600]
+    assert all(-1.0 <= k <= 1.0 for _, k, _ in curve)
+    assert all(math.isnan(d) for _, _, d in curve)  # naive Bayes members have no depth
+    assert len(monitor._rows) == 200
+    with pytest.raises(ValueError):
+        DiversityMonitor(srp, window=1)
+    with pytest.raises(ValueError):
+        DiversityMonitor(GaussianNB())
+
+
+# ---------------------------------------------------------------------------- with trees
+
+
+def _tree(**kw):
+    from edgebayes.tree import HoeffdingTreeClassifier
+
+    return HoeffdingTreeClassifier(**{"grace_period": 50, "delta": 0.01, "leaf_prediction": "nba", **kw})
+
+
+def test_default_base_learner_is_the_papers_tree():
+    srp = SRPClassifier(n_models=2, seed=0)
+    srp.learn_one([0.0, 1.0, 2.0, 3.0, 4.0], "a")
+    tree = srp.members[0]
+    assert (type(tree).__name__, tree.grace_period, tree.delta, tree.leaf_prediction) == (
+        "HoeffdingTreeClassifier", 50, 0.01, "nba")
+    assert tree.features == srp.subspaces[0] and len(tree.features) == 3  # 60 % of 5
+    assert srp.model is None  # the argument is kept as given
+
+
+def test_memory_budget_is_shared_and_never_exceeded():
+    from edgebayes.ensemble.diagnostics import average_depth
+
+    rng = np.random.default_rng(10)
+    X = rng.uniform(size=(3000, 6))
+    y = [int(a + b > 1.0) + 2 * int(c > 0.5) for a, b, c in X[:, :3]]
+    budget = 300_000
+    srp = SRPClassifier(model=_tree(grace_period=20), n_models=3, max_size_bytes=budget, seed=10)
+    unbounded = SRPClassifier(model=_tree(grace_period=20), n_models=3, seed=10)
+    peak = 0
+    for i, (xi, yi) in enumerate(zip(X, y)):
+        srp.learn_one(xi, yi)
+        unbounded.learn_one(xi, yi)
+        if i % 50 == 0:
+            peak = max(peak, srp.memory_bytes())
+    assert peak <= budget and srp.memory_bytes() <= budget
+    assert unbounded.memory_bytes() > budget  # the bound did bite
+    shares = {t.max_size_bytes for t in srp.members}
+    assert len(shares) == 1 and 6 * shares.pop() < budget  # 3 members + 3 background slots
+    assert average_depth(srp) >= 1.0
+
+
+def test_budget_too_small_is_refused_up_front():
+    with pytest.raises(ValueError, match="too small"):
+        SRPClassifier(model=_tree(), n_models=10, max_size_bytes=50_000)
+
+
+def test_casebook_C20_deep_trees_inside_srp_do_not_recurse():
+    import sys
+
+    # the case's staircase (labels flip every 10 samples), shortened: 3000 samples already
+    # grow trees ~300 deep, far past the recursion limit set below
+    n = 3000
+    X = np.arange(n, dtype=float)[:, None] / n
+    y = [(i // 10) % 2 for i in range(n)]
+    srp = SRPClassifier(model=_tree(grace_period=10, delta=0.5, tau=1.0), n_models=2,
+                        disable_detector="drift", seed=0)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(120)
+    try:
+        for xi, yi in zip(X, y):
+            srp.learn_one(xi, yi)
+        srp.predict_proba_one(X[0])
+        state = encode(srp.state())
+        restored = learner_from_state(decode(state))
+    finally:
+        sys.setrecursionlimit(old)
+    assert max(t.depth for t in srp.members) > 120
+    assert restored.predict_one(X[-1]) == srp.predict_one(X[-1])

@@ -22,8 +22,8 @@ none). The vote weights each member's normalised class probabilities by its accu
 its last reset, so members stuck with useless features count little.
 
 Modules: `srp` (the ensemble), `subspaces` (how many features each member gets, and which),
-`diagnostics` (average pairwise kappa between members and average tree depth, the paper's
-diversity plots).
+`diagnostics` (average pairwise kappa between members and average tree depth over time, the
+paper's figures 3-6, through `diagnostics.DiversityMonitor` in the evaluation loop).
 """
 
 from edgebayes.ensemble.srp import SRPClassifier
