@@ -1,0 +1,140 @@
+"""The shipped deploy files: the example config, the systemd unit, install.sh."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from edgebayes.runtime.config import load_config
+
+REPO = Path(__file__).resolve().parents[1]
+DEPLOY = REPO / "deploy"
+OCCUPANCY = REPO / ".." / "shared" / "data" / "occupancy_uci" / "occupancy.csv.gz"
+UNIT = DEPLOY / "systemd" / "edgebayes.service"
+INSTALL = DEPLOY / "install.sh"
+
+
+def unit_settings() -> dict[str, str]:
+    out = {}
+    for line in UNIT.read_text().splitlines():
+        if "=" in line and not line.startswith(("#", "[")):
+            key, _, value = line.partition("=")
+            assert key not in out, f"{key} set twice"
+            out[key] = value
+    return out
+
+
+def test_example_config_loads_with_nb_and_srp():
+    cfg = load_config(DEPLOY / "edgebayes.toml")
+    assert [(m.name, m.kind) for m in cfg.models] == [("nb", "gaussian_nb"), ("srp", "srp")]
+    srp = cfg.models[1].build()
+    assert (srp.n_models, srp.subspace_size, srp.max_size_bytes) == (10, 0.6, 1048576)
+    assert cfg.models[0].build().learning_rate == 0.01
+    assert cfg.schema.features == ("Temperature", "Humidity", "Light", "CO2", "HumidityRatio")
+    assert str(cfg.checkpoint.dir) == "/var/lib/edgebayes"
+    assert cfg.broker.username == "edgebayes" and cfg.broker.password_file == "/etc/edgebayes/mqtt-password"
+    assert cfg.output.prediction_qos == 1  # the bridge stores and forwards QoS 1 only
+    # the SRP bounds of every admitted device fit in the model budget
+    assert cfg.memory.max_devices * srp.max_size_bytes < cfg.memory.model_budget_bytes
+
+
+@pytest.mark.skipif(not OCCUPANCY.exists(), reason="needs ../shared/data")
+def test_example_config_features_are_the_occupancy_sensors():
+    with gzip.open(OCCUPANCY, "rt") as f:
+        header = f.readline().strip().split(",")
+    assert tuple(c for c in header if c not in ("date", "class")) == load_config(
+        DEPLOY / "edgebayes.toml").schema.features
+
+
+def test_unit_runs_the_installed_runtime_under_the_budget_hardened():
+    s = unit_settings()
+    cfg = load_config(DEPLOY / "edgebayes.toml")
+    assert s["ExecStart"] == "/opt/edgebayes/venv/bin/edgebayes run --config /etc/edgebayes/edgebayes.toml"
+    assert (s["Type"], s["Restart"], s["User"], s["StateDirectory"]) == ("notify", "on-failure", "edgebayes", "edgebayes")
+    assert Path("/var/lib") / s["StateDirectory"] == cfg.checkpoint.dir
+    assert int(s["WatchdogSec"].removesuffix("s")) >= 10  # the worker ticks every 0.2 s
+    memory_max_mb = int(s["MemoryMax"].removesuffix("M"))
+    assert cfg.memory.rss_limit_mb < int(s["MemoryHigh"].removesuffix("M")) < memory_max_mb <= 2 * cfg.memory.rss_limit_mb
+    for key, value in [("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("ProtectHome", "yes"),
+                       ("PrivateTmp", "yes")]:
+        assert s[key] == value
+    install = INSTALL.read_text()
+    assert 'VENV="$PREFIX/venv"' in install and "PREFIX=/opt/edgebayes" in install
+    assert "CONFIG=\"$ETC/edgebayes.toml\"" in install and "ETC=/etc/edgebayes" in install
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")
+def test_unit_passes_systemd_analyze_verify(tmp_path):
+    # verify wants ExecStart's program to exist: a stub stands in for the venv's edgebayes
+    stub = tmp_path / "edgebayes"
+    stub.write_text("#!/bin/sh\n")
+    stub.chmod(0o755)
+    unit = tmp_path / "edgebayes.service"
+    unit.write_text(UNIT.read_text().replace("/opt/edgebayes/venv/bin/edgebayes", str(stub)))
+    r = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    unit.write_text(unit.read_text().replace("PrivateTmp=yes", "PrivateTmp=yes\nMemoryMaxx=1M"))
+    r = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True)
+    assert "Unknown key 'MemoryMaxx'" in r.stderr  # a typo would be caught
+
+
+def dry_run(*args: str) -> list[str]:
+    r = subprocess.run(["bash", str(INSTALL), "--dry-run", *args], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+def test_install_dry_run_prints_every_step_in_order_and_changes_nothing():
+    before = {p: p.exists() for p in map(Path, ["/opt/edgebayes", "/etc/systemd/system/edgebayes.service"])}
+    lines = dry_run()
+    plan = "\n".join(lines)
+    steps = [
+        r"\+ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv mosquitto",
+        r"(\+ useradd --system .* edgebayes|user edgebayes exists)",
+        r"(\+ python3 -m venv (--system-site-packages )?/opt/edgebayes/venv|venv /opt/edgebayes/venv exists)",
+        rf"\+ /opt/edgebayes/venv/bin/pip install --quiet --upgrade {re.escape(str(REPO))}",
+        r"(\+ install -m 0640 -o root -g edgebayes \S+/deploy/edgebayes.toml /etc/edgebayes/edgebayes.toml"
+        r"|kept the existing /etc/edgebayes/edgebayes.toml)",
+        r"(\+ install -m 0644 \S+/deploy/mosquitto/edgebayes.conf /etc/mosquitto/conf.d/edgebayes.conf|kept the existing)",
+        r"\+ install -m 0644 \S+/deploy/systemd/edgebayes.service /etc/systemd/system/edgebayes.service",
+        r"(\+ systemctl enable edgebayes.service|skipped 'systemctl enable edgebayes.service')",
+    ]
+    pos = 0
+    for step in steps:
+        m = re.compile(step).search(plan, pos)
+        assert m, f"step {step!r} missing or out of order in:\n{plan}"
+        pos = m.end()
+    assert "<generated>" in plan or "kept the runtime's existing password" in plan  # never printed
+    assert {p: p.exists() for p in before} == before
+
+
+def test_install_dry_run_without_broker_installs_no_mosquitto():
+    plan = "\n".join(dry_run("--no-broker"))
+    assert "python3 python3-venv" in plan and "mosquitto " not in plan.replace("mosquitto_passwd", "")
+    assert "/etc/mosquitto" not in plan
+
+
+def test_uninstall_dry_run_keeps_config_and_checkpoints_unless_purged():
+    plan = "\n".join(dry_run("--uninstall"))
+    assert "+ rm -rf /opt/edgebayes" in plan and "/var/lib/edgebayes (checkpoints)" in plan
+    assert "rm -rf /etc/edgebayes" not in plan
+    purge = "\n".join(dry_run("--uninstall", "--purge"))
+    assert "+ rm -rf /etc/edgebayes /var/lib/edgebayes" in purge
+
+
+def test_install_refuses_unknown_options():
+    r = subprocess.run(["bash", str(INSTALL), "--dry-run", "--frobnicate"], capture_output=True, text=True)
+    assert r.returncode == 1 and "unknown option --frobnicate" in r.stderr
+    r = subprocess.run(["bash", str(INSTALL), "--dry-run", "--purge"], capture_output=True, text=True)
+    assert r.returncode == 1 and "--purge goes with --uninstall" in r.stderr
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed (apt-get install shellcheck)")
+def test_install_script_is_shellcheck_clean():
+    r = subprocess.run(["shellcheck", str(INSTALL)], capture_output=True, text=True)
+    assert (r.returncode, r.stdout) == (0, "")
