@@ -166,9 +166,11 @@ class SRPClassifier(Learner):
         disable_weighted_vote: True = every member's normalised vote counts 1.
         max_size_bytes: hard bound on `memory_bytes` (None = unbounded), shared by members
             and background learners: detectors and bookkeeping get a fixed reserve (ADWIN
-            windows sized for 2**32 inputs) and each learner slot (n_models, twice that with
+            windows sized for 2**32 inputs: 16.7 kB per signal, 334 kB for 10 members with
+            warning and drift detectors) and each learner slot (n_models, twice that with
             background learners) an equal share, passed down as the learner's own
-            ``max_size_bytes``. The base learner must therefore take ``max_size_bytes``.
+            ``max_size_bytes`` (32.6 kB per tree for 1 MB and 10 members). The base learner
+            must therefore take ``max_size_bytes``. The reserve assumes at most ~100 labels.
         seed: int >= 0 or None (fresh entropy, fixed at construction). Subspaces, Poisson
             weights and members' seeds come from it; the same seed and stream give the same
             model and predictions.
@@ -292,7 +294,9 @@ class SRPClassifier(Learner):
             ValueError: the budget leaves no room for the learners.
         """
         n_signals = self.n_models * ((self._drift_proto is not None) + (self._warning_proto is not None))
-        reserve = 4096 + 512 * self.n_models + n_signals * _signal_bound(self._drift_proto or self._warning_proto)
+        # bookkeeping: this object, class index (room for ~100 labels), per member its slot
+        # object and two subspace arrays; detectors: their size after 2**32 inputs
+        reserve = 8192 + 512 * self.n_models + n_signals * _signal_bound(self._drift_proto or self._warning_proto)
         share = (self.max_size_bytes - reserve) // self._n_slots
         try:  # the base learner's own lower bound, checked now rather than at the first sample
             type(self._proto)(**{**self._proto._params(), "max_size_bytes": max(share, 0)})
