@@ -45,6 +45,7 @@ def check_summary(r: dict, tmp_path: Path) -> None:
     assert r["png"] == str(png) and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not DEFAULT_DATA.exists() or mosquitto_path() is None,
                     reason="needs ../shared/data and Mosquitto")
 def test_demo_runs_and_its_summary_is_sane(tmp_path, capsys):
@@ -57,6 +58,7 @@ def test_demo_runs_and_its_summary_is_sane(tmp_path, capsys):
     assert "concept change on sim-2" in out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not DEFAULT_DATA.exists(), reason="needs ../shared/data")
 def test_demo_on_the_embedded_broker(tmp_path):
     pytest.importorskip("amqtt")

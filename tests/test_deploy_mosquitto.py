@@ -176,6 +176,7 @@ def test_shipped_broker_config_serves_runtime_and_devices_and_fences_devices(sec
         runtime.stop()
 
 
+@pytest.mark.slow
 def test_bridge_stores_and_forwards_outputs_while_the_upstream_is_down(tmp_path):
     upstream = Broker(tmp_path / "upstream").start()
     local = Broker(tmp_path / "local",

@@ -162,8 +162,9 @@ kind = "gaussian_nb"
         t_ready = notify_socket.wait_for("READY=1", timeout_s=10)
         notify_socket.receive(2.0)
         after = [t for t, m in notify_socket.messages if m == "WATCHDOG=1" and t > t_ready]
-        assert 3 <= len(after) <= 6  # every 0.5 s (tick 0.2 s) over 2 s
-        assert all(0.35 <= b - a <= 0.8 for a, b in zip(after, after[1:]))
+        # every 0.5 s over 2 s: not at every 0.2 s tick (10), never a gap systemd would kill at
+        assert 2 <= len(after) <= 5
+        assert max(b - a for a, b in zip([t_ready, *after], after)) < 1.0
         proc.send_signal(signal.SIGTERM)
         notify_socket.wait_for("STOPPING=1", timeout_s=10)
         assert proc.wait(timeout=15) == 0, proc.stderr.read().decode()
