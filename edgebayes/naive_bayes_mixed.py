@@ -1,0 +1,453 @@
+"""Naive Bayes over numeric and nominal features: Gaussian densities and category frequencies.
+
+The sibling of `edgebayes.naive_bayes.GaussianNB` for streams whose schema declares nominal
+features (``Schema.nominal``; values are float category codes, NaN = missing). Seed 002
+(section 2) describes the naive Bayes used by its committees: for a symbolic attribute
+P(b_m = v | d = k) is the frequency of v among the training objects of class k; for a numeric
+one, a Gaussian. The zero-frequency problem (a value never seen with class k turns the whole
+product into 0) is handled by one of two rules:
+
+- ``"laplace"`` (default): P(v | k) = (n_kv + alpha) / (n_k + alpha V), V the number of
+  distinct values of the feature seen in training (scikit-learn's CategoricalNB with the
+  categories seen so far; River's MultinomialNB ``alpha``).
+- ``"borrow"``: seed 002's rule. A zero frequency in class k takes the smallest non-zero
+  frequency of that value among the other classes, lowered by ``borrow_factor``; every class
+  with a zero gets that same value.
+
+Under both rules a value absent from every class (or a missing one) is disregarded: it
+multiplies every class by the same factor, as the paper says for the descriptor seen in no
+class. Its counts are the per-class weights of each value; with a ``learning_rate`` they fade
+like GaussianNB's estimates (see `MixedNB._learn_nominal`).
+
+Our choices where the paper is silent: V counts the values seen in any class (a value seen in
+no class is not counted, since it is disregarded); a class that never saw a feature gets the
+uniform 1/V from Laplace and a borrowed frequency under ``"borrow"``; products, not the sums
+the paper also allows (its worked example sums; its four decisions come out the same here).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import sys
+
+import numpy as np
+
+from edgebayes.base import Learner, check_weight
+from edgebayes.naive_bayes import GaussianNB, _as_floats, _rate
+
+__all__ = ["MixedNB", "ZERO_FREQUENCY", "split_columns"]
+
+ZERO_FREQUENCY = ("laplace", "borrow")
+_NAN = float("nan")
+
+
+def _check_nominal(nominal_attributes, n_features: float = math.inf) -> list[int]:
+    """The nominal indices as a sorted list of ints.
+
+    Raises:
+        ValueError: not a sequence of ints in [0, n_features), or an index appears twice.
+    """
+    if nominal_attributes is None:
+        return []
+    try:
+        nominal = list(nominal_attributes)
+    except TypeError:
+        raise ValueError(f"nominal_attributes must be a sequence of ints, got {nominal_attributes!r}") from None
+    for i in nominal:
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= i < n_features:
+            raise ValueError(f"nominal_attributes: {i!r} is not an index of x's {n_features} features")
+    if len(set(nominal)) != len(nominal):
+        raise ValueError(f"nominal_attributes holds a duplicate index: {nominal}")
+    return sorted(int(i) for i in nominal)
+
+
+def split_columns(nominal_attributes, n_features: int) -> tuple[list[int], list[int]]:
+    """(nominal, numeric) column indices of an x of ``n_features`` values, each sorted.
+
+    Raises:
+        ValueError: a nominal index is not an int in [0, n_features) or appears twice.
+    """
+    nominal = _check_nominal(nominal_attributes, n_features)
+    taken = set(nominal)
+    return nominal, [j for j in range(n_features) if j not in taken]
+
+
+class MixedNB(Learner):
+    """Incremental naive Bayes with Gaussian numeric features and counted nominal features.
+
+    The numeric columns (all but ``nominal_attributes``) are learned by a `GaussianNB`, which
+    also keeps the class priors (with no numeric column it is fed one always-missing column,
+    so that it keeps the priors alone). Prediction multiplies its posterior P(k | numeric part)
+    by P(v_j | k) for every nominal feature j, in log space, and normalises (log-sum-exp).
+
+    Args:
+        nominal_attributes: indices of x holding nominal values (float category codes; any
+            finite float is a category, NaN is missing). None = none (then the model predicts
+            exactly as GaussianNB). Checked against x's length at the first sample.
+        learning_rate: None for exact estimates (counts are the sample weights, frequencies
+            n_kv / n_k); alpha in (0, 1) to forget at the rate of DESIGN.md 2.1 (as GaussianNB).
+        var_smoothing: GaussianNB's variance smoothing for the numeric features.
+        zero_frequency: ``"laplace"`` or ``"borrow"`` (seed 002, section 2), see the module doc.
+        alpha: Laplace pseudo-count, > 0 (used by ``"laplace"``).
+        borrow_factor: in (0, 1): how much a borrowed frequency is lowered (used by
+            ``"borrow"``). The paper says "slightly" and gives no number; 0.9 is our choice.
+
+    Attributes:
+        classes_: labels in order of first appearance.
+        n_features_in_: number of features, fixed by the first learned sample.
+
+    Raises:
+        ValueError: an invalid parameter (named); at learning, bad x, label or weight, or
+            nominal indices out of x's range (the model is unchanged).
+
+    Example:
+        >>> nb = MixedNB(nominal_attributes=[1])
+        >>> for x, y in [([1.0, 0.0], "a"), ([1.2, 0.0], "a"), ([3.0, 1.0], "b"), ([2.8, 1.0], "b")]:
+        ...     nb.learn_one(x, y)
+        >>> nb.predict_one([2.0, 1.0])
+        'b'
+        >>> nb.category_counts_[0].tolist()  # class x value: a saw 0.0 twice, b saw 1.0 twice
+        [[2.0, 0.0], [0.0, 2.0]]
+    """
+
+    def __init__(
+        self,
+        nominal_attributes=None,
+        learning_rate: float | None = None,
+        var_smoothing: float = 1e-9,
+        zero_frequency: str = "laplace",
+        alpha: float = 1.0,
+        borrow_factor: float = 0.9,
+    ):
+        self._gnb = GaussianNB(learning_rate, var_smoothing)  # validates both
+        _check_nominal(nominal_attributes)
+        if zero_frequency not in ZERO_FREQUENCY:
+            raise ValueError(f"zero_frequency must be one of {ZERO_FREQUENCY}, got {zero_frequency!r}")
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < math.inf:
+            raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
+        if isinstance(borrow_factor, bool) or not isinstance(borrow_factor, numbers.Real) or not 0.0 < borrow_factor < 1.0:
+            raise ValueError(f"borrow_factor must be in (0, 1), got {borrow_factor!r}")
+        self.nominal_attributes = nominal_attributes
+        self.learning_rate = learning_rate
+        self.var_smoothing = var_smoothing
+        self.zero_frequency = zero_frequency
+        self.alpha = alpha
+        self.borrow_factor = borrow_factor
+        a = float(learning_rate or 0.0)
+        self._top = math.floor(1.0 / a) if a > 0 else math.inf  # as GaussianNB: 1/n up to 1/alpha
+        self._log_keep = math.log1p(-a)
+        self.n_features_in_: int | None = None
+        self._nominal: list[int] = []
+        self._numeric: list[int] = []
+        self._index: dict = {}
+        # per nominal feature: value -> column; per class, the weight of each value; per class,
+        # the sum of those weights (n_k of the frequencies) and the weight learned (for rates)
+        self._values: list[dict] = []
+        self._counts: list[list[list[float]]] = []
+        self._totals: list[list[float]] = []
+        self._seen: list[list[float]] = []
+        self._tables = None  # per nominal feature, per value column: K log-probabilities
+
+    @property
+    def classes_(self) -> list:
+        return self._gnb.classes_
+
+    # ------------------------------------------------------------------ learning
+
+    def _layout(self, d: int) -> tuple[list[int], list[int]]:
+        if self.n_features_in_ is None:
+            return split_columns(self.nominal_attributes, d)
+        return self._nominal, self._numeric
+
+    def _numeric_part(self, xs: list, numeric: list) -> list:
+        return [xs[j] for j in numeric] if numeric else [_NAN]
+
+    def learn_one(self, x, y, w: float = 1.0) -> None:
+        """Learn one sample: GaussianNB on the numeric part, counts on the nominal part.
+
+        Args:
+            x: 1-D sequence of n_features_in_ floats (NaN = missing).
+            y: label (str or int; a new one adds a class).
+            w: sample weight >= 0; equals w repeated updates; 0 leaves the model unchanged.
+
+        Raises:
+            ValueError: bad x (length, non-numeric, +/-inf, nominal index out of range), bad
+                label or weight. The model is unchanged.
+        """
+        if w != 1.0:
+            w = check_weight(w)
+        xs, _ = _as_floats(x, self.n_features_in_)
+        nominal, numeric = self._layout(len(xs))
+        self._gnb.learn_one(self._numeric_part(xs, numeric), y, w)  # validates y, keeps priors
+        if w == 0.0:
+            return
+        if self.n_features_in_ is None:
+            self._start(len(xs), nominal, numeric)
+        self._sync_classes()
+        self._learn_nominal([xs[j] for j in nominal], self._index[y], w)
+
+    def learn_many(self, X, y, w=None) -> None:
+        """Learn the rows of ``X`` (n, n_features_in_) in order; the same model as `learn_one`.
+
+        The numeric part goes through GaussianNB's vectorised `learn_many`; the nominal counts
+        are updated row by row.
+
+        Raises:
+            ValueError: as `learn_one`, or X, y, w of different lengths. The model is unchanged.
+        """
+        X = np.asarray(X)
+        if X.size == 0 and X.ndim < 2:
+            return
+        if X.ndim != 2 or X.dtype.kind not in "fiub":
+            raise ValueError(f"X must be a 2-D array of numbers, got shape {X.shape} dtype {X.dtype}")
+        X = X.astype(np.float64, copy=False)
+        if X.shape[1] != (self.n_features_in_ or X.shape[1]) or X.shape[1] == 0:
+            raise ValueError(f"X has {X.shape[1]} features, the model {self.n_features_in_}")
+        if np.isinf(X).any():
+            raise ValueError("X holds +/-inf: features must be finite (NaN marks a missing value)")
+        nominal, numeric = self._layout(X.shape[1])
+        self._gnb.learn_many(X[:, numeric] if numeric else np.full((len(X), 1), _NAN), y, w)
+        labels = y.tolist() if isinstance(y, np.ndarray) else list(y)
+        weights = [1.0] * len(X) if w is None else np.asarray(w, dtype=float).reshape(-1).tolist()
+        if self.n_features_in_ is None and self._gnb.classes_:
+            self._start(X.shape[1], nominal, numeric)
+        self._sync_classes()
+        index = self._index
+        for row, label, wi in zip(X[:, nominal].tolist(), labels, weights):
+            if wi > 0.0:
+                self._learn_nominal(row, index[label], wi)
+
+    def _start(self, d: int, nominal: list, numeric: list) -> None:
+        self.n_features_in_ = d
+        self._nominal, self._numeric = nominal, numeric
+        self._values = [{} for _ in nominal]
+        self._counts = [[] for _ in nominal]
+        self._totals = [[] for _ in nominal]
+        self._seen = [[] for _ in nominal]
+
+    def _sync_classes(self) -> None:
+        """Add the rows of the classes GaussianNB has added since the last call."""
+        classes = self._gnb.classes_
+        for y in classes[len(self._index):]:
+            self._index[y] = len(self._index)
+            for i, values in enumerate(self._values):
+                self._counts[i].append([0.0] * len(values))
+                self._totals[i].append(0.0)
+                self._seen[i].append(0.0)
+
+    def _learn_nominal(self, vs: list, k: int, w: float) -> None:
+        """Counts of one sample's nominal values ``vs`` for class k, weight w.
+
+        Exact mode (and a learning rate while the class has seen at most 1/alpha): the value's
+        count and the class total grow by w. Past that, the frequencies move by the rate r of
+        DESIGN.md 2.1 towards the new value, p <- (1 - r) p + r e_v, and the counts are kept as
+        T p with T = floor(1/alpha) (GaussianNB's switch point): effective weights for Laplace
+        smoothing that, like the frequencies, do not depend on how a weight is split.
+        """
+        top, lk = self._top, self._log_keep
+        for i, v in enumerate(vs):
+            if v != v:
+                continue
+            values = self._values[i]
+            col = values.get(v)
+            if col is None:
+                values[v] = col = len(values)
+                for row in self._counts[i]:
+                    row.append(0.0)
+            m = self._seen[i][k]
+            self._seen[i][k] = m + w
+            if m + w <= top:
+                self._counts[i][k][col] += w
+                self._totals[i][k] += w
+                continue
+            r = _rate(m, w, top, lk)
+            s = self._totals[i][k]
+            keep = (1.0 - r) * top / s if s > 0.0 else 0.0
+            row = [c * keep for c in self._counts[i][k]]
+            row[col] += r * top
+            self._counts[i][k] = row
+            self._totals[i][k] = float(top)
+        self._tables = None
+
+    # ------------------------------------------------------------------ prediction
+
+    def _log_tables(self) -> list[np.ndarray]:
+        """Per nominal feature, log P(v | k) as an array (K, V + 1); the last column (unseen
+        value) and the columns of values absent from every class are 0 (disregarded)."""
+        if self._tables is None:
+            self._tables = [self._log_table(i) for i in range(len(self._nominal))]
+        return self._tables
+
+    def _log_table(self, i: int) -> np.ndarray:
+        K, V = len(self._index), len(self._values[i])
+        C = np.array(self._counts[i], dtype=float).reshape(K, V)
+        n = np.array(self._totals[i], dtype=float)[:, None]
+        out = np.zeros((K, V + 1))
+        if V == 0:
+            return out
+        if self.zero_frequency == "laplace":
+            out[:, :V] = np.log((C + self.alpha) / (n + self.alpha * V))
+            return out
+        with np.errstate(invalid="ignore", divide="ignore"):
+            P = np.where(n > 0.0, C / np.where(n > 0.0, n, 1.0), 0.0)
+        low = np.where(P > 0.0, P, np.inf).min(axis=0)  # smallest non-zero frequency per value
+        seen = np.isfinite(low)
+        P = np.where(P > 0.0, P, self.borrow_factor * low)
+        out[:, :V][:, seen] = np.log(P[:, seen])
+        return out
+
+    def _nominal_columns(self, X: np.ndarray) -> list[np.ndarray]:
+        """Per nominal feature, the table column of each row's value (V for unseen/missing)."""
+        out = []
+        for i, j in enumerate(self._nominal):
+            values = self._values[i]
+            miss = len(values)
+            uniq, inverse = np.unique(X[:, j], return_inverse=True)
+            cols = np.array([values.get(v, miss) if v == v else miss for v in uniq.tolist()], dtype=np.intp)
+            out.append(cols[inverse.reshape(-1)])
+        return out
+
+    def predict_proba_one(self, x) -> dict:
+        """Class probabilities {label: float} for ``x``, summing to 1 (empty before learning).
+
+        Raises:
+            ValueError: bad x (as `learn_one`).
+        """
+        if not self._index:
+            return {}
+        xs, _ = _as_floats(x, self.n_features_in_)
+        post = self._gnb.predict_proba_one(self._numeric_part(xs, self._numeric))
+        if not self._nominal:
+            return post
+        logs = [math.log(p) if p > 0.0 else -math.inf for p in post.values()]
+        for i, (j, table) in enumerate(zip(self._nominal, self._log_tables())):
+            v = xs[j]
+            col = self._values[i].get(v) if v == v else None
+            if col is not None:
+                logs = [a + b for a, b in zip(logs, table[:, col].tolist())]
+        top = max(logs)
+        e = [math.exp(v - top) for v in logs]
+        s = sum(e)
+        return {c: v / s for c, v in zip(self.classes_, e)}
+
+    def predict_proba_many(self, X) -> np.ndarray:
+        """Class probabilities, float64 array (n, len(classes_)), columns in `classes_` order.
+
+        Raises:
+            ValueError: bad X (shape, non-numeric, +/-inf).
+        """
+        if not self._index:
+            return np.zeros((len(X), 0))
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_ or X.dtype.kind not in "fiub":
+            raise ValueError(f"X must be numbers of shape (n, {self.n_features_in_}), got {X.shape} {X.dtype}")
+        X = X.astype(np.float64, copy=False)
+        if np.isinf(X).any():
+            raise ValueError("X holds +/-inf: features must be finite (NaN marks a missing value)")
+        P = self._gnb.predict_proba_many(X[:, self._numeric] if self._numeric else np.full((len(X), 1), _NAN))
+        if not self._nominal:
+            return P
+        with np.errstate(divide="ignore"):
+            L = np.log(P)
+        for table, cols in zip(self._log_tables(), self._nominal_columns(X)):
+            L += table[:, cols].T
+        L -= L.max(axis=1, keepdims=True)
+        E = np.exp(L)
+        return E / E.sum(axis=1, keepdims=True)
+
+    def predict_many(self, X) -> list:
+        """The most probable label of each row (None for every row before learning)."""
+        if not self._index:
+            return [None] * len(X)
+        return [self.classes_[k] for k in self.predict_proba_many(X).argmax(axis=1).tolist()]
+
+    # ------------------------------------------------------------------ inspection, state
+
+    @property
+    def gaussian_(self) -> GaussianNB:
+        """The GaussianNB of the numeric columns (priors, means, variances), read-only use."""
+        return self._gnb
+
+    @property
+    def class_prior_(self) -> np.ndarray:
+        """Priors P(k), float64 (n_classes,)."""
+        return self._gnb.class_prior_
+
+    @property
+    def categories_(self) -> list[list[float]]:
+        """Per nominal feature (in `nominal_attributes` sorted order), its values seen, in order
+        of first appearance (the columns of `category_counts_`)."""
+        return [list(values) for values in self._values]
+
+    @property
+    def category_counts_(self) -> list[np.ndarray]:
+        """Per nominal feature, the weight of each value per class: float64 (n_classes, n_values).
+        Exact sample weights without a learning rate; effective (faded) weights with one."""
+        K = len(self._index)
+        return [np.array(c, dtype=float).reshape(K, len(v)) for c, v in zip(self._counts, self._values)]
+
+    @property
+    def n_samples_seen_(self) -> float:
+        """Total sample weight learned."""
+        return self._gnb.n_samples_seen_
+
+    def memory_bytes(self) -> int:
+        """Bytes held: the GaussianNB's, plus 32 per count float, 56 per list, the value dicts
+        and the cached log tables."""
+        floats = sum(len(r) for rows in self._counts for r in rows) + 2 * sum(map(len, self._totals))
+        lists = sum(len(rows) for rows in self._counts) + 3 * len(self._counts) + 4
+        dicts = sum(sys.getsizeof(v) + 32 * len(v) for v in self._values) + sys.getsizeof(self._index)
+        tables = sum(t.nbytes + 112 for t in self._tables) if self._tables is not None else 0
+        return int(sys.getsizeof(self) + self._gnb.memory_bytes() + 32 * floats + 56 * lists + dicts + tables)
+
+    def state(self) -> dict:
+        """Plain, msgpack-serialisable state with ``"kind": "mixed_nb"`` (see `from_state`)."""
+        return {
+            "kind": "mixed_nb",
+            "params": {
+                "nominal_attributes": None if self.nominal_attributes is None else [int(i) for i in self.nominal_attributes],
+                "learning_rate": self.learning_rate,
+                "var_smoothing": self.var_smoothing,
+                "zero_frequency": self.zero_frequency,
+                "alpha": self.alpha,
+                "borrow_factor": self.borrow_factor,
+            },
+            "gaussian": self._gnb.state(),
+            "n_features_in": self.n_features_in_,
+            "values": [list(v) for v in self._values],
+            "counts": [[list(r) for r in rows] for rows in self._counts],
+            "totals": [list(t) for t in self._totals],
+            "seen": [list(s) for s in self._seen],
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> "MixedNB":
+        """Rebuild the learner that `state` described (predictions identical, learning goes on).
+
+        Raises:
+            ValueError: not a mixed_nb state, or inconsistent shapes.
+        """
+        if not isinstance(state, dict) or state.get("kind") != "mixed_nb":
+            raise ValueError("not a mixed_nb state")
+        try:
+            model = cls(**state["params"])
+            model._gnb = GaussianNB.from_state(state["gaussian"])
+            d = state["n_features_in"]
+            if d is not None:
+                model._start(int(d), *split_columns(model.nominal_attributes, int(d)))
+                model._values = [{float(v): c for c, v in enumerate(vs)} for vs in state["values"]]
+                model._counts = [[[float(c) for c in r] for r in rows] for rows in state["counts"]]
+                model._totals = [[float(t) for t in ts] for ts in state["totals"]]
+                model._seen = [[float(s) for s in ss] for ss in state["seen"]]
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"bad mixed_nb state: {exc!r}") from None
+        K = len(model._gnb.classes_)
+        model._index = {c: k for k, c in enumerate(model._gnb.classes_)}
+        shapes = [len(model._values), len(model._counts), len(model._totals), len(model._seen)]
+        if shapes != [len(model._nominal)] * 4 or any(
+            len(rows) != K or any(len(r) != len(v) for r in rows) or len(t) != K or len(s) != K
+            for rows, v, t, s in zip(model._counts, model._values, model._totals, model._seen)
+        ):
+            raise ValueError("bad mixed_nb state: shapes do not match classes and nominal features")
+        return model

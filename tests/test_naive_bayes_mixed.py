@@ -1,0 +1,227 @@
+"""MixedNB: nominal features by counts (Laplace, seed 002's borrowing rule), numeric ones Gaussian."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from edgebayes.base import learner_from_state, make_learner
+from edgebayes.codec import decode, encode
+from edgebayes.naive_bayes import GaussianNB
+from edgebayes.naive_bayes_mixed import MixedNB, split_columns
+
+# Seed 002, section 2.1: two classes (2 and 4) of three objects, four symbolic attributes. The
+# paper's training table did not survive; this one has exactly the frequencies the paper
+# derives (P(a1=2|2)=1/3, P(a1=1|4)=0/3, P(a4=1|2)=3/3, P(a4=1|4)=2/3, a2=4 and a2=2 in no
+# class, ...), and the test objects are the paper's four.
+PAPER_TRAIN = [
+    ((2, 1, 2, 1), 2), ((1, 1, 1, 1), 2), ((3, 3, 3, 1), 2),
+    ((2, 3, 1, 1), 4), ((3, 1, 2, 1), 4), ((5, 5, 5, 3), 4),
+]  # fmt: skip
+PAPER_TEST = [((2, 4, 2, 1), 4), ((1, 2, 1, 1), 4), ((9, 7, 10, 7), 4), ((4, 4, 10, 10), 4)]
+ALL_NOMINAL = [0, 1, 2, 3]
+
+
+def _paper_model(**kw) -> MixedNB:
+    nb = MixedNB(nominal_attributes=ALL_NOMINAL, **kw)
+    for x, y in PAPER_TRAIN:
+        nb.learn_one(x, y)
+    return nb
+
+
+def test_paper_example_frequencies_are_the_papers():
+    nb = _paper_model(zero_frequency="borrow")
+    counts = nb.category_counts_
+    col = [{v: c for c, v in enumerate(vs)} for vs in nb.categories_]
+    assert nb.classes_ == [2, 4]
+    assert nb.class_prior_.tolist() == pytest.approx([0.5, 0.5], abs=1e-15)
+    # x1 = (2, 4, 2, 1): 1/3, absent, 1/3, 3/3 for class 2; 1/3, absent, 1/3, 2/3 for class 4
+    assert counts[0][:, col[0][2.0]].tolist() == [1.0, 1.0]
+    assert 4.0 not in col[1] and 2.0 not in col[1] and 7.0 not in col[1]
+    assert counts[2][:, col[2][2.0]].tolist() == [1.0, 1.0]
+    assert counts[3][:, col[3][1.0]].tolist() == [3.0, 2.0]
+    # x2 = (1, 2, 1, 1): a1 = 1 once in class 2, never in class 4; a3 = 1 once in both
+    assert counts[0][:, col[0][1.0]].tolist() == [1.0, 0.0]
+    assert counts[2][:, col[2][1.0]].tolist() == [1.0, 1.0]
+    # x3, x4: every value absent from both classes
+    for x, _ in PAPER_TEST[2:]:
+        assert all(v not in col[j] for j, v in enumerate(map(float, x)))
+
+
+def test_paper_example_decisions_with_the_borrowing_rule():
+    """x1 -> 2 (wrong), x2 -> 2, x3 and x4 -> tie (the paper draws at random), as in seed 002.
+
+    Products of frequencies, an absent descriptor ignored:
+    x1: 1/2 (1/3)(1/3)(3/3) = 1/18 vs 1/2 (1/3)(1/3)(2/3) = 1/27 -> P(2) = 27/45 = 0.6;
+    x2: class 4 borrows 0.9 x 1/3 for a1 = 1: 1/18 vs 1/2 (0.3)(1/3)(2/3) = 1/30 -> P(2) = 0.625.
+    """
+    nb = _paper_model(zero_frequency="borrow")
+    (x1, _), (x2, _), (x3, _), (x4, _) = PAPER_TEST
+    assert nb.predict_one(x1) == 2
+    assert nb.predict_proba_one(x1)[2] == pytest.approx(0.6, abs=1e-12)
+    assert nb.predict_one(x2) == 2
+    assert nb.predict_proba_one(x2)[2] == pytest.approx(0.625, abs=1e-12)
+    for x in (x3, x4):  # nothing but the equal priors: a tie
+        assert nb.predict_proba_one(x) == pytest.approx({2: 0.5, 4: 0.5}, abs=1e-12)
+    # borrow_factor is what separates x2's classes: with 0.5 class 4 gets 1/2 (1/6)(1/3)(2/3)
+    nb = _paper_model(zero_frequency="borrow", borrow_factor=0.5)
+    assert nb.predict_proba_one(x2)[2] == pytest.approx((1 / 18) / (1 / 18 + 1 / 54), abs=1e-12)
+
+
+def test_paper_example_with_laplace_by_hand():
+    """alpha = 1, V = values seen: a1 {1,2,3,5} V=4, a3 V=4, a4 {1,3} V=2; a2 = 4 or 2 unseen.
+
+    x1: (2/7)(2/7)(4/5) vs (2/7)(2/7)(3/5) -> P(2) = 4/7;  x2: (2/7)(2/7)(4/5) vs (1/7)(2/7)(3/5) -> 8/11.
+    """
+    nb = _paper_model()
+    assert nb.zero_frequency == "laplace"
+    assert nb.predict_proba_one(PAPER_TEST[0][0])[2] == pytest.approx(4 / 7, abs=1e-12)
+    assert nb.predict_proba_one(PAPER_TEST[1][0])[2] == pytest.approx(8 / 11, abs=1e-12)
+    nb = _paper_model(alpha=0.5)  # x1: (1.5/5)(1.5/5)(3.5/4) vs (1.5/5)(1.5/5)(2.5/4)
+    assert nb.predict_proba_one(PAPER_TEST[0][0])[2] == pytest.approx(3.5 / 6, abs=1e-12)
+
+
+def test_borrow_takes_the_smallest_non_zero_frequency_of_the_other_classes():
+    # value 7 of feature 0: class a 1/2, class b 1/4, class c and d never -> both get 0.9 x 1/4
+    nb = MixedNB(nominal_attributes=[0], zero_frequency="borrow")
+    rows = [(7, "a"), (1, "a"), (7, "b"), (1, "b"), (1, "b"), (1, "b"), (1, "c"), (1, "d")]
+    for v, y in rows:
+        nb.learn_one([v], y)
+    prior = np.array([2, 4, 1, 1]) / 8
+    lik = np.array([1 / 2, 1 / 4, 0.9 / 4, 0.9 / 4])
+    expected = prior * lik / (prior * lik).sum()
+    np.testing.assert_allclose(list(nb.predict_proba_one([7]).values()), expected, rtol=1e-12)
+    # a value seen in no class, or missing, leaves the priors
+    for x in ([3.0], [math.nan]):
+        np.testing.assert_allclose(list(nb.predict_proba_one(x).values()), prior, rtol=1e-12)
+
+
+def test_counts_are_exact_weights():
+    nb = MixedNB(nominal_attributes=[1, 2])
+    nb.learn_one([0.5, 2.0, 0.0], "a", w=2.5)
+    nb.learn_one([0.7, 1.0, math.nan], "a")
+    nb.learn_one([0.1, 2.0, 1.0], "b", w=3)
+    nb.learn_one([0.2, 9.0, 1.0], "b", w=0)  # weight 0: nothing learned, value not registered
+    assert nb.categories_ == [[2.0, 1.0], [0.0, 1.0]]
+    assert nb.category_counts_[0].tolist() == [[2.5, 1.0], [3.0, 0.0]]
+    assert nb.category_counts_[1].tolist() == [[2.5, 0.0], [0.0, 3.0]]
+    assert nb.n_samples_seen_ == 6.5
+    # the numeric column went to the GaussianNB, with the same weights
+    assert nb.gaussian_.counts_.tolist() == [[3.5], [3.0]]
+    assert nb.gaussian_.means_[:, 0].tolist() == pytest.approx([(2.5 * 0.5 + 0.7) / 3.5, 0.1])
+
+
+def test_weight_k_equals_k_repeats_and_learn_many_equals_learn_one():
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.normal(size=200), rng.integers(0, 4, 200), rng.integers(0, 3, 200)]).astype(float)
+    X[rng.random(200) < 0.1, 1] = np.nan
+    y = [("a", "b")[int(v)] for v in rng.integers(0, 2, 200)]
+    w = rng.integers(0, 4, 200).astype(float)
+    for lr in (None, 0.05):
+        one, rep, many = (MixedNB(nominal_attributes=[1, 2], learning_rate=lr) for _ in range(3))
+        for xi, yi, wi in zip(X, y, w):
+            one.learn_one(xi, yi, wi)
+            for _ in range(int(wi)):
+                rep.learn_one(xi, yi)
+        many.learn_many(X, y, w)
+        for a, b in zip(one.category_counts_, many.category_counts_):
+            np.testing.assert_array_equal(a, b)
+        if lr is None:
+            for a, b in zip(one.category_counts_, rep.category_counts_):
+                np.testing.assert_array_equal(a, b)
+        else:
+            for a, b in zip(one.category_counts_, rep.category_counts_):
+                np.testing.assert_allclose(a, b, rtol=1e-9)
+        P = one.predict_proba_many(X)
+        np.testing.assert_allclose(many.predict_proba_many(X), P, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose([list(one.predict_proba_one(x).values()) for x in X], P, rtol=1e-9, atol=1e-12)
+
+
+def test_learning_rate_moves_frequencies_by_the_rate():
+    """alpha = 0.5 (1/n up to n = 2, then 0.5): values 0, 1, 1 -> p = (1/2, 1/2), then
+    (1 - 0.5)(1/2, 1/2) + 0.5 (0, 1) = (1/4, 3/4); the counts are 2 p (T = 1/alpha = 2)."""
+    nb = MixedNB(nominal_attributes=[0], learning_rate=0.5)
+    for v in (0.0, 1.0, 1.0):
+        nb.learn_one([v], "a")
+    assert nb.category_counts_[0].tolist() == [[0.5, 1.5]]
+    nb.learn_one([0.0], "a")  # (1/8, 3/8) + (1/2, 0) -> counts (1.25, 0.75)
+    assert nb.category_counts_[0].tolist() == [[1.25, 0.75]]
+
+
+def test_numeric_only_is_gaussian_nb_and_mixed_multiplies_its_posterior():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=60), rng.normal(size=60), rng.integers(0, 2, 60)])
+    y = ["p" if a > 0 else "q" for a in X[:, 0]]
+    gnb, nb = GaussianNB(), MixedNB()
+    gnb.learn_many(X, y)
+    nb.learn_many(X, y)
+    assert nb.predict_proba_one(X[0]) == gnb.predict_proba_one(X[0])
+    mixed = MixedNB(nominal_attributes=[2])
+    mixed.learn_many(X, y)
+    g2 = GaussianNB()
+    g2.learn_many(X[:, :2], y)
+    post = g2.predict_proba_one(X[5, :2])
+    counts = mixed.category_counts_[0]
+    col = mixed.categories_[0].index(X[5, 2])
+    lik = (counts[:, col] + 1) / (counts.sum(axis=1) + 2)
+    joint = np.array([post["p"], post["q"]]) * lik
+    assert list(mixed.predict_proba_one(X[5]).values()) == pytest.approx((joint / joint.sum()).tolist(), rel=1e-12)
+
+
+def test_casebook_c08_outlier_underflow_with_a_nominal_feature():
+    nb = MixedNB(nominal_attributes=[1])
+    for f0, y in [(-1.0, "a"), (0.0, "a"), (1.0, "a"), (0.0, "b"), (1.0, "b"), (2.0, "b")]:
+        nb.learn_one([f0, 1.0], y)
+    proba = nb.predict_proba_one([1000.0, 1.0])
+    assert nb.predict_one([1000.0, 1.0]) == "b"
+    assert proba["b"] == 1.0 and not any(math.isnan(p) for p in proba.values())
+
+
+def test_casebook_c30_pickle_and_state_round_trip():
+    nb = _paper_model(zero_frequency="borrow", learning_rate=0.2)
+    copy = pickle.loads(pickle.dumps(nb))
+    restored = learner_from_state(decode(encode(nb.state())))
+    for x, _ in PAPER_TEST:
+        assert copy.predict_proba_one(x) == nb.predict_proba_one(x) == restored.predict_proba_one(x)
+    before = encode(nb.state())
+    copy.learn_one((9, 7, 10, 7), 4)
+    restored.learn_one((9, 7, 10, 7), 4)
+    assert encode(nb.state()) == before
+    assert encode(copy.state()) == encode(restored.state())
+    assert copy.categories_[0][-1] == 9.0
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"nominal_attributes": [0, 0]},
+        {"nominal_attributes": [-1]},
+        {"nominal_attributes": [1.5]},
+        {"nominal_attributes": 3},
+        {"zero_frequency": "smooth"},
+        {"alpha": 0.0},
+        {"borrow_factor": 1.0},
+        {"learning_rate": 1.0},
+    ],
+)
+def test_bad_parameters_raise(kw):
+    with pytest.raises(ValueError):
+        MixedNB(**kw)
+
+
+def test_nominal_index_out_of_range_raises_and_leaves_the_model_empty():
+    nb = MixedNB(nominal_attributes=[2])
+    with pytest.raises(ValueError, match="nominal_attributes"):
+        nb.learn_one([1.0, 2.0], "a")
+    with pytest.raises(ValueError, match="nominal_attributes"):
+        nb.learn_many([[1.0, 2.0]], ["a"])
+    assert nb.classes_ == [] and nb.n_features_in_ is None
+    assert split_columns([2], 4) == ([2], [0, 1, 3])
+
+
+def test_registered_kind():
+    nb = make_learner("mixed_nb", nominal_attributes=[0], zero_frequency="borrow")
+    assert isinstance(nb, MixedNB)
