@@ -31,6 +31,7 @@ import numpy as np
 #: config ``kind`` -> "module:Class". Modules are imported on first use.
 KINDS: dict[str, str] = {
     "gaussian_nb": "edgebayes.naive_bayes:GaussianNB",
+    "mixed_nb": "edgebayes.naive_bayes_mixed:MixedNB",
     "hoeffding_tree": "edgebayes.tree:HoeffdingTreeClassifier",
     "srp": "edgebayes.ensemble:SRPClassifier",
     "nb_committee": "edgebayes.ensemble:NaiveBayesCommittee",

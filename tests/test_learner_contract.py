@@ -26,6 +26,13 @@ def _factories():
     except ImportError:
         pass
     try:
+        from edgebayes.naive_bayes_mixed import MixedNB
+
+        out["mixed_nb"] = lambda: MixedNB(nominal_attributes=[3])
+        out["mixed_nb_borrow_lr"] = lambda: MixedNB([2, 3], learning_rate=0.01, zero_frequency="borrow")
+    except ImportError:
+        pass
+    try:
         from edgebayes.tree import HoeffdingTreeClassifier
 
         out["hoeffding_tree"] = lambda: HoeffdingTreeClassifier(grace_period=20, delta=0.01, seed=1)
