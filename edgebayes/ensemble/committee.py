@@ -1,0 +1,290 @@
+"""A committee of naive Bayes models, each trained on its own random part of the stream.
+
+Seed 002 (committees of naive Bayes over bootstraps and Monte Carlo splits, 2019), in online
+form (DESIGN.md 2.2): the paper draws, for each of its iterations, a new training set of a
+fixed fraction of the training objects, with replacement (bootstrap) or without (Monte Carlo
+split), trains one naive Bayes on it, and classifies by the majority vote of all the models
+so far, ties resolved at random. Online, each member decides for each arriving sample:
+
+- ``"bootstrap"``: it learns the sample with weight k ~ Poisson(sample_fraction), the limit of
+  drawing ``sample_fraction`` x N objects with replacement from N (Oza and Russell's online
+  bagging, lam = sample_fraction);
+- ``"monte_carlo"``: it learns the sample (weight 1) with probability ``sample_fraction``, so
+  about that fraction of the stream, without copies.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import sys
+import zlib
+
+import numpy as np
+
+from edgebayes.base import Learner, check_label, check_weight, learner_from_state
+from edgebayes.ensemble.srp import _rng_from_state, _rng_state
+from edgebayes.naive_bayes import GaussianNB, _as_floats
+from edgebayes.naive_bayes_mixed import ZERO_FREQUENCY, MixedNB, split_columns
+
+__all__ = ["NaiveBayesCommittee", "SAMPLINGS", "TIE_RTOL"]
+
+SAMPLINGS = ("bootstrap", "monte_carlo")
+#: A member's classes whose probabilities are within this relative distance of its best are
+#: tied: exact ties in the paper's arithmetic (a test object whose every value is unseen
+#: leaves the priors, 3/6 and 3/6) come out 0.5 +/- 1 ulp in floating point.
+TIE_RTOL = 1e-9
+
+
+class NaiveBayesCommittee(Learner):
+    """Majority vote of ``n_models`` naive Bayes, each on its own resample (seed 002).
+
+    Args:
+        n_models: number of members, int >= 1 (the paper's iterations; it finds the vote
+            stable from about 20).
+        sampling: ``"bootstrap"`` (weight Poisson(sample_fraction)) or ``"monte_carlo"``
+            (weight 1 with probability sample_fraction).
+        sample_fraction: the paper's training-set percentage / 100: in (0, 1] for
+            ``"monte_carlo"``, finite and > 0 for ``"bootstrap"``.
+        learning_rate: the members' (None = exact, see `GaussianNB`).
+        nominal_attributes: indices of nominal features; when given the members are `MixedNB`
+            (counts for those, Gaussians for the rest), else `GaussianNB`.
+        zero_frequency: the MixedNB members' rule, ``"laplace"`` or ``"borrow"``.
+        seed: int >= 0 or None (fresh entropy, fixed at construction and kept in `state`).
+
+    Vote: each member that has learned something votes for its most probable class;
+    `predict_proba_one` gives the vote shares over every class the committee has seen (0.0
+    for a class nobody votes for, casebook C11; uniform while no member has learned).
+    `predict_one` takes the class with most votes.
+
+    Random tie-breaks (a member's own tie, and a tie of votes) draw from a generator derived
+    from the committee's seed, the number of samples learned and the bytes of x, never from
+    the generator that draws the training weights: predicting changes nothing (so the
+    contract "predict does not change the model" holds, and a state round trip predicts the
+    same), the same x on the same model gets the same answer, and different inputs or a model
+    that learned more get independent draws. The price: one small generator per tied vote.
+
+    Attributes:
+        classes_: labels in order of first appearance.
+        n_features_in_: fixed by the first learned sample.
+        n_samples_seen_: total sample weight learned.
+
+    Raises:
+        ValueError: an invalid parameter (named); at learning, bad x, label or weight (the
+            model, including its generator, is unchanged).
+
+    Example:
+        >>> nbc = NaiveBayesCommittee(n_models=20, sampling="monte_carlo", sample_fraction=0.5, seed=7)
+        >>> for i in range(200):
+        ...     nbc.learn_one([i % 10 + 0.1 * (i % 3)], "high" if i % 10 >= 5 else "low")
+        >>> nbc.predict_one([8.0]), nbc.predict_proba_one([8.0])["high"]
+        ('high', 1.0)
+    """
+
+    def __init__(
+        self,
+        n_models: int = 20,
+        sampling: str = "bootstrap",
+        sample_fraction: float = 1.0,
+        learning_rate: float | None = None,
+        nominal_attributes=None,
+        zero_frequency: str = "laplace",
+        seed: int | None = None,
+    ):
+        if isinstance(n_models, bool) or not isinstance(n_models, numbers.Integral) or n_models < 1:
+            raise ValueError(f"n_models must be an int >= 1, got {n_models!r}")
+        if sampling not in SAMPLINGS:
+            raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+        top = 1.0 if sampling == "monte_carlo" else math.inf
+        if (
+            isinstance(sample_fraction, bool)
+            or not isinstance(sample_fraction, numbers.Real)
+            or not 0.0 < sample_fraction <= top
+            or sample_fraction == math.inf
+        ):
+            bound = "(0, 1]" if sampling == "monte_carlo" else "(0, inf)"
+            raise ValueError(f"sample_fraction must be in {bound} for {sampling}, got {sample_fraction!r}")
+        if zero_frequency not in ZERO_FREQUENCY:
+            raise ValueError(f"zero_frequency must be one of {ZERO_FREQUENCY}, got {zero_frequency!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
+            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+        if nominal_attributes is None:
+            proto = GaussianNB(learning_rate)
+        else:
+            proto = MixedNB(nominal_attributes, learning_rate, zero_frequency=zero_frequency)
+        self.n_models = n_models
+        self.sampling = sampling
+        self.sample_fraction = sample_fraction
+        self.learning_rate = learning_rate
+        self.nominal_attributes = nominal_attributes
+        self.zero_frequency = zero_frequency
+        self.seed = seed
+        self._members = [proto.clone() for _ in range(n_models)]
+        seq = np.random.SeedSequence(seed)
+        self._rng = np.random.default_rng(seq)  # training weights, one draw per member and sample
+        self._tie_key = int(seq.generate_state(1)[0])  # roots the tie-break generators
+        self.classes_: list = []
+        self._index: dict = {}
+        self.n_features_in_: int | None = None
+        self.n_samples_seen_ = 0.0
+        self._n_learned = 0  # samples learned: keys the tie-break draws to the model's version
+
+    # ------------------------------------------------------------------ learning
+
+    def _weights(self) -> list:
+        """Each member's weight for the next sample (0 = not learned)."""
+        n, f = self.n_models, self.sample_fraction
+        if self.sampling == "bootstrap":
+            return self._rng.poisson(f, n).tolist()
+        return (self._rng.random(n) < f).astype(float).tolist()
+
+    def learn_one(self, x, y, w: float = 1.0) -> None:
+        """Offer one sample to every member, each with its own random weight (times ``w``).
+
+        Args:
+            x: 1-D sequence of floats (NaN = missing), length fixed by the first sample.
+            y: label (str or int; a new one adds a class to the committee even if no member
+                draws the sample).
+            w: sample weight >= 0, multiplying each member's drawn weight; 0 skips the sample
+                (no weights are drawn).
+
+        Raises:
+            ValueError: bad x, label, weight, or nominal indices out of x's range; the model
+                is unchanged.
+        """
+        if w != 1.0:
+            w = check_weight(w)
+        xs, _ = _as_floats(x, self.n_features_in_)
+        check_label(y)
+        if self.n_features_in_ is None:
+            split_columns(self.nominal_attributes, len(xs))
+        if w == 0.0:
+            return
+        if isinstance(y, np.generic):
+            y = y.item()
+        self.n_features_in_ = len(xs)
+        if y not in self._index:
+            self._index[y] = len(self.classes_)
+            self.classes_.append(y)
+        self.n_samples_seen_ += w
+        self._n_learned += 1
+        for member, k in zip(self._members, self._weights()):
+            if k:
+                member.learn_one(xs, y, k * w)
+
+    # ------------------------------------------------------------------ prediction
+
+    def _tie_rng(self, xs: list) -> np.random.Generator:
+        digest = zlib.crc32(np.asarray(xs, dtype=np.float64).tobytes())
+        return np.random.default_rng([self._tie_key, self._n_learned, digest])
+
+    def _votes(self, xs: list):
+        """Votes per class (list of ints in `classes_` order) and the tie generator if a
+        member's tie needed it (else None)."""
+        votes = [0] * len(self.classes_)
+        index, rng = self._index, None
+        for member in self._members:
+            if not member.classes_:
+                continue  # has learned nothing: abstains
+            proba = member.predict_proba_one(xs)
+            bar = max(proba.values()) * (1.0 - TIE_RTOL)
+            tied = [c for c, p in proba.items() if p >= bar]
+            if len(tied) > 1:
+                rng = rng or self._tie_rng(xs)
+                tied = [tied[int(rng.integers(len(tied)))]]
+            votes[index[tied[0]]] += 1
+        return votes, rng
+
+    def predict_proba_one(self, x) -> dict:
+        """Vote shares {label: float} over every class seen, summing to 1 (empty before learning).
+
+        Raises:
+            ValueError: bad x.
+        """
+        if not self.classes_:
+            return {}
+        votes, _ = self._votes(_as_floats(x, self.n_features_in_)[0])
+        total = sum(votes)
+        if not total:
+            return {c: 1.0 / len(votes) for c in self.classes_}
+        return {c: v / total for c, v in zip(self.classes_, votes)}
+
+    def predict_one(self, x):
+        """The class with most votes, a tie broken at random (reproducibly, see the class doc);
+        None before learning.
+
+        Raises:
+            ValueError: bad x.
+        """
+        if not self.classes_:
+            return None
+        xs = _as_floats(x, self.n_features_in_)[0]
+        votes, rng = self._votes(xs)
+        best = max(votes)
+        tied = [k for k, v in enumerate(votes) if v == best]
+        if len(tied) > 1:
+            rng = rng or self._tie_rng(xs)
+            tied = [tied[int(rng.integers(len(tied)))]]
+        return self.classes_[tied[0]]
+
+    # ------------------------------------------------------------------ inspection, state
+
+    @property
+    def members(self) -> list:
+        """The members' learners, in member order (read-only use)."""
+        return list(self._members)
+
+    def memory_bytes(self) -> int:
+        """Bytes held: the members' own counts, the member and class lists, the generator."""
+        total = sys.getsizeof(self) + sys.getsizeof(self.__dict__) + sys.getsizeof(self._members)
+        total += sys.getsizeof(self.classes_) + sys.getsizeof(self._index) + sum(map(sys.getsizeof, self.classes_))
+        total += sys.getsizeof(self._rng) + sys.getsizeof(self._rng.bit_generator)
+        return int(total + sum(m.memory_bytes() for m in self._members))
+
+    def state(self) -> dict:
+        """Plain, msgpack-serialisable state with ``"kind": "nb_committee"`` (see `from_state`)."""
+        return {
+            "kind": "nb_committee",
+            "params": {
+                "n_models": self.n_models,
+                "sampling": self.sampling,
+                "sample_fraction": self.sample_fraction,
+                "learning_rate": self.learning_rate,
+                "nominal_attributes": None if self.nominal_attributes is None else [int(i) for i in self.nominal_attributes],
+                "zero_frequency": self.zero_frequency,
+                "seed": self.seed,
+            },
+            "classes": list(self.classes_),
+            "n_features_in": self.n_features_in_,
+            "n_samples_seen": self.n_samples_seen_,
+            "n_learned": self._n_learned,
+            "rng": _rng_state(self._rng),
+            "tie_key": self._tie_key,
+            "members": [m.state() for m in self._members],
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> "NaiveBayesCommittee":
+        """Rebuild the committee `state` described: same votes, same future draws.
+
+        Raises:
+            ValueError: not an nb_committee state, or a malformed one.
+        """
+        if not isinstance(state, dict) or state.get("kind") != "nb_committee":
+            raise ValueError("not an nb_committee state")
+        try:
+            out = cls(**state["params"])
+            out.classes_ = list(state["classes"])
+            out._index = {c: k for k, c in enumerate(out.classes_)}
+            out.n_features_in_ = state["n_features_in"]
+            out.n_samples_seen_ = float(state["n_samples_seen"])
+            out._n_learned = int(state["n_learned"])
+            out._rng = _rng_from_state(state["rng"])
+            out._tie_key = int(state["tie_key"])
+            members = [learner_from_state(s) for s in state["members"]]
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"bad nb_committee state: {exc!r}") from None
+        if len(members) != out.n_models or any(type(m) is not type(out._members[0]) for m in members):
+            raise ValueError(f"bad nb_committee state: members do not match n_models={out.n_models}")
+        out._members = members
+        return out
