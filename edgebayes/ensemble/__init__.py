@@ -26,6 +26,7 @@ Modules: `srp` (the ensemble), `subspaces` (how many features each member gets, 
 paper's figures 3-6, through `diagnostics.DiversityMonitor` in the evaluation loop).
 """
 
+from edgebayes.ensemble.committee import NaiveBayesCommittee
 from edgebayes.ensemble.srp import SRPClassifier
 
-__all__ = ["SRPClassifier"]
+__all__ = ["NaiveBayesCommittee", "SRPClassifier"]
