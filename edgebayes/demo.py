@@ -1,4 +1,4 @@
-"""``edgebayes demo``: a broker, simulated sensor devices, the runtime and a monitor, on this machine.
+"""``edgebayes demo``: a broker, simulated devices, the runtime and a monitor, on this machine.
 
 What runs, all on loopback:
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
+import itertools
 import json
 import math
 import os
@@ -40,7 +41,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: the real sensor set replayed by default (the shared data folder next to the checkout)
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "occupancy_uci" / "occupancy.csv.gz"
+DEFAULT_DATA = (
+    Path(__file__).resolve().parents[1].parent
+    / "shared"
+    / "data"
+    / "occupancy_uci"
+    / "occupancy.csv.gz"
+)
 DEFAULT_DROP = ("date",)  # occupancy's timestamp column is not a feature
 FALLBACK_SOURCE = "synth:AGRAWAL"  # when the shared data is not there (an installed package)
 SAMPLE_EVERY_S = 0.5  # timeline resolution of the accuracy plot
@@ -62,23 +69,48 @@ max_size_bytes = 1048576
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--duration", type=float, default=40.0, metavar="S",
-                        help="seconds of readings (default 40; the whole demo takes a few more)")
-    parser.add_argument("--rate", type=float, default=50.0, metavar="HZ", help="readings per second per device")
-    parser.add_argument("--devices", type=int, default=3, metavar="N", help="simulated devices (default 3)")
-    parser.add_argument("--data", metavar="FILE",
-                        help=f"CSV or ARFF data set to replay (default: {DEFAULT_DATA.name} from "
-                             f"../shared/data if present, else {FALLBACK_SOURCE})")
-    parser.add_argument("--target", metavar="COLUMN", help="label column of --data (default: the last)")
-    parser.add_argument("--drop", nargs="*", metavar="COLUMN", help="columns of --data that are not features")
-    parser.add_argument("--broker", choices=["auto", "mosquitto", "embedded"], default="auto",
-                        help="auto: Mosquitto if installed, else the embedded amqtt broker")
-    parser.add_argument("--out", default=".", metavar="DIR", help="where edgebayes-demo.json/.png go")
-    parser.add_argument("--refresh-s", type=float, default=2.0, metavar="S", help="live table period (0: none)")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=40.0,
+        metavar="S",
+        help="seconds of readings (default 40; the whole demo takes a few more)",
+    )
+    parser.add_argument(
+        "--rate", type=float, default=50.0, metavar="HZ", help="readings per second per device"
+    )
+    parser.add_argument(
+        "--devices", type=int, default=3, metavar="N", help="simulated devices (default 3)"
+    )
+    parser.add_argument(
+        "--data",
+        metavar="FILE",
+        help=f"CSV or ARFF data set to replay (default: {DEFAULT_DATA.name} from "
+        f"../shared/data if present, else {FALLBACK_SOURCE})",
+    )
+    parser.add_argument(
+        "--target", metavar="COLUMN", help="label column of --data (default: the last)"
+    )
+    parser.add_argument(
+        "--drop", nargs="*", metavar="COLUMN", help="columns of --data that are not features"
+    )
+    parser.add_argument(
+        "--broker",
+        choices=["auto", "mosquitto", "embedded"],
+        default="auto",
+        help="auto: Mosquitto if installed, else the embedded amqtt broker",
+    )
+    parser.add_argument(
+        "--out", default=".", metavar="DIR", help="where edgebayes-demo.json/.png go"
+    )
+    parser.add_argument(
+        "--refresh-s", type=float, default=2.0, metavar="S", help="live table period (0: none)"
+    )
     parser.add_argument("--seed", type=int, default=1)
 
 
 # --- data -------------------------------------------------------------------------------------
+
 
 @dataclass
 class DemoData:
@@ -92,8 +124,9 @@ class DemoData:
     source: str
 
 
-def prepare_data(source: str, target, drop, n_devices: int, n_per_device: int, seed: int,
-                 workdir: Path) -> DemoData:
+def prepare_data(
+    source: str, target, drop, n_devices: int, n_per_device: int, seed: int, workdir: Path
+) -> DemoData:
     """Cut ``source`` into ``n_devices`` consecutive parts, take ``n_per_device`` evenly spaced
     rows of each (in order: each device replays its own period, faster), apply the concept
     change to the last device's second half (each label -> the next class, cyclically), and
@@ -112,10 +145,14 @@ def prepare_data(source: str, target, drop, n_devices: int, n_per_device: int, s
     rows = list(stream)
     per = len(rows) // n_devices
     if per < n_per_device:
-        raise ValueError(f"{source}: {len(rows)} rows, the demo needs {need} "
-                         f"({n_devices} devices x {n_per_device}); lower --duration or --rate")
+        raise ValueError(
+            f"{source}: {len(rows)} rows, the demo needs {need} "
+            f"({n_devices} devices x {n_per_device}); lower --duration or --rate"
+        )
     step = per // n_per_device
-    rows = [r for d in range(n_devices) for r in rows[d * per:d * per + step * n_per_device:step]]
+    rows = [
+        r for d in range(n_devices) for r in rows[d * per : d * per + step * n_per_device : step]
+    ]
     classes = sorted({y for _, y in rows}, key=str)
     if len(classes) < 2:
         raise ValueError(f"{source}: a single class in the rows replayed")
@@ -139,12 +176,13 @@ def baselines(labels: list, n_devices: int, n_per_device: int) -> dict:
     majority = Counter(labels).most_common(1)[0][1] / len(labels)
     same = 0
     for d in range(n_devices):
-        window = labels[d * n_per_device:(d + 1) * n_per_device]
-        same += sum(a == b for a, b in zip(window, window[1:]))
+        window = labels[d * n_per_device : (d + 1) * n_per_device]
+        same += sum(a == b for a, b in itertools.pairwise(window))
     return {"majority": majority, "no_change": same / len(labels)}
 
 
 # --- broker -----------------------------------------------------------------------------------
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -182,22 +220,29 @@ class DemoBroker:
 
     def _mosquitto(self, exe: str) -> None:
         conf = self.workdir / "mosquitto.conf"
-        conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                        "max_queued_messages 100000\nlog_dest stderr\nlog_type error\nlog_type warning\n"
-                        # as root Mosquitto switches to the user "mosquitto" unless told otherwise
-                        + ("user root\n" if os.geteuid() == 0 else ""))
-        log = open(self.workdir / "mosquitto.log", "wb")
-        self._proc = subprocess.Popen([exe, "-c", str(conf)], stdout=log, stderr=log)
-        log.close()
+        conf.write_text(
+            f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
+            "max_queued_messages 100000\nlog_dest stderr\nlog_type error\nlog_type warning\n"
+            # as root Mosquitto switches to the user "mosquitto" unless told otherwise
+            + ("user root\n" if os.geteuid() == 0 else "")
+        )
+        with open(self.workdir / "mosquitto.log", "wb") as log:
+            self._proc = subprocess.Popen([exe, "-c", str(conf)], stdout=log, stderr=log)
 
     def _amqtt(self) -> None:
         try:
             from amqtt.broker import Broker
         except ImportError:
-            raise RuntimeError("no broker: install Mosquitto, or the embedded one with "
-                               "pip install 'edgebayes[demo]'") from None
-        config = {"listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{self.port}"}},
-                  "plugins": {"amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}}}
+            raise RuntimeError(
+                "no broker: install Mosquitto, or the embedded one with "
+                "pip install 'edgebayes[demo]'"
+            ) from None
+        config = {
+            "listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{self.port}"}},
+            "plugins": {
+                "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}
+            },
+        }
         self._loop = asyncio.new_event_loop()
         started = threading.Event()
         errors = []
@@ -238,19 +283,25 @@ def _wait_port(port: int, timeout_s: float = 10.0) -> None:
                 return
         except OSError:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the broker does not listen on port {port} after {timeout_s} s") from None
+                raise RuntimeError(
+                    f"the broker does not listen on port {port} after {timeout_s} s"
+                ) from None
             time.sleep(0.05)
 
 
 # --- runtime ----------------------------------------------------------------------------------
 
+
 def runtime_config(data: DemoData, broker: DemoBroker, seed: int) -> str:
     """The runtime's TOML config for the demo."""
-    return (f'[broker]\nport = {broker.port}\nclient_id = "edgebayes-demo"\nprotocol = "{broker.protocol}"\n'
-            "reconnect_min_s = 0.2\nreconnect_max_s = 2\n\n"
-            f"[schema]\nfeatures = {json.dumps(list(data.features))}\n"
-            + MODELS.format(seed=seed)
-            + "\n[output]\nmetrics_interval_s = 1\n\n[memory]\nmax_devices = 64\n")
+    return (
+        f'[broker]\nport = {broker.port}\nclient_id = "edgebayes-demo"\n'
+        f'protocol = "{broker.protocol}"\n'
+        "reconnect_min_s = 0.2\nreconnect_max_s = 2\n\n"
+        f"[schema]\nfeatures = {json.dumps(list(data.features))}\n"
+        + MODELS.format(seed=seed)
+        + "\n[output]\nmetrics_interval_s = 1\n\n[memory]\nmax_devices = 64\n"
+    )
 
 
 class RuntimeProcess:
@@ -262,11 +313,14 @@ class RuntimeProcess:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(self.sock_path)
         self.log_path = workdir / "runtime.log"
-        log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "edgebayes", "run", "--config", str(config_path), "--log-level", "WARNING"],
-            env={**os.environ, "NOTIFY_SOCKET": self.sock_path}, stdout=log, stderr=log)
-        log.close()
+        command = [sys.executable, "-m", "edgebayes", "run", "--config", str(config_path)]
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [*command, "--log-level", "WARNING"],
+                env={**os.environ, "NOTIFY_SOCKET": self.sock_path},
+                stdout=log,
+                stderr=log,
+            )
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -277,9 +331,11 @@ class RuntimeProcess:
             try:
                 if self.sock.recv(4096).startswith(b"READY=1"):
                     return
-            except socket.timeout:
+            except TimeoutError:
                 continue
-        raise RuntimeError(f"the runtime did not become ready:\n{self.log_path.read_text()[-2000:]}")
+        raise RuntimeError(
+            f"the runtime did not become ready:\n{self.log_path.read_text()[-2000:]}"
+        )
 
     def stop(self, timeout_s: float = 20.0) -> int:
         """SIGTERM (clean stop); the exit status."""
@@ -297,6 +353,7 @@ class RuntimeProcess:
 
 # --- the run ----------------------------------------------------------------------------------
 
+
 class Timeline:
     """Per device and model, (t_s, scored, correct) sampled from the monitor over the run."""
 
@@ -306,8 +363,12 @@ class Timeline:
 
     def sample(self, t_s: float, summary: dict) -> None:
         self.t.append(t_s)
-        self.counts.append({d: {m: (v["scored"], v["correct"]) for m, v in dev["models"].items()}
-                            for d, dev in summary["devices"].items()})
+        self.counts.append(
+            {
+                d: {m: (v["scored"], v["correct"]) for m, v in dev["models"].items()}
+                for d, dev in summary["devices"].items()
+            }
+        )
 
     def accuracy(self, device: str, model: str, window: int = PLOT_WINDOW) -> tuple[list, list]:
         """Accuracy over the readings scored in each ``window`` samples: (times, values)."""
@@ -322,7 +383,11 @@ class Timeline:
 
 
 def _live_line(summary: dict, readings_per_s: float) -> str:
-    models = "  ".join(f"{m} {v['accuracy']:.3f}" for m, v in summary["models"].items() if v["accuracy"] is not None)
+    models = "  ".join(
+        f"{m} {v['accuracy']:.3f}"
+        for m, v in summary["models"].items()
+        if v["accuracy"] is not None
+    )
     rss = [rt["metrics"]["rss_bytes"] for rt in summary["runtimes"].values() if rt.get("metrics")]
     mem = f" | runtime RSS {rss[0] / 2**20:.0f} MB" if rss else ""
     return f"models: {models or '-'} | {readings_per_s:.0f} readings/s{mem}"
@@ -335,9 +400,18 @@ def run_demo(args, out: Path, workdir: Path, say=print) -> dict:
     t_start = time.monotonic()
     n_per_device = max(2, round(args.rate * args.duration))
     source = args.data or (str(DEFAULT_DATA) if DEFAULT_DATA.exists() else FALLBACK_SOURCE)
-    drop = tuple(args.drop) if args.drop is not None else (DEFAULT_DROP if args.data is None else ())
-    data = prepare_data(source, args.target, drop if not source.startswith("synth:") else (),
-                        args.devices, n_per_device, args.seed, workdir)
+    drop = (
+        tuple(args.drop) if args.drop is not None else (DEFAULT_DROP if args.data is None else ())
+    )
+    data = prepare_data(
+        source,
+        args.target,
+        drop if not source.startswith("synth:") else (),
+        args.devices,
+        n_per_device,
+        args.seed,
+        workdir,
+    )
     broker = DemoBroker(args.broker, workdir)
     runtime = monitor = None
     try:
@@ -346,14 +420,29 @@ def run_demo(args, out: Path, workdir: Path, say=print) -> dict:
         runtime = RuntimeProcess(config_path, workdir)
         runtime.wait_ready()
         monitor = Monitor(broker.address, client_id="edgebayes-demo-monitor").start()
-        sim = Simulator(SimConfig(str(data.csv_path), n_devices=args.devices, rate_hz=args.rate,
-                                  limit=n_per_device, seed=args.seed, labels="inline", target="class"),
-                        broker.address, client_id="edgebayes-demo-{device}")
+        sim = Simulator(
+            SimConfig(
+                str(data.csv_path),
+                n_devices=args.devices,
+                rate_hz=args.rate,
+                limit=n_per_device,
+                seed=args.seed,
+                labels="inline",
+                target="class",
+            ),
+            broker.address,
+            client_id="edgebayes-demo-{device}",
+        )
         changed = sim.devices[-1].device_id
-        say(f"edgebayes demo: {args.devices} devices x {n_per_device} readings at {args.rate:g}/s each "
-            f"from {Path(source).name}, broker {broker.kind} on {broker.address}, models nb + srp")
-        say(f"concept change: {changed}'s labels switch class from its reading {data.change_index} "
-            f"(t = {data.change_index / args.rate:.1f} s)\n")
+        say(
+            f"edgebayes demo: {args.devices} devices x {n_per_device} readings "
+            f"at {args.rate:g}/s each "
+            f"from {Path(source).name}, broker {broker.kind} on {broker.address}, models nb + srp"
+        )
+        say(
+            f"concept change: {changed}'s labels switch class from its reading {data.change_index} "
+            f"(t = {data.change_index / args.rate:.1f} s)\n"
+        )
         timeline = Timeline()
         t0_mon = monitor.elapsed_s
         sim.start()
@@ -362,7 +451,9 @@ def run_demo(args, out: Path, workdir: Path, say=print) -> dict:
         stats = sim.join()
         published = stats.totals()["readings_published"]
         labels = stats.totals()["labels_inline"]
-        monitor.wait_until(lambda t: t["predictions"] >= published and t["scored"] >= labels, timeout_s=15)
+        monitor.wait_until(
+            lambda t: t["predictions"] >= published and t["scored"] >= labels, timeout_s=15
+        )
         monitor.wait_until(lambda t: _metrics_caught_up(monitor, published), timeout_s=5)
         timeline.sample(time.monotonic() - t_sim, monitor.summary())
         summary = monitor.summary()
@@ -392,7 +483,11 @@ def _follow(sim, monitor, timeline: Timeline, t_sim: float, refresh_s: float, sa
         timeline.sample(now - t_sim, summary)
         if now >= next_print:
             next_print = now + refresh_s
-            text = monitor.table() + "\n" + _live_line(summary, summary["totals"]["readings"] / (now - t_sim))
+            text = (
+                monitor.table()
+                + "\n"
+                + _live_line(summary, summary["totals"]["readings"] / (now - t_sim))
+            )
             if tty and lines_up:
                 sys.stdout.write(f"\x1b[{lines_up}F\x1b[J")
             say(text + ("" if tty else "\n"))
@@ -406,40 +501,75 @@ def _metrics_caught_up(monitor, published: int) -> bool:
     return False
 
 
-def _summary(args, data: DemoData, broker: DemoBroker, stats, summary: dict, changed: str,
-             t0_mon: float, exit_code: int) -> dict:
+def _summary(
+    args,
+    data: DemoData,
+    broker: DemoBroker,
+    stats,
+    summary: dict,
+    changed: str,
+    t0_mon: float,
+    exit_code: int,
+) -> dict:
     totals = summary["totals"]
-    metrics = next((rt["metrics"] for rt in summary["runtimes"].values() if rt.get("metrics")), {}) or {}
+    metrics = (
+        next((rt["metrics"] for rt in summary["runtimes"].values() if rt.get("metrics")), {}) or {}
+    )
     alerts = summary["drift_alerts"]
     by_model: dict = {}
     for a in alerts:
         by_model.setdefault(a["model"], Counter())[a["level"]] += 1
     t_change = data.change_index / args.rate
-    after = [a["t_s"] - t0_mon - t_change for a in alerts
-             if a["device"] == changed and a["level"] == "drift" and a["t_s"] - t0_mon >= t_change]
-    models = {name: {"accuracy": m["accuracy"], "scored": m["scored"],
-                     "drift_alerts": by_model.get(name, {}).get("drift", 0),
-                     "warnings": by_model.get(name, {}).get("warning", 0),
-                     "bytes": (metrics.get("models", {}).get(name) or {}).get("bytes")}
-              for name, m in summary["models"].items()}
+    after = [
+        a["t_s"] - t0_mon - t_change
+        for a in alerts
+        if a["device"] == changed and a["level"] == "drift" and a["t_s"] - t0_mon >= t_change
+    ]
+    models = {
+        name: {
+            "accuracy": m["accuracy"],
+            "scored": m["scored"],
+            "drift_alerts": by_model.get(name, {}).get("drift", 0),
+            "warnings": by_model.get(name, {}).get("warning", 0),
+            "bytes": (metrics.get("models", {}).get(name) or {}).get("bytes"),
+        }
+        for name, m in summary["models"].items()
+    }
     return {
-        "source": data.source, "broker": broker.kind, "devices": args.devices, "rate_hz": args.rate,
+        "source": data.source,
+        "broker": broker.kind,
+        "devices": args.devices,
+        "rate_hz": args.rate,
         "duration_s": stats.elapsed_s,
         "concept_change": {"device": changed, "from_reading": data.change_index, "t_s": t_change},
-        "readings": stats.totals()["readings_published"], "predictions": totals["predictions"],
-        "labels": stats.totals()["labels_inline"], "scored": totals["scored"],
+        "readings": stats.totals()["readings_published"],
+        "predictions": totals["predictions"],
+        "labels": stats.totals()["labels_inline"],
+        "scored": totals["scored"],
         "readings_per_s": totals["readings"] / stats.elapsed_s if stats.elapsed_s else None,
-        "accuracy": totals["accuracy"], "models": models,
+        "accuracy": totals["accuracy"],
+        "models": models,
         "baselines": baselines(data.labels, args.devices, data.n_per_device),
         "drift_alerts": sum(m["drift_alerts"] for m in models.values()),
         "warnings": sum(m["warnings"] for m in models.values()),
         "first_drift_after_change_s": min(after) if after else None,
-        "errors": totals["errors"], "latency_ms": totals["latency_ms"],
-        "runtime": {"rss_bytes": metrics.get("rss_bytes"), "n_malformed": metrics.get("n_malformed"),
-                    "n_dropped": metrics.get("n_dropped"), "n_internal_errors": metrics.get("n_internal_errors"),
-                    "exit_code": exit_code},
-        "per_device": {d: {"accuracy": v["accuracy"], "drift_alerts": v["drift_alerts"],
-                           "warnings": v["warnings"]} for d, v in summary["devices"].items()},
+        "errors": totals["errors"],
+        "latency_ms": totals["latency_ms"],
+        "runtime": {
+            "rss_bytes": metrics.get("rss_bytes"),
+            "n_malformed": metrics.get("n_malformed"),
+            "n_dropped": metrics.get("n_dropped"),
+            "n_internal_errors": metrics.get("n_internal_errors"),
+            "exit_code": exit_code,
+        },
+        "per_device": {
+            d: {
+                "accuracy": v["accuracy"],
+                "drift_alerts": v["drift_alerts"],
+                "warnings": v["warnings"],
+            }
+            for d, v in summary["devices"].items()
+        },
     }
 
 
@@ -456,7 +586,9 @@ def _plot(timeline: Timeline, result: dict, summary: dict, t0_mon: float, path: 
     devices = sorted(result["per_device"])
     models = list(result["models"])
     colors = dict(zip(models, ["tab:blue", "tab:orange", "tab:green", "tab:red"]))
-    fig, axes = plt.subplots(len(devices), 1, figsize=(9, 2.2 * len(devices) + 0.6), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(
+        len(devices), 1, figsize=(9, 2.2 * len(devices) + 0.6), sharex=True, squeeze=False
+    )
     for ax, device in zip(axes[:, 0], devices):
         for m in models:
             ts, acc = timeline.accuracy(device, m)
@@ -465,7 +597,13 @@ def _plot(timeline: Timeline, result: dict, summary: dict, t0_mon: float, path: 
             if a["device"] == device and a["level"] == "drift":
                 ax.axvline(a["t_s"] - t0_mon, color=colors.get(a["model"]), alpha=0.5, lw=1)
         if device == result["concept_change"]["device"]:
-            ax.axvline(result["concept_change"]["t_s"], color="black", ls="--", lw=1.2, label="concept change")
+            ax.axvline(
+                result["concept_change"]["t_s"],
+                color="black",
+                ls="--",
+                lw=1.2,
+                label="concept change",
+            )
         ax.set_ylim(-0.02, 1.02)
         ax.set_ylabel(f"{device}\naccuracy")
         ax.legend(loc="lower left", fontsize=8)
@@ -479,29 +617,51 @@ def _plot(timeline: Timeline, result: dict, summary: dict, t0_mon: float, path: 
 
 def format_summary(r: dict) -> str:
     """The summary printed at the end."""
+
     def pct(v):
         return "-" if v is None else f"{v:.3f}"
 
-    lines = ["", f"summary ({r['readings']} readings from {r['devices']} devices in {r['duration_s']:.1f} s, "
-                 f"broker {r['broker']})",
-             f"{'model':<8}{'accuracy':>9}{'drift':>7}{'warn':>6}{'model bytes':>13}"]
+    lines = [
+        "",
+        (
+            f"summary ({r['readings']} readings from {r['devices']} devices "
+            f"in {r['duration_s']:.1f} s, broker {r['broker']})"
+        ),
+        f"{'model':<8}{'accuracy':>9}{'drift':>7}{'warn':>6}{'model bytes':>13}",
+    ]
     for name, m in r["models"].items():
         size = "-" if m["bytes"] is None else f"{m['bytes']:,}"
-        lines.append(f"{name:<8}{pct(m['accuracy']):>9}{m['drift_alerts']:>7}{m['warnings']:>6}{size:>13}")
+        lines.append(
+            f"{name:<8}{pct(m['accuracy']):>9}{m['drift_alerts']:>7}{m['warnings']:>6}{size:>13}"
+        )
     b = r["baselines"]
-    lines.append(f"{'served':<8}{pct(r['accuracy']):>9}   (each reading: the model with the best recent accuracy)")
-    lines.append(f"baselines: majority class {b['majority']:.3f}, no change (previous label) {b['no_change']:.3f}")
+    lines.append(
+        f"{'served':<8}{pct(r['accuracy']):>9}   "
+        "(each reading: the model with the best recent accuracy)"
+    )
+    lines.append(
+        f"baselines: majority class {b['majority']:.3f}, "
+        f"no change (previous label) {b['no_change']:.3f}"
+    )
     first = r["first_drift_after_change_s"]
-    lines.append(f"concept change on {r['concept_change']['device']} at {r['concept_change']['t_s']:.1f} s: "
-                 + ("no drift alert after it" if first is None else f"first drift alert {first:.1f} s later"))
+    lines.append(
+        f"concept change on {r['concept_change']['device']} at {r['concept_change']['t_s']:.1f} s: "
+        + ("no drift alert after it" if first is None else f"first drift alert {first:.1f} s later")
+    )
     lat = r["latency_ms"]
     rss = r["runtime"]["rss_bytes"]
-    lines.append(f"predictions {r['predictions']} / readings {r['readings']}, {r['readings_per_s']:.0f} readings/s, "
-                 f"latency p50 {lat['p50']:.1f} ms p99 {lat['p99']:.1f} ms, runtime RSS "
-                 + ("-" if rss is None else f"{rss / 2**20:.1f} MB"))
+    lines.append(
+        f"predictions {r['predictions']} / readings {r['readings']}, "
+        f"{r['readings_per_s']:.0f} readings/s, "
+        f"latency p50 {lat['p50']:.1f} ms p99 {lat['p99']:.1f} ms, runtime RSS "
+        + ("-" if rss is None else f"{rss / 2**20:.1f} MB")
+    )
     if r["runtime"]["n_internal_errors"]:
         lines.append(f"runtime internal errors: {r['runtime']['n_internal_errors']} (see its log)")
-    lines.append(f"wall time {r['wall_s']:.1f} s" + (f", plot: {r['png']}" if r["png"] else ", no plot (pip install matplotlib)"))
+    lines.append(
+        f"wall time {r['wall_s']:.1f} s"
+        + (f", plot: {r['png']}" if r["png"] else ", no plot (pip install matplotlib)")
+    )
     return "\n".join(lines)
 
 

@@ -15,8 +15,20 @@ DURATION_S, RATE_HZ, DEVICES = 5, 80, 3
 
 
 def run_demo(tmp_path: Path, *extra: str) -> dict:
-    code = main(["demo", "--duration", str(DURATION_S), "--rate", str(RATE_HZ), "--out", str(tmp_path),
-                 "--refresh-s", "0", *extra])
+    code = main(
+        [
+            "demo",
+            "--duration",
+            str(DURATION_S),
+            "--rate",
+            str(RATE_HZ),
+            "--out",
+            str(tmp_path),
+            "--refresh-s",
+            "0",
+            *extra,
+        ]
+    )
     assert code == 0
     return json.loads((tmp_path / "edgebayes-demo.json").read_text())
 
@@ -35,8 +47,11 @@ def check_summary(r: dict, tmp_path: Path) -> None:
         assert m["bytes"] > 0
     assert r["accuracy"] > majority
     # the concept change on the last device is noticed after it happens
-    assert r["concept_change"] == {"device": "sim-2", "from_reading": DURATION_S * RATE_HZ // 2,
-                                   "t_s": DURATION_S / 2}
+    assert r["concept_change"] == {
+        "device": "sim-2",
+        "from_reading": DURATION_S * RATE_HZ // 2,
+        "t_s": DURATION_S / 2,
+    }
     assert r["first_drift_after_change_s"] is not None and r["first_drift_after_change_s"] >= 0
     assert r["per_device"]["sim-2"]["drift_alerts"] >= 1
     assert r["runtime"]["rss_bytes"] > 10 * 2**20
@@ -46,8 +61,10 @@ def check_summary(r: dict, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not DEFAULT_DATA.exists() or mosquitto_path() is None,
-                    reason="needs ../shared/data and Mosquitto")
+@pytest.mark.skipif(
+    not DEFAULT_DATA.exists() or mosquitto_path() is None,
+    reason="needs ../shared/data and Mosquitto",
+)
 def test_demo_runs_and_its_summary_is_sane(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     r = run_demo(tmp_path)
@@ -76,10 +93,14 @@ def test_baselines_exact():
 def test_prepare_data_windows_and_concept_change(tmp_path):
     src = tmp_path / "three.csv"
     rows = [(float(i), float(i % 5), "abc"[i % 3]) for i in range(20)]
-    src.write_text("date,f1,f2,class\n" + "".join(f"d{i},{a},{b},{c}\n" for i, (a, b, c) in enumerate(rows)))
+    src.write_text(
+        "date,f1,f2,class\n" + "".join(f"d{i},{a},{b},{c}\n" for i, (a, b, c) in enumerate(rows))
+    )
     work = tmp_path / "work"
     work.mkdir()
-    data = prepare_data(str(src), None, ("date",), n_devices=3, n_per_device=3, seed=1, workdir=work)
+    data = prepare_data(
+        str(src), None, ("date",), n_devices=3, n_per_device=3, seed=1, workdir=work
+    )
     assert data.features == ("f1", "f2") and data.change_index == 1
     taken = [0, 2, 4, 6, 8, 10, 12, 14, 16]  # thirds of 6 rows, every other row
     shift = {"a": "b", "b": "c", "c": "a"}

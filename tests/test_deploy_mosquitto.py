@@ -28,7 +28,12 @@ from tests.broker import Broker
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
-PASSWORDS = {"edgebayes": "rt-secret", "monitor": "mon-secret", "sim-0": "s0-secret", "sim-1": "s1-secret"}
+PASSWORDS = {
+    "edgebayes": "rt-secret",
+    "monitor": "mon-secret",
+    "sim-0": "s0-secret",
+    "sim-1": "s1-secret",
+}
 NOT_AUTHORIZED, NO_SUBSCRIBERS = 135, 16  # MQTT 5 PUBACK reason codes (16 is a success)
 
 
@@ -51,8 +56,17 @@ def shipped_broker_config(workdir: Path, bridge_to: int | None = None) -> str:
     workdir.mkdir(parents=True, exist_ok=True)
     passwd = workdir / "edgebayes.passwd"
     for i, (user, password) in enumerate(PASSWORDS.items()):
-        subprocess.run([shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd",
-                        *(["-c"] if i == 0 else []), "-b", str(passwd), user, password], check=True)
+        subprocess.run(
+            [
+                shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd",
+                *(["-c"] if i == 0 else []),
+                "-b",
+                str(passwd),
+                user,
+                password,
+            ],
+            check=True,
+        )
     shutil.copy(DEPLOY / "mosquitto" / "edgebayes.acl", workdir / "edgebayes.acl")
     conf = (DEPLOY / "mosquitto" / "edgebayes.conf").read_text()
     conf = re.sub(r"(?m)^listener 1883\n", "", conf).replace("/etc/mosquitto/", f"{workdir}/")
@@ -68,15 +82,19 @@ def shipped_broker_config(workdir: Path, bridge_to: int | None = None) -> str:
 class Client:
     """A paho MQTT 5 client: records what it receives and the broker's answer to each publish."""
 
-    def __init__(self, broker: Broker, client_id: str, user: str | None, subscribe=(),
-                 clean: bool = True):
+    def __init__(
+        self, broker: Broker, client_id: str, user: str | None, subscribe=(), clean: bool = True
+    ):
         self.lock = threading.Lock()
         self.received: list[tuple[str, bytes]] = []
         self.pubacks: dict[int, int] = {}  # mid -> reason code
         self.connack: list = []
         self.granted: list[int] = []
-        c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id=client_id,
-                        protocol=MQTTProtocolVersion.MQTTv5)
+        c = paho.Client(
+            callback_api_version=CallbackAPIVersion.VERSION2,
+            client_id=client_id,
+            protocol=MQTTProtocolVersion.MQTTv5,
+        )
         if user is not None:
             c.username_pw_set(user, PASSWORDS[user])
         c.reconnect_delay_set(0.1, 0.5)
@@ -97,7 +115,12 @@ class Client:
         def on_publish(client, userdata, mid, rc, props):
             self.pubacks[mid] = rc.value
 
-        c.on_connect, c.on_subscribe, c.on_message, c.on_publish = on_connect, on_subscribe, on_message, on_publish
+        c.on_connect, c.on_subscribe, c.on_message, c.on_publish = (
+            on_connect,
+            on_subscribe,
+            on_message,
+            on_publish,
+        )
         self.client = c
         c.connect_async(broker.host, broker.port, clean_start=clean)
         c.loop_start()
@@ -126,7 +149,9 @@ def secure_broker(tmp_path):
     b.stop()
 
 
-def test_shipped_broker_config_serves_runtime_and_devices_and_fences_devices(secure_broker, tmp_path):
+def test_shipped_broker_config_serves_runtime_and_devices_and_fences_devices(
+    secure_broker, tmp_path
+):
     from edgebayes.runtime.service import Runtime
 
     anonymous = Client(secure_broker, "anon", None)
@@ -135,9 +160,14 @@ def test_shipped_broker_config_serves_runtime_and_devices_and_fences_devices(sec
 
     (tmp_path / "mqtt-password").write_text(PASSWORDS["edgebayes"] + "\n")
     cfg = load_config(DEPLOY / "edgebayes.toml").with_overrides(
-        secure_broker.address, str(tmp_path / "checkpoints"))
-    cfg = dataclasses.replace(cfg, broker=dataclasses.replace(
-        cfg.broker, password_file=str(tmp_path / "mqtt-password"), reconnect_min_s=0.1))
+        secure_broker.address, str(tmp_path / "checkpoints")
+    )
+    cfg = dataclasses.replace(
+        cfg,
+        broker=dataclasses.replace(
+            cfg.broker, password_file=str(tmp_path / "mqtt-password"), reconnect_min_s=0.1
+        ),
+    )
     runtime = Runtime(cfg)
     runtime.start()
     clients = []
@@ -145,17 +175,32 @@ def test_shipped_broker_config_serves_runtime_and_devices_and_fences_devices(sec
         wait_for(runtime.client.subscribed.is_set, what="the runtime's subscriptions granted")
         monitor = Client(secure_broker, "mon", "monitor", ["edgebayes/#"])
         sim0 = Client(secure_broker, "sim-0", "sim-0", ["edgebayes/+/prediction"])
-        sim1 = Client(secure_broker, "sim-1", "sim-1", ["edgebayes/+/prediction", "edgebayes/sim-0/prediction"])
+        sim1 = Client(
+            secure_broker,
+            "sim-1",
+            "sim-1",
+            ["edgebayes/+/prediction", "edgebayes/sim-0/prediction"],
+        )
         clients = [monitor, sim0, sim1]
         for seq in range(20):  # occupancy-like readings, labelled inline
             y = seq % 2
             x = [21.0 + y, 27.0, 500.0 * y, 450.0 + 400 * y, 0.0042]
             assert sim0.publish("edgebayes/sim-0/reading", {"seq": seq, "x": x, "y": y}) == 0
-        assert sim1.publish("edgebayes/sim-1/reading", {"seq": 0, "x": [20.0, 25.0, 0.0, 420.0, 0.004]}) == 0
+        assert (
+            sim1.publish(
+                "edgebayes/sim-1/reading", {"seq": 0, "x": [20.0, 25.0, 0.0, 420.0, 0.004]}
+            )
+            == 0
+        )
         # sim-1 forging a reading, a label and a prediction of sim-0
-        assert sim1.publish("edgebayes/sim-0/reading", {"seq": 1000, "x": [0.0] * 5, "y": 1}) == NOT_AUTHORIZED
+        assert (
+            sim1.publish("edgebayes/sim-0/reading", {"seq": 1000, "x": [0.0] * 5, "y": 1})
+            == NOT_AUTHORIZED
+        )
         assert sim1.publish("edgebayes/sim-0/label", {"seq": 19, "y": 0}) == NOT_AUTHORIZED
-        assert sim1.publish("edgebayes/sim-0/prediction", {"seq": 1000, "y_pred": 0}) == NOT_AUTHORIZED
+        assert (
+            sim1.publish("edgebayes/sim-0/prediction", {"seq": 1000, "y_pred": 0}) == NOT_AUTHORIZED
+        )
 
         wait_for(lambda: len(monitor.got(r"edgebayes/.*/prediction")) == 21, what="21 predictions")
         time.sleep(0.3)  # anything misrouted would arrive by now
@@ -168,7 +213,9 @@ def test_shipped_broker_config_serves_runtime_and_devices_and_fences_devices(sec
         assert runtime.worker.n_readings == 21 and runtime.worker.n_learned == 20
         assert runtime.worker.errors["unknown_seq"] == 0
         with monitor.lock:
-            status = [p for t, p in monitor.received if t == "edgebayes/runtime/edgebayes-pi/status"]
+            status = [
+                p for t, p in monitor.received if t == "edgebayes/runtime/edgebayes-pi/status"
+            ]
         assert status == [b"online"]
     finally:
         for c in clients:
@@ -179,8 +226,10 @@ def test_shipped_broker_config_serves_runtime_and_devices_and_fences_devices(sec
 @pytest.mark.slow
 def test_bridge_stores_and_forwards_outputs_while_the_upstream_is_down(tmp_path):
     upstream = Broker(tmp_path / "upstream").start()
-    local = Broker(tmp_path / "local",
-                   extra_config=shipped_broker_config(tmp_path / "local", bridge_to=upstream.port))
+    local = Broker(
+        tmp_path / "local",
+        extra_config=shipped_broker_config(tmp_path / "local", bridge_to=upstream.port),
+    )
     central = runtime = None
     try:
         local.start()
@@ -192,7 +241,9 @@ def test_bridge_stores_and_forwards_outputs_while_the_upstream_is_down(tmp_path)
 
         upstream.stop()
         for seq in range(200):
-            assert runtime.publish("edgebayes/sim-0/prediction", {"seq": seq, "y_pred": seq % 2}) == 0
+            assert (
+                runtime.publish("edgebayes/sim-0/prediction", {"seq": seq, "y_pred": seq % 2}) == 0
+            )
             if seq % 40 == 39:
                 alert = {"seq": seq, "model": "nb", "level": "drift", "detector": "adwin"}
                 assert runtime.publish("edgebayes/sim-0/drift", alert) == 0
@@ -202,11 +253,18 @@ def test_bridge_stores_and_forwards_outputs_while_the_upstream_is_down(tmp_path)
         time.sleep(0.5)
         upstream.start()
 
-        wait_for(lambda: len(central.got(r"edgebayes/sim-0/prediction")) >= 201, timeout_s=20,
-                 what="the queued predictions upstream")
-        wait_for(lambda: len(central.got(r"edgebayes/sim-0/drift")) >= 5, what="the queued drift alerts")
+        wait_for(
+            lambda: len(central.got(r"edgebayes/sim-0/prediction")) >= 201,
+            timeout_s=20,
+            what="the queued predictions upstream",
+        )
+        wait_for(
+            lambda: len(central.got(r"edgebayes/sim-0/drift")) >= 5, what="the queued drift alerts"
+        )
         time.sleep(0.3)
-        assert [p["seq"] for p in central.got(r"edgebayes/sim-0/prediction")] == list(range(-1, 200))
+        assert [p["seq"] for p in central.got(r"edgebayes/sim-0/prediction")] == list(
+            range(-1, 200)
+        )
         assert [a["seq"] for a in central.got(r"edgebayes/sim-0/drift")] == [39, 79, 119, 159, 199]
         assert central.got(r"edgebayes/sim-0/reading") == []  # readings stay local
     finally:

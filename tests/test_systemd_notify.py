@@ -46,7 +46,7 @@ class NotifySocket:
             self.sock.settimeout(left)
             try:
                 data = self.sock.recv(4096)
-            except socket.timeout:
+            except TimeoutError:
                 break
             self.messages.append((time.monotonic(), data.decode()))
             new.append(data.decode())
@@ -94,8 +94,10 @@ def test_ready_and_stopping_reach_the_socket(abstract):
         n.ready()
         n.watchdog()  # no WATCHDOG_USEC: nothing sent
         n.stopping()
-        assert s.receive(0.2) == ["READY=1\nSTATUS=connected to the broker, serving",
-                                  "STOPPING=1\nSTATUS=stopping: draining the queue, checkpointing"]
+        assert s.receive(0.2) == [
+            "READY=1\nSTATUS=connected to the broker, serving",
+            "STOPPING=1\nSTATUS=stopping: draining the queue, checkpointing",
+        ]
         assert n.n_sent == 2
         n.close()
     finally:
@@ -104,8 +106,14 @@ def test_ready_and_stopping_reach_the_socket(abstract):
 
 def test_watchdog_is_fed_at_half_the_interval(notify_socket):
     now = [100.0]
-    n = Notifier({"NOTIFY_SOCKET": notify_socket.env_value, "WATCHDOG_USEC": "1000000",
-                  "WATCHDOG_PID": str(os.getpid())}, clock=lambda: now[0])
+    n = Notifier(
+        {
+            "NOTIFY_SOCKET": notify_socket.env_value,
+            "WATCHDOG_USEC": "1000000",
+            "WATCHDOG_PID": str(os.getpid()),
+        },
+        clock=lambda: now[0],
+    )
     assert n.watchdog_interval_s == 1.0
     sent_at = []
     for t in [100.0, 100.2, 100.49, 100.5, 100.7, 100.99, 101.0, 102.6]:
@@ -118,12 +126,15 @@ def test_watchdog_is_fed_at_half_the_interval(notify_socket):
     assert notify_socket.receive(0.2) == ["WATCHDOG=1"] * 4
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({"WATCHDOG_USEC": "30000000"}, 30.0),
-    ({"WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "1"}, None),  # another process's watchdog
-    ({"WATCHDOG_USEC": "0"}, None),
-    ({"WATCHDOG_USEC": "soon"}, None),
-])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({"WATCHDOG_USEC": "30000000"}, 30.0),
+        ({"WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "1"}, None),  # another process's watchdog
+        ({"WATCHDOG_USEC": "0"}, None),
+        ({"WATCHDOG_USEC": "soon"}, None),
+    ],
+)
 def test_watchdog_interval_from_the_environment(env, expected):
     assert Notifier({"NOTIFY_SOCKET": "/run/x", **env}).watchdog_interval_s == expected
 
@@ -134,7 +145,9 @@ def test_a_missing_socket_is_logged_and_counted_never_raised(tmp_path, caplog):
     assert n.n_failed == 1 and "READY=1" in caplog.text
 
 
-def test_runtime_notifies_ready_once_connected_feeds_the_watchdog_and_stops(broker, tmp_path, notify_socket):
+def test_runtime_notifies_ready_once_connected_feeds_the_watchdog_and_stops(
+    broker, tmp_path, notify_socket
+):
     config = tmp_path / "edgebayes.toml"
     config.write_text(f"""
 [broker]
@@ -151,9 +164,22 @@ kind = "gaussian_nb"
 """)
     broker.stop()  # not ready while the broker is away
     env = {**os.environ, "NOTIFY_SOCKET": notify_socket.env_value, "WATCHDOG_USEC": "1000000"}
-    proc = subprocess.Popen([sys.executable, "-m", "edgebayes", "run", "--config", str(config),
-                             "--log-level", "WARNING"], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "edgebayes",
+            "run",
+            "--config",
+            str(config),
+            "--log-level",
+            "WARNING",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         notify_socket.receive(2.0)
         assert notify_socket.messages, "no watchdog keep-alive while connecting"

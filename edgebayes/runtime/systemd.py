@@ -16,7 +16,7 @@ import os
 import socket
 import threading
 import time
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,9 @@ class Notifier:
         n_sent, n_failed: notifications sent and failed (a failure is logged, never raised).
     """
 
-    def __init__(self, environ: Mapping[str, str] | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, environ: Mapping[str, str] | None = None, clock: Callable[[], float] = time.monotonic
+    ):
         env = os.environ if environ is None else environ
         raw = env.get("NOTIFY_SOCKET") or None
         self.address: str | bytes | None = None
@@ -119,6 +120,9 @@ def attach(runtime) -> Notifier:
     if notifier.enabled:
         runtime.ready_hooks.append(notifier.ready)
         runtime.worker.tick_hooks.append(notifier.watchdog)
-        log.info("systemd notifications on %s (watchdog every %s s)", os.environ["NOTIFY_SOCKET"],
-                 None if notifier.watchdog_interval_s is None else notifier.watchdog_interval_s / 2)
+        log.info(
+            "systemd notifications on %s (watchdog every %s s)",
+            os.environ["NOTIFY_SOCKET"],
+            None if notifier.watchdog_interval_s is None else notifier.watchdog_interval_s / 2,
+        )
     return notifier
