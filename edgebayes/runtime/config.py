@@ -152,6 +152,10 @@ class Config:
     queue: QueueConfig = field(default_factory=QueueConfig)
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     drift: DriftConfig = field(default_factory=DriftConfig)
+    # input adapters and HA discovery (edgebayes.runtime.sources, .discovery)
+    sources: tuple = ()
+    assembler: Any = None
+    homeassistant: Any = None
 
     def with_overrides(self, broker: str | None = None, checkpoint_dir: str | None = None) -> "Config":
         """A copy with the command line's ``--broker HOST:PORT`` / ``--checkpoint-dir`` applied.
@@ -349,6 +353,9 @@ def _models(raw: Any, problems: list[str]) -> tuple[ModelConfig, ...]:
     return tuple(models)
 
 
+EXTRA_TABLES = ("sources", "assembler", "homeassistant")  # parsed by edgebayes.runtime.sources
+
+
 def parse_config(raw: dict, source: str = "config") -> Config:
     """Validate a decoded TOML document and return the ``Config``.
 
@@ -357,11 +364,15 @@ def parse_config(raw: dict, source: str = "config") -> Config:
     """
     problems: list[str] = []
     for name in raw:
-        if name not in SPEC and name != "models":
-            problems.append(f"unknown table [{name}]; known: {', '.join([*SPEC, 'models'])}")
+        if name not in SPEC and name not in ("models", *EXTRA_TABLES):
+            problems.append(f"unknown table [{name}]; known: {', '.join([*SPEC, 'models', *EXTRA_TABLES])}")
     if "schema" not in raw:
         problems.append("[schema]: missing (features = the ordered list of feature names)")
     tables = {name: _table(name, raw[name], problems) for name in SPEC if name in raw}
+    from edgebayes.runtime.sources import parse_tables  # imports this module
+
+    schema, output = tables.get("schema"), tables.get("output") or OutputConfig()
+    tables.update(parse_tables(raw, schema and schema.features, output.format, problems))
     models = _models(raw.get("models"), problems)
     broker = tables.get("broker")
     if broker and broker.reconnect_min_s > broker.reconnect_max_s:

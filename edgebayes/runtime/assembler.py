@@ -1,0 +1,156 @@
+"""One reading per device from feature values that arrive on several topics or messages.
+
+The ``Assembler`` keeps, per device, the latest value of each schema feature with the time it
+arrived and the publisher it came from. It emits a ``protocol.Reading``:
+
+- ``interval_s == 0``: as soon as every feature has a new value since the device's last
+  reading (a Tasmota ``SENSOR`` message holding them all gives one reading per message; an
+  ESPHome node publishing one topic per sensor gives one reading per round of topics);
+- ``interval_s > 0``: every ``interval_s`` seconds, from the latest values, as long as at
+  least one of them is fresh.
+
+A value older than ``max_age_s`` seconds is missing (NaN), as is a value the sensor reported as
+"no value" or one whose publisher went offline (``offline``). ``seq`` is the emission time in
+milliseconds, kept strictly increasing, so it keeps growing across restarts as
+docs/protocol.md asks.
+
+Labels: ``label(device, y, ...)`` sets the device's label state. Readings assembled up to
+``after_s`` seconds later carry it inline (predicted, then learned); readings assembled up to
+``before_s`` seconds earlier, not yet labelled, get it as delayed ``Label`` objects by seq
+(the worker scores their reading-time predictions, then learns them). ``y = None`` (the label
+source has no value now) clears the state.
+
+Only the worker thread touches it (no locks).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+from edgebayes.runtime.protocol import Label, Reading
+
+_NAN = math.nan
+
+
+class _Device:
+    __slots__ = ("values", "times", "origins", "updated", "last_seq", "next_due", "label", "recent")
+
+    def __init__(self, n: int):
+        self.values = [_NAN] * n
+        self.times = [-math.inf] * n
+        self.origins: list[tuple] = [()] * n
+        self.updated: set[int] = set()  # features with a new value since the last reading
+        self.last_seq = -1
+        self.next_due: float | None = None
+        self.label: tuple[Any, float, float] | None = None  # (y, since, after_s)
+        self.recent: deque[list] = deque(maxlen=10000)  # [seq, t, labelled] of recent readings
+
+
+class Assembler:
+    """Latest value per feature and device; readings on a cadence or when all are new.
+
+    Args:
+        features: the schema's feature names, in order.
+        interval_s: 0 for "when every feature is new", else the cadence in seconds.
+        max_age_s: values older than this (seconds) are missing.
+        window_before_s: the longest ``before_s`` any label will use (how long readings are
+            remembered for delayed labels).
+        max_devices: devices tracked at most; values for further devices are dropped (counted
+            in ``n_devices_dropped``) so junk topics cannot grow memory.
+    """
+
+    def __init__(self, features: tuple[str, ...], interval_s: float, max_age_s: float,
+                 window_before_s: float = 0.0, max_devices: int = 1024):
+        self.index = {name: i for i, name in enumerate(features)}
+        self.n = len(features)
+        self.interval_s = interval_s
+        self.max_age_s = max_age_s
+        self.window_before_s = window_before_s
+        self.max_devices = max_devices
+        self.devices: dict[str, _Device] = {}
+        self.n_devices_dropped = 0
+
+    def _device(self, device: str) -> _Device | None:
+        dev = self.devices.get(device)
+        if dev is None:
+            if len(self.devices) >= self.max_devices:
+                self.n_devices_dropped += 1
+                return None
+            dev = self.devices[device] = _Device(self.n)
+        return dev
+
+    def update(self, device: str, values: dict[str, float], origin: tuple, now: float) -> Reading | None:
+        """Record ``values`` (feature name -> float, NaN = no value now) from ``origin`` at
+        ``now`` (unix s); the reading they complete when ``interval_s`` is 0, else None."""
+        dev = self._device(device)
+        if dev is None:
+            return None
+        for name, v in values.items():
+            i = self.index[name]
+            dev.values[i], dev.times[i], dev.origins[i] = v, now, origin
+            if v == v:
+                dev.updated.add(i)
+            else:
+                dev.updated.discard(i)
+        if self.interval_s > 0:
+            if dev.next_due is None:
+                dev.next_due = now + self.interval_s
+            return None
+        return self._emit(device, dev, now) if len(dev.updated) == self.n else None
+
+    def label(self, device: str, y: Any, now: float, before_s: float, after_s: float) -> list[Label]:
+        """Set the device's label state; the delayed labels for its recent unlabelled readings."""
+        dev = self._device(device)
+        if dev is None:
+            return []
+        dev.label = None if y is None else (y, now, after_s)
+        if y is None or before_s <= 0:
+            return []
+        out = []
+        for entry in dev.recent:
+            if not entry[2] and entry[1] >= now - before_s:
+                entry[2] = True
+                out.append(Label(device, entry[0], y))
+        return out
+
+    def offline(self, origin: tuple, now: float) -> None:
+        """Drop the values ``origin`` published (``(source, "")``: everything of that source)."""
+        src, pub = origin
+        for dev in self.devices.values():
+            for i, o in enumerate(dev.origins):
+                if o and o[0] == src and (not pub or o[1] == pub):
+                    dev.values[i], dev.times[i] = _NAN, now
+                    dev.updated.discard(i)
+
+    def due(self, now: float) -> list[Reading]:
+        """The cadence readings due at ``now`` (none when ``interval_s`` is 0)."""
+        if self.interval_s <= 0:
+            return []
+        out = []
+        for device, dev in self.devices.items():
+            if dev.next_due is None or now < dev.next_due:
+                continue
+            dev.next_due += self.interval_s
+            if dev.next_due <= now:  # we were late: no burst of catch-up readings
+                dev.next_due = now + self.interval_s
+            horizon = now - self.max_age_s
+            if any(t >= horizon and v == v for v, t in zip(dev.values, dev.times)):
+                out.append(self._emit(device, dev, now))
+        return out
+
+    def _emit(self, device: str, dev: _Device, now: float) -> Reading:
+        horizon = now - self.max_age_s
+        x = [v if t >= horizon else _NAN for v, t in zip(dev.values, dev.times)]
+        seq = max(dev.last_seq + 1, int(now * 1000))
+        dev.last_seq = seq
+        dev.updated.clear()
+        y = None
+        if dev.label is not None and now - dev.label[1] <= dev.label[2]:
+            y = dev.label[0]
+        recent = dev.recent
+        recent.append([seq, now, y is not None])
+        while recent and recent[0][1] < now - self.window_before_s:
+            recent.popleft()
+        return Reading(device, seq, now, x, y)

@@ -1,0 +1,839 @@
+"""Input adapters: the runtime reads what existing sensors already publish (``[[sources]]``).
+
+Each ``[[sources]]`` entry names an ecosystem (``kind``), the topics to read, how the device id
+comes from the topic, where each feature's value lives and, optionally, where the label comes
+from. Its adapter turns one MQTT message into an ``Extract`` (feature values, a label value,
+an availability change, or a counted rejection with its reason); the ``SourceRouter`` then
+drops stale retained values and repeated publishes, feeds the ``Assembler`` (one reading per
+device from values arriving on several topics) and hands the resulting ``Reading``/``Label``
+objects to the worker's own reading and label path: test-then-train, pending labels, drift
+and checkpoints are the same as for the edgebayes protocol (docs/protocol.md).
+
+Config (keys with defaults; ``-`` = required)::
+
+    [[sources]]   kind=- ("edgebayes" | "zigbee2mqtt" | "tasmota" | "esphome" | "shelly" | "json")
+                  topic=None (filter of the messages whose JSON payload holds the features;
+                      for "edgebayes": the protocol prefix)
+                  device=None (a fixed device id for everything this source reads) or
+                  device_level=<per kind> (index of the topic level naming the device; negative
+                      counts from the end; the level is made a device id by turning characters
+                      outside [A-Za-z0-9_-] into "_")
+                  availability_topic=None (an extra availability filter; "json" has no other)
+                  features={} (feature name -> where its value lives, see below)
+                  label=None (where the label lives, same forms as a feature)
+                  label_values={} (wire value as text -> label: "ON", "true", "1", "idle")
+                  label_window_before_s=0 (readings up to this long before a label get it as a
+                      delayed label, by seq) label_window_after_s=60 (readings assembled up to
+                      this long after it get it inline)
+    [assembler]   interval_s=0 (0: a reading when every feature has a new value since the last
+                      reading; > 0: a reading every interval_s s from the latest values)
+                  max_age_s=600 (older values are missing: NaN) dedupe_s=1 (a byte-identical
+                  publish on the same topic within this is a repeat, dropped)
+                  accept_retained=false (retained values delivered on subscribe are stale)
+
+Where a value lives: ``"BME280.Temperature"`` (a key path into the JSON payload of a message on
+``topic``; quote keys holding dots: ``'PMS5003."PM2.5"'``), a list of such paths (the first
+present wins: translated firmware, ``["BME280.Temperature", "BME280.Temperatur"]``), or a
+topic: a string with a ``/`` (``"livingroom/sensor/temperature/state"``, wildcards allowed)
+whose plain payload is the value, or ``{topic = "...", path = "..."}`` for JSON on that topic.
+
+Values: JSON numbers; numbers sent as strings (``"100.00"``); booleans and ``ON``/``OFF``,
+``true``/``false`` as 1/0; ``nan``, ``None``, ``null``, ``unavailable``, ``unknown`` and
+empty payloads as "no value now" (the feature becomes missing); any other text is refused
+(kind ``field``), +/-inf too (``not_finite``). Tasmota temperatures in Fahrenheit and
+pressures in mmHg/inHg are converted to °C and hPa from the message's ``TempUnit`` and
+``PressureUnit``. Availability messages (zigbee2mqtt ``bridge/state`` and ``<name>/availability``,
+Tasmota ``LWT``, ESPHome ``status``, Shelly ``online``) are never readings: ``offline``
+drops the values that device published, so nothing stale is assembled from them.
+Payload shapes, topics and pitfalls per ecosystem: ../shared/payloads/README.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from paho.mqtt.client import topic_matches_sub
+
+from edgebayes.runtime.config import NAME_RE
+from edgebayes.runtime.protocol import Label, Parser, ProtocolError, Reading
+
+log = logging.getLogger(__name__)
+
+KINDS = ("edgebayes", "zigbee2mqtt", "tasmota", "esphome", "shelly", "json")
+#: texts that mean "the sensor has no value now" (ESPHome nan/None, HA unavailable/unknown)
+NO_VALUE = frozenset({"", "nan", "-nan", "none", "null", "unavailable", "unknown"})
+_ON, _OFF = frozenset({"on", "true"}), frozenset({"off", "false"})
+_ONLINE = frozenset({"online", "true", "1", "connected"})
+_OFFLINE = frozenset({"offline", "false", "0", "disconnected"})
+#: Tasmota keys whose unit the message declares (English and German builds)
+_TEMP_KEYS = frozenset({"temperature", "dewpoint", "temperatur", "taupunkt"})
+_PRESSURE_KEYS = frozenset({"pressure", "seapressure", "druck"})
+_HPA_PER = {"mmHg": 1.33322387415, "inHg": 33.8638866667}  # hPa per unit
+_ABSENT = object()
+_BAD_ID = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class Retained(bytes):
+    """A payload the broker delivered because it was retained (it may be arbitrarily old)."""
+
+
+# --- config ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Spec:
+    """Where one value lives: on ``topic`` (plain payload unless ``paths``), else at one of
+    ``paths`` (key tuples, first present wins) in the JSON of the source's ``topic``."""
+
+    topic: str | None
+    paths: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    kind: str
+    topic: str | None = None
+    device: str | None = None
+    device_level: int | None = None
+    availability_topic: str | None = None
+    features: tuple[tuple[str, Spec], ...] = ()
+    label: Spec | None = None
+    label_values: tuple[tuple[str, Any], ...] = ()
+    label_window_before_s: float = 0.0
+    label_window_after_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class AssemblerConfig:
+    interval_s: float = 0.0
+    max_age_s: float = 600.0
+    dedupe_s: float = 1.0
+    accept_retained: bool = False
+
+
+def parse_path(text: str) -> tuple[str, ...]:
+    """``'a.b'`` -> ``("a", "b")``; ``'PMS5003."PM2.5"'`` -> ``("PMS5003", "PM2.5")``.
+
+    Raises:
+        ValueError: an empty key, an unclosed quote, or text after a closing quote.
+    """
+    keys, i, n = [], 0, len(text)
+    while True:
+        if i < n and text[i] == '"':
+            j = text.find('"', i + 1)
+            if j < 0:
+                raise ValueError(f"path {text!r}: unclosed quote")
+            keys.append(text[i + 1:j])
+            i = j + 1
+        else:
+            j = text.find(".", i)
+            j = n if j < 0 else j
+            if j == i:
+                raise ValueError(f"path {text!r}: empty key")
+            keys.append(text[i:j])
+            i = j
+        if i == n:
+            return tuple(keys)
+        if text[i] != ".":
+            raise ValueError(f"path {text!r}: expected '.' after a quoted key")
+        i += 1
+
+
+def _topic_filter(v: str) -> str | None:
+    levels = v.split("/")
+    if not v or any(("#" in lvl and (lvl != "#" or i != len(levels) - 1)) or ("+" in lvl and lvl != "+")
+                    for i, lvl in enumerate(levels)):
+        return "is not a valid MQTT topic filter"
+    return None
+
+
+def _spec(value: Any, where: str, problems: list[str]) -> Spec | None:
+    try:
+        if isinstance(value, str):
+            if "/" in value:
+                bad = _topic_filter(value)
+                if bad:
+                    raise ValueError(f"topic {value!r} {bad}")
+                return Spec(value, ())
+            return Spec(None, (parse_path(value),))
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return Spec(None, tuple(parse_path(v) for v in value))
+        if isinstance(value, dict) and isinstance(value.get("topic"), str) and set(value) <= {"topic", "path"}:
+            bad = _topic_filter(value["topic"])
+            if bad:
+                raise ValueError(f"topic {value['topic']!r} {bad}")
+            path = value.get("path")
+            if path is not None and not isinstance(path, str):
+                raise ValueError("path must be a string")
+            return Spec(value["topic"], (parse_path(path),) if path else ())
+        raise ValueError("must be a key path, a list of key paths, a topic, or {topic, path}")
+    except ValueError as exc:
+        problems.append(f"{where}: {exc}")
+        return None
+
+
+_SOURCE_KEYS = ("kind", "topic", "device", "device_level", "availability_topic", "features", "label",
+                "label_values", "label_window_before_s", "label_window_after_s")
+
+
+def _source(i: int, raw: Any, features: tuple[str, ...], problems: list[str]) -> SourceConfig | None:
+    where = f"[[sources]] #{i + 1}"
+    if not isinstance(raw, dict):
+        problems.append(f"{where}: must be a table")
+        return None
+    n_before = len(problems)
+    for key in raw:
+        if key not in _SOURCE_KEYS:
+            problems.append(f"{where}: unknown key {key!r}; known: {', '.join(_SOURCE_KEYS)}")
+    kind = raw.get("kind")
+    if kind == "sparkplug":
+        problems.append(f"{where}: kind 'sparkplug' is not supported (Sparkplug B payloads are protobuf)")
+        return None
+    if kind not in KINDS:
+        problems.append(f"{where}: kind = {kind!r}: must be one of {', '.join(map(repr, KINDS))}")
+        return None
+    where = f"[[sources]] #{i + 1} ({kind})"
+    values: dict[str, Any] = {"kind": kind}
+    for key in ("topic", "availability_topic"):
+        if key in raw:
+            v = raw[key]
+            bad = "must be a string" if not isinstance(v, str) else _topic_filter(v)
+            if bad:
+                problems.append(f"{where}: {key} = {v!r} {bad}")
+            values[key] = v
+    if "device" in raw:
+        if not isinstance(raw["device"], str) or not NAME_RE.match(raw["device"]):
+            problems.append(f"{where}: device = {raw['device']!r} must be 1 to 64 characters from [A-Za-z0-9_-]")
+        values["device"] = raw["device"]
+    if "device_level" in raw:
+        if type(raw["device_level"]) is not int:
+            problems.append(f"{where}: device_level = {raw['device_level']!r} must be an integer")
+        values["device_level"] = raw["device_level"]
+    specs = []
+    fmap = raw.get("features", {})
+    if not isinstance(fmap, dict):
+        problems.append(f"{where}: features must be a table (feature name -> where its value lives)")
+        fmap = {}
+    for name, value in fmap.items():
+        if name not in features:
+            problems.append(f"{where}: feature {name!r} is not in [schema] features")
+            continue
+        spec = _spec(value, f"{where} features.{name}", problems)
+        if spec is not None:
+            specs.append((name, spec))
+    values["features"] = tuple(specs)
+    if "label" in raw:
+        values["label"] = _spec(raw["label"], f"{where} label", problems)
+    lmap = raw.get("label_values", {})
+    if not isinstance(lmap, dict) or not all(type(v) in (str, int) for v in lmap.values()):
+        problems.append(f"{where}: label_values must map wire values to str or int labels")
+        lmap = {}
+    values["label_values"] = tuple(lmap.items())
+    for key in ("label_window_before_s", "label_window_after_s"):
+        if key in raw:
+            v = raw[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                problems.append(f"{where}: {key} = {v!r} must be a number >= 0")
+                continue
+            values[key] = float(v)
+    if kind == "edgebayes":
+        if specs or "label" in raw:
+            problems.append(f"{where}: features and label come from the protocol itself; give only topic (the prefix)")
+        if "topic" not in raw:
+            problems.append(f"{where}: topic (the protocol prefix) is required")
+    elif not specs and values.get("label") is None and len(problems) == n_before:
+        problems.append(f"{where}: maps no feature and no label")
+    if kind == "json" and "device" not in raw and "device_level" not in raw:
+        problems.append(f"{where}: give device (a fixed id) or device_level (the topic level naming the device)")
+    if any(s.topic is None for _, s in specs) or (values.get("label") and values["label"].topic is None):
+        if "topic" not in raw:
+            problems.append(f"{where}: key paths need topic (the filter of the JSON messages)")
+    if len(problems) > n_before:
+        return None
+    return SourceConfig(**values)
+
+
+def _assembler(raw: Any, problems: list[str]) -> AssemblerConfig:
+    if not isinstance(raw, dict):
+        problems.append("[assembler] must be a table")
+        return AssemblerConfig()
+    values = {}
+    for key, v in raw.items():
+        if key == "accept_retained":
+            if not isinstance(v, bool):
+                problems.append(f"[assembler] accept_retained = {v!r}: expected true or false")
+            values[key] = v
+        elif key in ("interval_s", "max_age_s", "dedupe_s"):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                problems.append(f"[assembler] {key} = {v!r}: must be a number >= 0")
+            elif key == "max_age_s" and v == 0:
+                problems.append("[assembler] max_age_s = 0: must be > 0")
+            values[key] = float(v) if not isinstance(v, bool) and isinstance(v, (int, float)) else v
+        else:
+            problems.append(f"[assembler] unknown key {key!r}; known: interval_s, max_age_s, dedupe_s, accept_retained")
+    return AssemblerConfig(**values)
+
+
+#: config tables this module (and ``discovery``) adds to the runtime's config
+TABLES = ("sources", "assembler", "homeassistant")
+
+
+def parse_tables(raw: dict, features: tuple[str, ...] | None, output_format: str,
+                 problems: list[str]) -> dict:
+    """The ``Config`` fields ``sources``, ``assembler``, ``homeassistant`` from a decoded TOML
+    document; every problem is appended to ``problems`` (the caller raises ``ConfigError``)."""
+    from edgebayes.runtime.discovery import parse_homeassistant
+
+    out: dict[str, Any] = {}
+    if "sources" in raw:
+        if not isinstance(raw["sources"], list) or not raw["sources"]:
+            problems.append("[[sources]] must be an array of tables")
+        elif features is not None:
+            out["sources"] = tuple(s for i, t in enumerate(raw["sources"])
+                                   if (s := _source(i, t, features, problems)) is not None)
+    if "assembler" in raw:
+        out["assembler"] = _assembler(raw["assembler"], problems)
+    if "homeassistant" in raw:
+        out["homeassistant"] = parse_homeassistant(raw["homeassistant"], output_format, problems)
+    return out
+
+
+# --- value coercion ----------------------------------------------------------------------------
+
+def _text(v: str) -> str:
+    s = v.strip()
+    if len(s) >= 2 and s[0] == '"' and s[-1] == '"':  # JSON-encoded string (HA statestream attributes)
+        s = s[1:-1].strip()
+    return s
+
+
+def to_number(v: Any, name: str) -> float:
+    """A feature value as a float; NaN for "no value now".
+
+    Raises:
+        ProtocolError: ``field`` for text that is no number (a text sensor), a map or a list;
+            ``not_finite`` for +/-inf.
+    """
+    if v is None:
+        return math.nan
+    t = type(v)
+    if t is bool:
+        return 1.0 if v else 0.0
+    if t is str:
+        s = _text(v)
+        low = s.lower()
+        if low in NO_VALUE:
+            return math.nan
+        if low in _ON:
+            return 1.0
+        if low in _OFF:
+            return 0.0
+        try:
+            f = float(s)
+        except ValueError:
+            raise ProtocolError("field", f"feature {name!r}: {s[:40]!r} is not a number") from None
+    elif t is int or t is float:
+        try:
+            f = float(v)
+        except OverflowError:
+            raise ProtocolError("not_finite", f"feature {name!r} is too large for a float") from None
+    else:
+        raise ProtocolError("field", f"feature {name!r} must be a number, got {t.__name__}")
+    if math.isinf(f):
+        raise ProtocolError("not_finite", f"feature {name!r} is {f}")
+    return f
+
+
+def to_label(v: Any, values: dict) -> Any:
+    """A label value mapped through ``label_values``; None for "no value now".
+
+    Raises:
+        ProtocolError: ``field`` for a value absent from a non-empty ``label_values``, or a
+            value that cannot be a label (a map, a list, a fraction).
+    """
+    if v is None:
+        return None
+    if type(v) is bool:
+        key = "true" if v else "false"
+    elif type(v) is str:
+        key = _text(v)
+        if key.lower() in NO_VALUE:
+            return None
+    elif type(v) is int or (type(v) is float and v.is_integer()):
+        key = str(int(v))
+    else:
+        raise ProtocolError("field", f"label value {str(v)[:40]!r} cannot be a label")
+    if values:
+        if key not in values:
+            raise ProtocolError("field", f"label value {key[:40]!r} is not in label_values "
+                                         f"({', '.join(map(repr, values))})")
+        return values[key]
+    return int(key) if type(v) is int or type(v) is float else key
+
+
+def availability(payload: bytes) -> bool | None:
+    """True (online), False (offline) or None (not understood) for an availability payload:
+    ``online``/``Online``/``true``/``offline``/``false`` text, ``{"state": ...}`` or
+    ``{"online": bool}`` JSON."""
+    text = bytes(payload).decode("utf-8", "replace").strip()
+    if text.startswith("{"):
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            return None
+        v = doc.get("state", doc.get("online")) if isinstance(doc, dict) else None
+        text = str(v).lower() if isinstance(v, (str, bool)) else ""
+    low = _text(text).lower()
+    return True if low in _ONLINE else False if low in _OFFLINE else None
+
+
+def device_id(text: str) -> str:
+    """A topic level made a device id: characters outside [A-Za-z0-9_-] become "_", at most 64."""
+    return _BAD_ID.sub("_", text)[:64]
+
+
+def lookup(doc: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` in a decoded JSON document, or ``_ABSENT``."""
+    for key in path:
+        if isinstance(doc, dict):
+            doc = doc.get(key, _ABSENT)
+            if doc is _ABSENT:
+                return _ABSENT
+        elif isinstance(doc, list) and key.isdigit() and int(key) < len(doc):
+            doc = doc[int(key)]
+        else:
+            return _ABSENT
+    return doc
+
+
+# --- adapters ----------------------------------------------------------------------------------
+
+@dataclass
+class Extract:
+    """What one message means for one source.
+
+    ``kind``: "values" (``values`` feature -> float, NaN = no value now; ``label`` present when
+    ``has_label``), "availability" (``online``), "ignored" (not data: bridge logs, announces,
+    commands) or "rejected" (``reason``: an error kind of docs/protocol.md or ``no_feature``,
+    ``explanation`` in words). ``device`` is the device id the values belong to, ``origin``
+    the publisher (source index, topic-derived name) whose availability governs them.
+    """
+
+    kind: str
+    device: str | None = None
+    origin: tuple = ()
+    values: dict[str, float] = field(default_factory=dict)
+    has_label: bool = False
+    label: Any = None
+    online: bool | None = None
+    reason: str | None = None
+    explanation: str = ""
+
+
+class Adapter:
+    """The generic JSON adapter (kind "json"); subclasses know one ecosystem's topics."""
+
+    default_level: int | None = None
+
+    def __init__(self, index: int, cfg: SourceConfig):
+        self.index = index
+        self.cfg = cfg
+        self.level = cfg.device_level if cfg.device_level is not None else self.default_level
+        self.label_values = dict(cfg.label_values)
+        specs = [*(s for _, s in cfg.features), *([cfg.label] if cfg.label else [])]
+        self.value_topics = sorted({s.topic for s in specs if s.topic is not None})
+
+    # topics
+    def data_filters(self) -> list[str]:
+        return ([self.cfg.topic] if self.cfg.topic else []) + self.value_topics
+
+    def availability_filters(self) -> list[str]:
+        return [self.cfg.availability_topic] if self.cfg.availability_topic else []
+
+    def filters(self) -> list[str]:
+        return list(dict.fromkeys(self.data_filters() + self.availability_filters()))
+
+    def classify(self, topic: str) -> str:
+        """"data", "availability" or "ignored"."""
+        if self.cfg.availability_topic and topic_matches_sub(self.cfg.availability_topic, topic):
+            return "availability"
+        return "ignored" if topic.endswith("/config") else "data"
+
+    def publisher(self, topic: str) -> str:
+        levels = topic.split("/")
+        level = self.level if self.level is not None else 0
+        return levels[level] if -len(levels) <= level < len(levels) else ""
+
+    def document(self, topic: str, doc: Any) -> Any:
+        """The JSON document the key paths read (Shelly overlays its deltas here)."""
+        return doc
+
+    def convert(self, doc: Any, path: tuple[str, ...], value: Any) -> Any:
+        """Unit normalisation for a value read at ``path`` (Tasmota)."""
+        return value
+
+    # extraction
+    def extract(self, topic: str, payload: bytes) -> Extract:
+        """What the message on ``topic`` means (see ``Extract``); never raises for bad input."""
+        kind = self.classify(topic)
+        pub = self.publisher(topic)
+        origin = (self.index, pub)
+        if kind == "ignored":
+            return Extract("ignored", origin=origin, explanation=f"{self.cfg.kind}: not a data topic")
+        if kind == "availability":
+            online = availability(payload)
+            if online is None:
+                return Extract("rejected", origin=origin, reason="field",
+                               explanation=f"availability payload {bytes(payload)[:40]!r} not understood")
+            return Extract("availability", origin=origin, online=online)
+        device = self.cfg.device or device_id(pub)
+        if not device:
+            return Extract("rejected", origin=origin, reason="device_id",
+                           explanation=f"no device id at level {self.level} of {topic!r}")
+        out = Extract("values", device=device, origin=origin)
+        doc: Any = _ABSENT
+        on_main = self.cfg.topic is not None and topic_matches_sub(self.cfg.topic, topic)
+        items = [*self.cfg.features, *((("\0label", self.cfg.label),) if self.cfg.label else ())]
+        try:
+            for name, spec in items:
+                if spec.topic is None and not on_main or spec.topic is not None and not topic_matches_sub(spec.topic, topic):
+                    continue
+                if spec.paths:
+                    if doc is _ABSENT:
+                        doc = self.document(topic, self._json(payload))
+                    raw = next((v for p in spec.paths if (v := lookup(doc, p)) is not _ABSENT), _ABSENT)
+                    if raw is _ABSENT:
+                        continue  # not in this message: the feature keeps its last value
+                    raw = self.convert(doc, next(p for p in spec.paths if lookup(doc, p) is not _ABSENT), raw)
+                else:
+                    raw = bytes(payload).decode("utf-8", "replace")
+                if name == "\0label":
+                    out.has_label, out.label = True, to_label(raw, self.label_values)
+                else:
+                    out.values[name] = to_number(raw, name)
+        except ProtocolError as exc:
+            return Extract("rejected", device=device, origin=origin, reason=exc.kind, explanation=str(exc))
+        if not out.values and not out.has_label:
+            return Extract("rejected", device=device, origin=origin, reason="no_feature",
+                           explanation="no mapped feature or label in this message")
+        return out
+
+    @staticmethod
+    def _json(payload: bytes) -> Any:
+        try:
+            return json.loads(bytes(payload))
+        except ValueError as exc:
+            raise ProtocolError("decode", f"payload is not JSON: {exc}") from None
+
+
+class Zigbee2Mqtt(Adapter):
+    """``<base>/<friendly name>`` JSON; ``<base>/bridge/state`` and ``<name>/availability``
+    are availability; other ``bridge/...`` topics and ``/set``, ``/get`` are ignored. The
+    device is the whole friendly name (it may hold '/', spaces, ':')."""
+
+    def availability_filters(self):
+        out = super().availability_filters()
+        for f in self.data_filters():
+            base = f.split("/")[0]
+            out.append(f"{base}/bridge/state")
+            if not f.endswith("#"):
+                out.append(f"{f}/availability")
+        return out
+
+    def classify(self, topic):
+        levels = topic.split("/")
+        if len(levels) >= 2 and levels[1] == "bridge":
+            return "availability" if levels[2:] == ["state"] else "ignored"
+        if levels[-1] == "availability":
+            return "availability"
+        if levels[-1] in ("set", "get"):
+            return "ignored"
+        return super().classify(topic)
+
+    def publisher(self, topic):
+        if self.level is not None:
+            return super().publisher(topic)
+        levels = topic.split("/")
+        if levels[1:] == ["bridge", "state"]:
+            return ""  # the bridge: every device of this source
+        if levels[-1] == "availability":
+            levels = levels[:-1]
+        return "/".join(levels[1:])
+
+
+class Tasmota(Adapter):
+    """``.../<Topic>/SENSOR``, ``STATE``, ``ENERGY`` JSON (matched on the last level: FullTopic
+    is user-defined); ``LWT`` is availability; the device is the level before the last, or the
+    one before ``tele``/``stat`` when FullTopic puts the prefix after the topic."""
+
+    DATA = frozenset({"SENSOR", "STATE", "ENERGY", "RESULT"})
+
+    def availability_filters(self):
+        out = super().availability_filters()
+        for f in self.data_filters():
+            head, _, last = f.rpartition("/")
+            if last in self.DATA or last == "+":
+                out.append(f"{head}/LWT")
+        return out
+
+    def classify(self, topic):
+        last = topic.rsplit("/", 1)[-1]
+        if last == "LWT":
+            return "availability"
+        return "data" if last in self.DATA else "ignored"
+
+    def publisher(self, topic):
+        if self.level is not None:
+            return super().publisher(topic)
+        levels = topic.split("/")
+        if len(levels) < 2:
+            return ""
+        if levels[-2] in ("tele", "stat") and len(levels) >= 3:
+            return levels[-3]
+        return levels[-2]
+
+    def convert(self, doc, path, value):
+        if not isinstance(doc, dict) or type(value) not in (int, float):
+            return value
+        key = path[-1].lower()
+        if key in _TEMP_KEYS and doc.get("TempUnit") == "F":
+            return (value - 32.0) / 1.8
+        if key in _PRESSURE_KEYS and doc.get("PressureUnit") in _HPA_PER:
+            return value * _HPA_PER[doc["PressureUnit"]]
+        return value
+
+
+class ESPHome(Adapter):
+    """``<node>/<component>/<object_id>/state`` plain text; ``<node>/status`` availability."""
+
+    default_level = 0
+
+    def availability_filters(self):
+        out = super().availability_filters()
+        for f in self.data_filters():
+            out.append(f.split("/")[0] + "/status")
+        return out
+
+    def classify(self, topic):
+        levels = topic.split("/")
+        if len(levels) == 2 and levels[1] == "status":
+            return "availability"
+        return "data" if levels[-1] == "state" or self.cfg.topic else "ignored"
+
+
+class Shelly(Adapter):
+    """Gen1 ``shellies/<id>/...`` plain values; Gen2/3 ``<id>/events/rpc`` JSON-RPC
+    (``NotifyStatus`` deltas overlaid on the kept component status, ``NotifyFullStatus``
+    replacing it) and ``<id>/status/<component>``; ``online`` is availability. Key paths
+    start at the component: ``temperature:0.tC``."""
+
+    def __init__(self, index, cfg):
+        super().__init__(index, cfg)
+        self.state: dict[str, dict] = {}  # publisher -> component -> status
+
+    def availability_filters(self):
+        out = super().availability_filters()
+        for f in self.data_filters():
+            levels = f.split("/")
+            out.append("/".join(levels[:2] if levels[0] == "shellies" else levels[:1]) + "/online")
+        return out
+
+    def classify(self, topic):
+        levels = topic.split("/")
+        if levels[-1] == "online":
+            return "availability"
+        if levels[-1] == "announce":
+            return "ignored"
+        return "data"
+
+    def publisher(self, topic):
+        if self.level is not None:
+            return super().publisher(topic)
+        levels = topic.split("/")
+        return levels[1] if levels[0] == "shellies" and len(levels) > 1 else levels[0]
+
+    def document(self, topic, doc):
+        pub = self.publisher(topic)
+        kept = self.state.setdefault(pub, {})
+        levels = topic.split("/")
+        if levels[-2:] == ["events", "rpc"]:
+            method = doc.get("method") if isinstance(doc, dict) else None
+            params = doc.get("params") if isinstance(doc, dict) else None
+            if method not in ("NotifyStatus", "NotifyFullStatus") or not isinstance(params, dict):
+                return {}  # NotifyEvent and others carry no status
+            if method == "NotifyFullStatus":
+                kept.clear()
+            for comp, status in params.items():
+                if isinstance(status, dict):
+                    _overlay(kept.setdefault(comp, {}), status)
+            # only the components this message touched count as new values
+            return {comp: kept[comp] for comp, s in params.items() if isinstance(s, dict)}
+        if len(levels) >= 2 and levels[-2] == "status" and isinstance(doc, dict):
+            kept[levels[-1]] = doc
+            return {levels[-1]: doc}
+        return doc
+
+
+def _overlay(kept: dict, delta: dict) -> None:
+    for key, value in delta.items():
+        if isinstance(value, dict) and isinstance(kept.get(key), dict):
+            _overlay(kept[key], value)
+        else:
+            kept[key] = value
+
+
+class EdgebayesProtocol(Adapter):
+    """Our own protocol under another prefix: ``<topic>/<device>/reading`` and ``/label``."""
+
+    def data_filters(self):
+        return [f"{self.cfg.topic}/+/reading", f"{self.cfg.topic}/+/label"]
+
+    def publisher(self, topic):
+        return topic.split("/")[-2]
+
+
+ADAPTERS = {"json": Adapter, "zigbee2mqtt": Zigbee2Mqtt, "tasmota": Tasmota, "esphome": ESPHome,
+            "shelly": Shelly, "edgebayes": EdgebayesProtocol}
+
+
+def make_adapter(index: int, cfg: SourceConfig) -> Adapter:
+    return ADAPTERS[cfg.kind](index, cfg)
+
+
+# --- the router: adapters -> assembler -> the worker's reading and label path ------------------
+
+class SourceRouter:
+    """Feeds messages of the ``[[sources]]`` topics through the worker's own path.
+
+    Args:
+        config: the runtime ``Config`` (``sources``, ``assembler``, ``schema``, ``queue``).
+        worker: the ``Worker``; readings go to its ``_reading``, labels to its ``_label``,
+            refusals to its ``_error`` (rate-limited error reports, counted in its metrics).
+        discovery: a ``discovery.Discovery`` to tell about Home Assistant's birth, or None.
+
+    ``counts`` (a Counter, in the metrics as ``sources``): ``retained``, ``repeated``,
+    ``ignored``, ``no_feature``, ``offline``, ``online``, ``readings``, ``labels`` and one
+    entry per refusal kind.
+    """
+
+    def __init__(self, config, worker, discovery=None):
+        from edgebayes.runtime.assembler import Assembler
+
+        self.worker = worker
+        self.discovery = discovery
+        acfg = config.assembler or AssemblerConfig()
+        self.acfg = acfg
+        self.adapters = [make_adapter(i, s) for i, s in enumerate(config.sources)]
+        self.assembler = Assembler(config.schema.features, acfg.interval_s, acfg.max_age_s,
+                                   max((s.label_window_before_s for s in config.sources), default=0.0))
+        self.parser = Parser(config.schema.features, config.schema.label, config.queue.max_payload_bytes)
+        self.max_payload_bytes = config.queue.max_payload_bytes
+        self.counts: Counter = Counter()
+        self._last_payload: dict[str, tuple[bytes, float]] = {}
+        self._routes: dict[str, list[Adapter]] = {}
+        extra = [discovery.ha_status_topic] if discovery is not None else []
+        self.filters = list(dict.fromkeys([f for a in self.adapters for f in a.filters()] + extra))
+
+    def _match(self, topic: str) -> list[Adapter]:
+        found = self._routes.get(topic)
+        if found is None:
+            found = [a for a in self.adapters if any(topic_matches_sub(f, topic) for f in a.filters())]
+            if len(self._routes) >= 4096:
+                self._routes.clear()
+            self._routes[topic] = found
+        return found
+
+    def handle(self, topic: str, payload: bytes, t_recv: float) -> bool:
+        """Process a message of a source topic (worker thread); False if no source reads it."""
+        if self.discovery is not None and topic == self.discovery.ha_status_topic:
+            self.discovery.ha_status(payload)
+            return True
+        adapters = self._match(topic)
+        if not adapters:
+            return False
+        now = time.time()
+        if len(payload) > self.max_payload_bytes:
+            self._refuse(None, topic, "oversize", f"payload of {len(payload)} bytes exceeds {self.max_payload_bytes}")
+            return True
+        for adapter in adapters:
+            self._one(adapter, topic, payload, now, t_recv)
+        return True
+
+    def _one(self, adapter: Adapter, topic: str, payload: bytes, now: float, t_recv: float) -> None:
+        kind = adapter.classify(topic)
+        if kind == "data" and type(payload) is Retained and not self.acfg.accept_retained:
+            self.counts["retained"] += 1  # stale: no way to tell how old
+            return
+        if kind == "data" and self.acfg.dedupe_s > 0:
+            key = f"{adapter.index}\0{topic}"
+            last = self._last_payload.get(key)
+            if last is not None and last[0] == payload and now - last[1] < self.acfg.dedupe_s:
+                self.counts["repeated"] += 1
+                return
+            if len(self._last_payload) >= 4096:
+                self._last_payload.clear()
+            self._last_payload[key] = (bytes(payload), now)
+        if adapter.cfg.kind == "edgebayes":
+            self._protocol(topic, payload, t_recv)
+            return
+        ex = adapter.extract(topic, payload)
+        if ex.kind == "availability":
+            self.counts["online" if ex.online else "offline"] += 1
+            if not ex.online:
+                self.assembler.offline(ex.origin, now)
+            return
+        if ex.kind == "ignored" or ex.reason == "no_feature":
+            self.counts[ex.kind if ex.kind == "ignored" else "no_feature"] += 1
+            return
+        if ex.kind == "rejected":
+            self._refuse(ex.device, topic, ex.reason, ex.explanation)
+            return
+        cfg = adapter.cfg
+        if ex.has_label:
+            for lab in self.assembler.label(ex.device, ex.label, now, cfg.label_window_before_s,
+                                            cfg.label_window_after_s):
+                self._deliver(lab, topic, t_recv)
+        if ex.values:
+            reading = self.assembler.update(ex.device, ex.values, ex.origin, now)
+            if reading is not None:
+                self._deliver(reading, topic, t_recv)
+
+    def _protocol(self, topic: str, payload: bytes, t_recv: float) -> None:
+        device, kind = topic.split("/")[-2:]
+        try:
+            if not NAME_RE.match(device):
+                raise ProtocolError("device_id", f"device id {device[:80]!r} is not 1-64 characters from [A-Za-z0-9_-]")
+            item = self.parser.parse_reading(device, payload) if kind == "reading" else self.parser.parse_label(device, payload)
+        except ProtocolError as exc:
+            self._refuse(device if NAME_RE.match(device) else None, topic, exc.kind, str(exc), exc.seq)
+            return
+        self._deliver(item, topic, t_recv)
+
+    def _deliver(self, item: Reading | Label, topic: str, t_recv: float) -> None:
+        w = self.worker
+        try:
+            if isinstance(item, Reading):
+                self.counts["readings"] += 1
+                w._reading(item, t_recv)
+            else:
+                self.counts["labels"] += 1
+                w._label(item)
+        except ProtocolError as exc:
+            w._error(w.topics.device_topic(item.device, "error"), topic, exc)
+
+    def _refuse(self, device: str | None, topic: str, kind: str, explanation: str, seq: int | None = None) -> None:
+        self.counts[kind] += 1
+        w = self.worker
+        out = w.topics.device_topic(device, "error") if device else w.topics.runtime_error
+        w._error(out, topic, ProtocolError(kind, explanation, seq))
+
+    def tick(self) -> None:
+        """Cadence readings due now (worker loop, every ``TICK_S``)."""
+        for reading in self.assembler.due(time.time()):
+            self._deliver(reading, "(assembler)", time.perf_counter())
