@@ -66,6 +66,7 @@ class Worker:
         self.client = None
         self.devices: dict[str, Device] = {}
         self.tick_hooks: list[Callable[[], None]] = []
+        self.sources = None  # a sources.SourceRouter when [[sources]] or [homeassistant] are set
         self._drop_oldest = config.queue.policy == "drop_oldest"
         self._fmt = config.output.format
         self._pred_qos = config.output.prediction_qos
@@ -152,6 +153,8 @@ class Worker:
             self._error(self.topics.runtime_error, topic, exc)
             return
         if route is None:
+            if self.sources is not None and self.sources.handle(topic, payload, t_recv):
+                return
             log.warning("message on unexpected topic %s ignored", topic)
             return
         kind, device = route
@@ -324,4 +327,5 @@ class Worker:
             "n_drift_alerts": self.n_drift_alerts, "errors": dict(self.errors),
             "pending_labels": sum(len(p) for p in pending), "n_devices": len(self.devices),
             "rss_bytes": rss_bytes(), "models": models,
+            **({"sources": dict(self.sources.counts)} if self.sources is not None else {}),
         }
