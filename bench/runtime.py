@@ -82,6 +82,22 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def publish(client: paho.Client, topic: str, payload: bytes) -> None:
+    """Publish at QoS 1, waiting while paho has no free packet id.
+
+    A client can have at most 65,535 QoS 1 messages unacknowledged (MQTT packet ids are 16
+    bits); paho refuses the next one with MQTT_ERR_QUEUE_SIZE. Ignoring that return value lost
+    every reading of a 100,000 burst past the first ~68,600.
+    """
+    while True:
+        rc = client.publish(topic, payload, qos=1).rc
+        if rc != paho.MQTT_ERR_QUEUE_SIZE:
+            break
+        time.sleep(0.001)  # the broker's acknowledgements free packet ids
+    if rc not in (paho.MQTT_ERR_SUCCESS, paho.MQTT_ERR_NO_CONN):  # NO_CONN: queued for the reconnect
+        raise RuntimeError(f"publish refused: {paho.error_string(rc)}")
+
+
 def payloads(n: int, seed: int = 0) -> list[bytes]:
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 3, n)
@@ -120,7 +136,7 @@ def main() -> int:
         col.expect(args.n)
         t0 = time.time()
         for seq, x, y in data:
-            pub.publish("bench/d1/reading", msgpack.packb({"seq": seq, "ts": time.time(), "x": x, "y": y}), qos=1)
+            publish(pub, "bench/d1/reading", msgpack.packb({"seq": seq, "ts": time.time(), "x": x, "y": y}))
         t_pub = time.time() - t0
         if not col.done.wait(timeout=max(120.0, args.n / 500)):
             print(f"only {col.n} of {args.n} predictions arrived")
@@ -144,7 +160,7 @@ def main() -> int:
             seq, x, y = data[k % len(data)]
             while time.perf_counter() < t0 + k * period:
                 time.sleep(0.0002)
-            pub.publish("bench/d1/reading", msgpack.packb({"seq": args.n + k, "ts": time.time(), "x": x, "y": y}), qos=1)
+            publish(pub, "bench/d1/reading", msgpack.packb({"seq": args.n + k, "ts": time.time(), "x": x, "y": y}))
         deadline = time.time() + 30
         while col.n < m and time.time() < deadline:
             time.sleep(0.05)

@@ -32,7 +32,8 @@ def wait_for(cond, timeout_s: float = 10.0, what: str = "condition") -> None:
 class Device:
     """A test client: publishes to ``<prefix>/<device>/...``, collects ``<prefix>/#``."""
 
-    def __init__(self, broker, prefix: str = "eb", client_id: str = "test-device", collect: bool = True):
+    def __init__(self, broker, prefix: str = "eb", client_id: str = "test-device", collect: bool = True,
+                 max_queued: int = 0):
         self.prefix = prefix
         self.lock = threading.Lock()
         self.messages: dict[str, list] = defaultdict(list)  # last topic level -> decoded payloads
@@ -42,6 +43,7 @@ class Device:
                         protocol=MQTTProtocolVersion.MQTTv5)
         c.reconnect_delay_set(0.1, 0.5)
         c.max_inflight_messages_set(1000)
+        c.max_queued_messages_set(max_queued)  # unacknowledged QoS 1 messages (0: paho's 65,535 ids)
         c.on_connect = self._on_connect
         c.on_message = self._on_message
         c.on_subscribe = lambda *a: self.connected.set()
@@ -67,8 +69,14 @@ class Device:
             self.messages[kind].append(decode(msg.payload))
 
     def publish(self, device: str, kind: str, payload, fmt: str = "msgpack", qos: int = 1):
+        """Publish; for QoS 1, wait while paho has no room for another unacknowledged message
+        (at most 65,535: MQTT packet ids are 16 bits; fewer with ``max_queued_messages_set``)."""
         data = payload if isinstance(payload, bytes) else encode(payload, fmt)
-        return self.client.publish(f"{self.prefix}/{device}/{kind}", data, qos=qos)
+        while True:
+            info = self.client.publish(f"{self.prefix}/{device}/{kind}", data, qos=qos)
+            if info.rc != paho.MQTT_ERR_QUEUE_SIZE or qos == 0:
+                return info
+            time.sleep(0.001)  # the broker's acknowledgements free packet ids
 
     def got(self, kind: str) -> list:
         with self.lock:

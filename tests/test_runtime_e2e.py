@@ -4,6 +4,7 @@ import time
 from collections import deque
 
 import msgpack
+import paho.mqtt.client as paho
 import pytest
 
 from edgebayes.naive_bayes import GaussianNB
@@ -201,3 +202,22 @@ def test_broker_restart_mid_stream_loses_and_repeats_nothing(broker, make_runtim
         off.learn_one(x, y)
     assert rt.worker.devices["d1"].slots[0].learner.state() == off.state()  # each learned once
     assert rt.worker.devices["d1"].slots[0].n_labels == 300
+
+
+def test_a_burst_past_the_publishers_unacknowledged_limit_is_processed_in_full(broker, make_runtime):
+    """A client holds at most 65,535 unacknowledged QoS 1 messages (16-bit packet ids; fewer
+    with ``max_queued_messages_set``, the same refusal); past that paho refuses the publish with
+    MQTT_ERR_QUEUE_SIZE. A publisher ignoring it lost every reading of a 100,000 burst past
+    ~68,600 (issue 7); one that waits for acknowledgements gets every reading processed once."""
+    rt = make_runtime()
+    dev = Device(broker, collect=False, max_queued=200)
+    data = blobs(3000, seed=5)
+    for i, (x, y) in enumerate(data):
+        assert dev.publish("d1", "reading", {"seq": i, "x": x, "y": y}).rc == paho.MQTT_ERR_SUCCESS
+    wait_for(lambda: rt.worker.n_learned == 3000, timeout_s=60, what="3000 readings learned")
+    off = GaussianNB()
+    for x, y in data:
+        off.learn_one(x, y)
+    assert rt.worker.devices["d1"].slots[0].learner.state() == off.state()
+    m = rt.worker.metrics()
+    assert (m["n_readings"], m["n_dropped"], m["n_duplicates"], m["n_malformed"]) == (3000, 0, 0, 0)
