@@ -48,6 +48,7 @@ def _factories():
         from edgebayes.ensemble import NaiveBayesCommittee
 
         out["nb_committee"] = lambda: NaiveBayesCommittee(n_models=5, seed=1)
+        out["nb_committee_mc"] = lambda: NaiveBayesCommittee(4, "monte_carlo", 0.5, nominal_attributes=[3], seed=2)
     except ImportError:
         pass
     return out
