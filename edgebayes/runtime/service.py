@@ -18,6 +18,7 @@ from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.mqtt import MqttClient
 from edgebayes.runtime.protocol import Topics
+from edgebayes.runtime.sources import attach, make_router
 from edgebayes.runtime.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -37,13 +38,17 @@ class Runtime:
         if config.checkpoint.dir is not None:
             store = CheckpointStore(config.checkpoint.dir, config.schema.features)
         self.worker = Worker(config, self.topics, store)
+        router = make_router(config, self.topics, self.worker)  # [[sources]], [homeassistant]
         self.ready_hooks: list[Callable[[], None]] = []
         self.client = MqttClient(
-            config.broker, subscriptions=self.topics.subscriptions, status_topic=self.topics.status,
+            config.broker, subscriptions=self.topics.subscriptions + (router.filters if router else []),
+            status_topic=self.topics.status,
             on_message=self.worker.submit, receive_maximum=config.queue.max_size,
             max_queued_out=config.queue.max_size, on_connected=self._connected,
         )
         self.worker.client = self.client
+        if router is not None:
+            attach(router, self.client)
 
     def _connected(self) -> None:
         for hook in self.ready_hooks:

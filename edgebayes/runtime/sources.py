@@ -837,3 +837,53 @@ class SourceRouter:
         """Cadence readings due now (worker loop, every ``TICK_S``)."""
         for reading in self.assembler.due(time.time()):
             self._deliver(reading, "(assembler)", time.perf_counter())
+
+
+def make_router(config, topics, worker) -> SourceRouter | None:
+    """The router for ``config`` (None without ``[[sources]]`` and HA discovery)."""
+    from edgebayes.runtime.discovery import Discovery
+
+    ha = config.homeassistant
+    discovery = None
+    if ha is not None and ha.discovery:
+        discovery = Discovery(ha, topics, config.broker.client_id, [m.name for m in config.models], None)
+    if not config.sources and discovery is None:
+        return None
+    return SourceRouter(config, worker, discovery)
+
+
+class _Intake:
+    """paho per-filter callback for the source topics (network thread): the payload is marked
+    ``Retained`` when the broker sent it as a retained message, then queued to the worker like
+    any message (acknowledged by the worker once processed)."""
+
+    def __init__(self, worker):
+        self.worker = worker
+        self.n_callback_errors = 0
+        self._last = None
+
+    def __call__(self, client, userdata, msg) -> None:
+        if msg is self._last:  # paho calls once per matching filter; take the message once
+            return
+        self._last = msg
+        try:
+            self.worker.submit(msg.topic, Retained(msg.payload) if msg.retain else msg.payload, msg.mid, msg.qos)
+        except Exception:
+            self.n_callback_errors += 1  # casebook C31: never silent
+            log.exception("error queueing a source message on %s (%d so far)", msg.topic, self.n_callback_errors)
+            if msg.qos > 0:
+                client.ack(msg.mid, msg.qos)
+
+
+def attach(router: SourceRouter, mqtt) -> None:
+    """Wire ``router`` to the runtime's ``MqttClient`` and worker: per-filter callbacks (they
+    carry the retain flag), the worker's dispatch and tick, discovery's publisher."""
+    intake = _Intake(router.worker)
+    for f in router.filters:
+        mqtt._client.message_callback_add(f, intake)
+    router.worker.sources = router
+    router.worker.tick_hooks.append(router.tick)
+    if router.discovery is not None:
+        router.discovery.publish = mqtt.publish
+        devices = router.worker.devices
+        router.worker.tick_hooks.append(lambda: router.discovery.tick(devices))
