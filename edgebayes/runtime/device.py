@@ -3,8 +3,9 @@
 Each configured model gets a ``ModelSlot`` per device: the learner, its prequential accuracy
 over the last ``accuracy_window`` labelled readings (test-then-train: the prediction made at
 reading time is scored when the label arrives, before learning), and a drift signal. A learner
-with its own detectors (SRP) reports them after ``learn_one`` in ``last_events``, a list of
-``(level, member)`` pairs (level "warning" or "drift", member the ensemble index); every
+with its own detectors (SRP) reports them after ``learn_one`` in ``last_events``, a list of dicts
+``{level, member, detector, accuracy_before, accuracy_after}`` (level "warning" or "drift",
+member the ensemble index; see ``SRPClassifier``); every
 other learner gets an ``ErrorDetector(ADWIN(delta))`` over its 0/1 error stream (1 = wrong),
 which signals only a rise of the error (DESIGN.md 2.4). The prediction published is the one
 of the model with the best recent accuracy (first configured on ties and before any label).
@@ -129,8 +130,9 @@ class Device:
             slot.learner.learn_one(x, y)
             det = slot.detector
             if det is None:
-                for level, member in slot.learner.last_events:
-                    alerts.append(_alert(seq, now, slot.name, level, "adwin", member, None, None))
+                for ev in slot.learner.last_events:
+                    alerts.append(_alert(seq, now, slot.name, ev["level"], ev["detector"],
+                                         ev["member"], ev["accuracy_before"], ev["accuracy_after"]))
             elif det.update(1.0 - correct):
                 adwin = det.detector
                 alerts.append(_alert(seq, now, slot.name, "drift", "adwin", None,
