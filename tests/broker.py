@@ -50,6 +50,7 @@ class Broker:
             "persistence true\n"
             f"persistence_location {self.workdir}/\n"
             "max_queued_messages 100000\n"
+            "set_tcp_nodelay true\n"  # no Nagle wait on small packets (latency)
             f"log_dest file {self.log}\n"
             "log_type error\nlog_type warning\nlog_type notice\n"
             # as root, mosquitto drops to user "mosquitto", which cannot write to a private
