@@ -1,0 +1,371 @@
+"""Input adapters against the real payloads in ../shared/payloads, and the assembler and
+label windows through the worker's own reading and label path (no broker here)."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from paho.mqtt.client import topic_matches_sub
+
+from edgebayes.runtime.assembler import Assembler
+from edgebayes.runtime.config import ConfigError, load_config, parse_config
+from edgebayes.runtime.protocol import Topics
+from edgebayes.runtime.sources import Retained, SourceRouter, make_adapter, parse_path
+from edgebayes.runtime.worker import Worker
+
+ROOT = Path(__file__).resolve().parents[1]
+PAYLOADS = ROOT / ".." / "shared" / "payloads"
+NAN = math.nan
+MODELS = [{"name": "nb", "kind": "gaussian_nb"}]
+
+
+def fixtures(name):
+    return json.loads((PAYLOADS / f"{name}.json").read_text())
+
+
+def wire(payload) -> bytes:
+    """The bytes on the wire: JSON text, plain text as is, nothing for Sparkplug's protobuf."""
+    if payload is None:
+        return b""
+    return payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+
+
+def config(features, sources, **tables):
+    return parse_config({"schema": {"features": list(features)}, "models": MODELS, "sources": sources, **tables})
+
+
+def adapters(features, sources):
+    return [make_adapter(i, s) for i, s in enumerate(config(features, sources).sources)]
+
+
+def outcome(ex):
+    """A comparable summary of an ``Extract``."""
+    if ex.kind == "values":
+        values = {k: ("nan" if math.isnan(v) else v) for k, v in ex.values.items()}
+        return ("values", ex.device, values, ex.label) if ex.has_label else ("values", ex.device, values)
+    if ex.kind == "availability":
+        return ("online" if ex.online else "offline", ex.origin[1])
+    return (ex.kind, ex.reason) if ex.kind == "rejected" else ("ignored",)
+
+
+def run(adapter_list, entries):
+    out = []
+    for e in entries:
+        ad = next((a for a in adapter_list if any(topic_matches_sub(f, e["topic"]) for f in a.filters())),
+                  adapter_list[0])
+        out.append(outcome(ad.extract(e["topic"], wire(e["payload"]))))
+    return out
+
+
+# --- zigbee2mqtt -------------------------------------------------------------------------------
+
+Z2M = {"temperature": "temperature", "humidity": "humidity", "pressure": "pressure",
+       "illuminance": ["illuminance_lux", "illuminance"], "occupancy": "occupancy", "contact": "contact",
+       "battery": "battery", "water_leak": "water_leak"}
+
+
+def test_zigbee2mqtt_fixtures():
+    ads = adapters(Z2M, [{"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/#", "features": Z2M},
+                         {"kind": "zigbee2mqtt", "topic": "zigbee/#", "features": Z2M}])
+    aqara = ("values", "0x00158d0001e50d78", {"battery": 100.0, "illuminance": 0.0, "occupancy": 0.0})
+    window = lambda c: ("values", "window-a", {"battery": 100.0, "contact": c, "temperature": 23.0})  # noqa: E731
+    weather = lambda t: ("values", "humidity_xiaomi_bad_stefan",  # noqa: E731
+                         {"battery": 97.0, "humidity": 58.5, "pressure": 1001.8, "temperature": t})
+    old = lambda lux: ("values", "0x00158d0002006aa6", {"illuminance": lux, "occupancy": 1.0})  # noqa: E731
+    assert run(ads, fixtures("zigbee2mqtt")) == [
+        ("values", "FRIENDLY_NAME", {"temperature": 27.34, "humidity": 44.72}),
+        ("values", "FRIENDLY_NAME", {"occupancy": 1.0}),
+        *[aqara] * 6,
+        old(122.0), old(112.0), old(155.0),
+        # battery sent as the string "100.00" by early versions
+        ("values", "0x00158d0002006aa6", {"illuminance": 122.0, "occupancy": 0.0, "battery": 100.0}),
+        ("values", "Detecteur_mouvement", {"illuminance": 186.0, "occupancy": 1.0}),  # space in the name
+        ("values", "0x00158d00054a726a", {"battery": 100.0, "illuminance": 7.0, "occupancy": 1.0}),
+        ("values", "czujnikokna2", {"contact": 1.0}),  # custom base topic 'zigbee'
+        ("values", "czujnikzalania1", {"battery": 100.0, "water_leak": 0.0}),
+        window(0.0), window(1.0), window(0.0), window(1.0), window(0.0), window(1.0),
+        *[weather(22.4)] * 4, weather(22.5),
+        ("values", "Lumi__salon", {"battery": 100.0, "illuminance": 196.0}),  # ':' and space, 2.x
+        ("values", "bewegungsmelder1", {"occupancy": 0.0, "battery": 100.0}),
+        ("online", ""), ("online", ""),  # bridge state: plain and JSON forms
+        ("offline", "FRIENDLY_NAME"),  # per-device availability
+    ]
+    assert set(ads[0].filters()) == {"zigbee2mqtt/#", "zigbee2mqtt/bridge/state"}
+
+
+# --- Tasmota ---------------------------------------------------------------------------------
+
+TASMOTA = {
+    "temperature": ["AM2301.Temperature", "BME280.Temperature", "BME280.Temperatur", "DS18B20.Temperature",
+                    "DS18B20-1.Temperature", "AHT1X-0x38.Temperature", "SCD40.Temperature", "DHT11.Temperature",
+                    "BMP280.Temperature"],
+    "humidity": ["AM2301.Humidity", "BME280.Humidity", "BME280.Feuchtigkeit", "AHT1X-0x38.Humidity",
+                 "SCD40.Humidity", "DHT11.Humidity"],
+    "pressure": ["BME280.Pressure", "BME280.Druck", "BMP280.Pressure"],
+    "illuminance": "TSL2561.Illuminance", "co2": "SCD40.CarbonDioxide", "power": ["ENERGY.Power", "Power"],
+    "a0": "ANALOG.A0", "switch1": "Switch1", "rssi": "Wifi.RSSI", "contact": "ZbReceived.0x5FA7.Contact",
+}
+
+
+def test_tasmota_fixtures():
+    ads = adapters(TASMOTA, [{"kind": "tasmota", "topic": "#", "features": TASMOTA}])
+    wemo = lambda h, p: ("values", "ESP-Wemo1-BedRoom",  # noqa: E731
+                         {"switch1": 0.0, "temperature": 24.4, "humidity": h, "pressure": p, "illuminance": 0.0})
+    dht = lambda t: ("values", "kidsbedmain", {"temperature": t, "humidity": 41.0})  # noqa: E731
+    rssi = lambda dev, v: ("values", dev, {"rssi": v})  # noqa: E731
+    assert run(ads, fixtures("tasmota")) == [
+        ("values", "_topic_", {"temperature": 24.6, "humidity": 58.2}),
+        ("values", "_topic_", {"temperature": 21.7, "humidity": 66.6, "pressure": 988.6}),
+        ("values", "_topic_", {"temperature": 13.3}),
+        ("values", "_topic_", {"temperature": 24.7, "humidity": 61.9}),  # block name with the I2C address
+        ("values", "_topic_", {"temperature": 28.8, "humidity": 47.5, "co2": 1204.0}),
+        ("values", "tasmota", {"temperature": 20.6}),
+        ("values", "ds1820", {"temperature": 20.9}),
+        ("online", "tasmota_XXXXXX"), ("offline", "tasmota_XXXXXX"), ("online", "sensor"), ("online", "demo-sensor"),
+        rssi("demo-sensor", 86.0),
+        ("values", "demo-sensor", {"switch1": 0.0}),
+        rssi("tasmota", 100.0),
+        ("values", "tasmota", {"a0": 8.0}),
+        rssi("ESP-Wemo1-BedRoom", 100.0), wemo(66.0, 1016.4), rssi("ESP-Wemo1-BedRoom", 100.0), wemo(66.4, 1016.5),
+        rssi("ESP-Wemo1-BedRoom", 100.0), wemo(66.6, 1016.5),
+        dht(24.0), dht(24.0), dht(24.1), dht(24.1),  # no tele/ prefix
+        rssi("kidsbedmain", 98.0), rssi("tasmota_2E0369", 88.0),
+        # a failed read keeps the block with nulls: missing now
+        ("values", "tasmota_2E0369", {"switch1": 1.0, "temperature": "nan", "humidity": "nan"}),
+        ("values", "tasmota_C57651", {"temperature": 20.0, "humidity": 60.0}),
+        # German build: translated keys
+        ("values", "sonoff-nodemcu", {"temperature": 23.1, "humidity": 37.0, "pressure": 990.1}),
+        ("values", "sonoff-test", {"temperature": 8.0, "humidity": 78.6, "pressure": 991.3}),
+        ("values", "sonoff-test", {"temperature": 8.2, "humidity": 76.7, "pressure": 993.2}),
+        # PressureUnit mmHg converted to hPa
+        ("values", "tasmota_794BE8", {"temperature": 21.125, "pressure": 753.3 * 1.33322387415}),
+        ("values", "caldera", {"switch1": 0.0, "temperature": 21.4}),
+        ("values", "tasmota", {"switch1": 0.0}), ("values", "tasmota", {"switch1": 1.0}),
+        ("values", "5FA7", {"contact": 1.0}), ("values", "5FA7", {"contact": 0.0}),  # Zigbee bridge
+        # FullTopic with the prefix after the topic: the device is the level before 'tele'
+        ("values", "denky_D6C0C0", {"power": 170.0}), ("values", "denky_D6C0C0", {"power": 190.0}),
+        ("values", "denky_D6C0C0", {"power": 170.0}),
+        ("values", "pow1", {"power": 2635.0}),
+        ("values", "tasmota-E8A6E4", {"power": 0.0}),  # 2017 ENERGY topic
+    ]
+
+
+def test_tasmota_units_and_dotted_keys():
+    ad = adapters(["t", "pm"], [{"kind": "tasmota", "topic": "tele/+/SENSOR",
+                                 "features": {"t": "SI7021.Temperature", "pm": 'PMS5003."PM2.5"'}}])[0]
+    ex = ad.extract("tele/x/SENSOR", b'{"SI7021":{"Temperature":68.0},"PMS5003":{"PM2.5":12},"TempUnit":"F"}')
+    assert ex.values == {"t": 20.0, "pm": 12.0}
+    assert ad.filters() == ["tele/+/SENSOR", "tele/+/LWT"]
+    assert parse_path('a."b.c".d') == ("a", "b.c", "d")
+    for bad in ("a..b", '"a', '"a"b', "a.", ""):
+        with pytest.raises(ValueError):
+            parse_path(bad)
+
+
+# --- ESPHome, Shelly, Home Assistant statestream, Sparkplug --------------------------------------
+
+def test_esphome_fixtures():
+    node = "attic-powerwall"
+    feats = {"mode": f"{node}/sensor/firstfloor_inverter_operation_mode/state",
+             "limiter": f"{node}/sensor/firstfloor_inverter_limiter_operation_mode/state",
+             "demand": f"{node}/sensor/inverter0_power_demand/state",
+             "ff_demand": f"{node}/sensor/firstfloor_inverter_power_demand/state",
+             "energy": f"{node}/sensor/firstfloor_inverter_energy_yesterday/state",
+             "restart": f"{node}/switch/attic-powerwall_restart/state",
+             "temperature": "esp-weather-outdoor/sensor/temperature/state",
+             "discharge": "yambms/sensor/yambms_jk-bms_1_discharging_power/state"}
+    ads = adapters(feats, [{"kind": "esphome", "features": feats}])
+    assert run(ads, fixtures("esphome")) == [
+        ("rejected", "field"), ("rejected", "field"),  # text sensors on a sensor/ topic: no number
+        ("values", node, {"demand": 190.0}), ("values", node, {"ff_demand": 0.0}),
+        ("values", node, {"energy": 0.105}), ("values", node, {"restart": 0.0}),
+        ("values", "esp-weather-outdoor", {"temperature": 20.0}),
+        ("values", "yambms", {"discharge": "nan"}),  # 'nan': no value now
+        ("online", "livingroom"), ("offline", "livingroom"),
+    ]
+    assert {"attic-powerwall/status", "yambms/status"} <= set(ads[0].filters())
+
+
+def test_shelly_fixtures():
+    feats = {"t1": "shellies/+/sensor/temperature", "h1": "shellies/+/sensor/humidity",
+             "battery1": "shellies/+/sensor/battery", "t2": "temperature:0.tC", "h2": "humidity:0.rh",
+             "battery2": "devicepower:0.battery.percent", "power": "switch:0.apower",
+             "current": "switch:0.current", "voltage": "switch:0.voltage", "flag": "boolean:200.value"}
+    ads = adapters(feats, [{"kind": "shelly", "topic": "#", "features": feats}])
+    mini = "shelly1pmminig3-5432044edbc0"
+    assert run(ads, fixtures("shelly")) == [
+        ("online", "shellyht-123456"), ("ignored",), ("ignored",),  # Gen1 availability and announces
+        ("values", "shellyht-123456", {"t1": 29.62}), ("values", "shellyht-123456", {"h1": 40.5}),
+        ("values", "shellyht-123456", {"battery1": 100.0}),
+        ("values", "shellyplusht-c049ef8bc088", {"t2": 19.0, "h2": 57.6, "battery2": 0.0}),
+        ("values", mini, {"power": 11.5, "current": 0.071}),  # a NotifyStatus delta: only what changed
+        ("values", mini, {"power": 11.5, "current": 0.073, "voltage": 240.3}),  # full component status
+        ("values", "st1820-8cbfeaa6eba0", {"flag": 0.0}), ("values", "st1820-8cbfeaa6eba0", {"flag": 0.0}),
+        ("values", "st1820-8cbfeaa6eba0", {"flag": 1.0}),
+    ]
+    # a later delta is overlaid on the kept status: the voltage it does not carry is still known
+    delta = {"method": "NotifyStatus", "params": {"ts": 1.0, "switch:0": {"apower": 12.0}}}
+    ex = ads[0].extract(f"{mini}/events/rpc", json.dumps(delta).encode())
+    assert ex.values == {"power": 12.0, "current": 0.073, "voltage": 240.3}
+
+
+def test_homeassistant_fixtures_statestream_and_discovery_configs():
+    src = {"kind": "json", "topic": "homeassistant/sensor/+/state", "device_level": -2,
+           "features": {"temperature": "temperature", "humidity": "humidity",
+                        "value": "statestream/blah/sensor/+/state", "garden": "homeassistant/binary_sensor/garden/state"},
+           "label": "homeassistant/light/+/state", "label_values": {"on": "lit", "off": "dark"}}
+    ads = adapters(["temperature", "humidity", "value", "garden"], [src])
+    out = [outcome(ads[0].extract(e["topic"], wire(e["payload"]))) for e in fixtures("homeassistant")]
+    assert out == [
+        ("values", "master_bedroom_dimmer", {}, "lit"),
+        ("rejected", "no_feature"),  # last_updated: not mapped
+        ("values", "device_name", {"value": 10.0}), ("rejected", "field"),  # '"Online"' is no number
+        ("values", "device_name", {"value": 10.0}), ("rejected", "field"),
+        ("ignored",),  # a discovery config
+        ("values", "garden", {"garden": 1.0}),
+        ("ignored",), ("ignored",),
+        ("values", "sensorBedroom", {"temperature": 23.2, "humidity": 43.7}),
+        *[("ignored",)] * 7,
+    ]
+
+
+def test_sparkplug_is_refused_with_a_reason():
+    with pytest.raises(ConfigError, match="sparkplug' is not supported .*protobuf"):
+        config(["x"], [{"kind": "sparkplug", "topic": "spBv1.0/#", "features": {"x": "x"}}])
+    ad = adapters(["x"], [{"kind": "json", "topic": "spBv1.0/#", "device_level": -1, "features": {"x": "value"}}])[0]
+    assert {outcome(ad.extract(e["topic"], wire(e["payload"]))) for e in fixtures("sparkplug")} == {("rejected", "decode")}
+
+
+def test_config_problems_are_all_reported():
+    with pytest.raises(ConfigError) as err:
+        config(["t"], [{"kind": "tasmota", "features": {"t": "A.T", "zz": "B"}, "label_values": {"x": 1.5},
+                        "device": "bad id", "bogus": 1},
+                       {"kind": "json", "topic": "a/+", "features": {"t": "x"}},
+                       {"kind": "esphome", "features": {"t": "a/#/b"}}],
+               assembler={"interval_s": -1, "max_age_s": 0}, homeassistant={"discovery": True})
+    text = str(err.value)
+    for part in ("unknown key 'bogus'", "feature 'zz' is not in [schema] features", "device = 'bad id'",
+                 "label_values must map", "key paths need topic", "give device (a fixed id) or device_level",
+                 "'a/#/b' is not a valid MQTT topic filter", "[assembler] interval_s = -1",
+                 "max_age_s = 0: must be > 0", 'discovery needs [output] format = "json"'):
+        assert part in text, part
+
+
+# --- through the worker: retained, repeats, availability, assembler, label windows ----------------
+
+class Recorder:
+    """The worker's MQTT client, recording what it publishes."""
+
+    def __init__(self):
+        self.published = []
+
+    def publish(self, topic, payload, qos=0, retain=False):
+        self.published.append((topic, payload))
+
+    def ack(self, mid, qos):
+        pass
+
+
+def worker_with(features, sources, **tables):
+    cfg = config(features, sources, output={"format": "json"}, **tables)
+    w = Worker(cfg, Topics("eb", "+", "rt"), None)
+    w.client = Recorder()
+    w.sources = SourceRouter(cfg, w)
+    return w
+
+
+def feed(w, topic, payload, retained=False, at=None, monkeypatch=None):
+    if at is not None:
+        monkeypatch.setattr("edgebayes.runtime.sources.time.time", lambda: at)
+    data = wire(payload)
+    assert w.sources.handle(topic, Retained(data) if retained else data, 0.0)
+
+
+def predictions(w):
+    return [json.loads(p) for t, p in w.client.published if t.endswith("/prediction")]
+
+
+def test_retained_repeats_and_availability(monkeypatch):
+    z = fixtures("zigbee2mqtt")
+    w = worker_with(["temperature", "humidity", "pressure"],
+                    [{"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/+",
+                      "features": {"temperature": "temperature", "humidity": "humidity", "pressure": "pressure"}}])
+    feed(w, z[22]["topic"], z[22]["payload"], retained=True, at=100.0, monkeypatch=monkeypatch)
+    assert w.n_readings == 0 and w.sources.counts["retained"] == 1  # stale on subscribe
+    for i, e in enumerate(z[22:27]):  # four byte-identical publishes in a burst, then a new value
+        feed(w, e["topic"], e["payload"], at=100.1 + i * 0.01, monkeypatch=monkeypatch)
+    assert w.sources.counts["repeated"] == 3 and w.n_readings == 2
+    assert [p["seq"] for p in predictions(w)] == [100100, 100140]
+    feed(w, "zigbee2mqtt/bridge/state", "offline", retained=True, at=101.0, monkeypatch=monkeypatch)
+    assert w.sources.counts["offline"] == 1 and w.n_readings == 2  # availability is no reading
+    assert all(math.isnan(v) for v in w.sources.assembler.devices["humidity_xiaomi_bad_stefan"].values)
+    feed(w, "zigbee2mqtt/x", {"temperature": "warm"}, at=102.0, monkeypatch=monkeypatch)
+    errors = [json.loads(p) for t, p in w.client.published if t == "eb/x/error"]
+    assert [(e["kind"], e["error"]) for e in errors] == [("field", "feature 'temperature': 'warm' is not a number")]
+    assert w.metrics()["sources"] == {"retained": 1, "repeated": 3, "readings": 2, "offline": 1, "field": 1}
+
+
+def test_esphome_topics_assemble_one_reading_per_round(monkeypatch):
+    feats = {"t": "node/sensor/t/state", "h": "node/sensor/h/state"}
+    w = worker_with(["t", "h"], [{"kind": "esphome", "features": feats}])
+    feed(w, "node/sensor/t/state", "21.5", at=10.0, monkeypatch=monkeypatch)
+    assert w.n_readings == 0  # h not there yet
+    feed(w, "node/sensor/h/state", "40", at=10.5, monkeypatch=monkeypatch)
+    feed(w, "node/sensor/t/state", "21.6", at=11.0, monkeypatch=monkeypatch)
+    feed(w, "node/sensor/h/state", "nan", at=11.2, monkeypatch=monkeypatch)  # no value: not new
+    feed(w, "node/sensor/h/state", "41", at=11.5, monkeypatch=monkeypatch)
+    assert [(p["seq"], p["ts"]) for p in predictions(w)] == [(10500, 10.5), (11500, 11.5)]
+    pending = w.devices["node"].pending
+    assert [pending.pop(s).x for s in (10500, 11500)] == [[21.5, 40.0], [21.6, 41.0]]
+
+
+def test_assembler_cadence_values_age_out_then_silence():
+    a = Assembler(("t", "h"), interval_s=10.0, max_age_s=25.0)
+    a.update("d", {"t": 1.0}, (0, "p1"), 0.0)
+    a.update("d", {"h": 2.0}, (0, "p2"), 5.0)
+    first, second, third = a.due(10.0)[0], a.due(20.0)[0], a.due(30.0)[0]
+    assert (first.x, second.x) == ([1.0, 2.0], [1.0, 2.0])
+    assert math.isnan(third.x[0]) and third.x[1] == 2.0  # t is 30 s old: missing
+    a.offline((0, "p2"), 31.0)  # h's publisher went offline: nothing fresh is left
+    assert a.due(40.0) == []
+
+
+def test_label_from_another_topic_with_value_map_and_windows(monkeypatch):
+    """Aqara-like: temperature readings from one sensor, occupancy from a motion sensor."""
+    w = worker_with(["temperature"], [
+        {"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/temp", "device": "room", "features": {"temperature": "temperature"}},
+        {"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/motion", "device": "room", "label": "occupancy",
+         "label_values": {"true": "occupied", "false": "empty"}, "label_window_before_s": 5, "label_window_after_s": 3},
+    ])
+    t = lambda v, at: feed(w, "zigbee2mqtt/temp", {"temperature": v}, at=at, monkeypatch=monkeypatch)  # noqa: E731
+    t(20.0, 0.0)
+    t(21.0, 4.0)
+    feed(w, "zigbee2mqtt/motion", {"occupancy": True, "battery": 90}, at=6.0, monkeypatch=monkeypatch)
+    assert w.n_labels == 1 and w.n_learned == 1  # the reading at 4 s (within 5 s before); not the one at 0 s
+    t(22.0, 8.0)  # within 3 s after the label: labelled inline, learned at once
+    t(23.0, 9.5)  # 3.5 s after: no label
+    assert w.n_learned == 2 and len(w.devices["room"].pending) == 2
+    feed(w, "zigbee2mqtt/motion", {"occupancy": "maybe"}, at=10.0, monkeypatch=monkeypatch)
+    errors = [json.loads(p)["error"] for t_, p in w.client.published if t_ == "eb/room/error"]
+    assert errors == ["label value 'maybe' is not in label_values ('true', 'false')"]
+    slot = w.devices["room"].slots[0]
+    assert slot.learner.classes_ == ["occupied"] and slot.n_labels == 2
+
+
+def test_edgebayes_kind_reads_the_protocol_under_another_prefix(monkeypatch):
+    w = worker_with(["a", "b"], [{"kind": "edgebayes", "topic": "site2"}])
+    assert w.sources.filters == ["site2/+/reading", "site2/+/label"]
+    feed(w, "site2/dev1/reading", {"seq": 1, "x": [1.0, 2.0]}, at=1.0, monkeypatch=monkeypatch)
+    feed(w, "site2/dev1/label", {"seq": 1, "y": "a"}, at=1.0, monkeypatch=monkeypatch)
+    feed(w, "site2/dev1/reading", {"seq": 1, "x": [1.0, 2.0]}, at=5.0, monkeypatch=monkeypatch)
+    assert (w.n_readings, w.n_learned, w.errors["duplicate"]) == (1, 1, 1)
+
+
+def test_example_configs_load():
+    aqara = load_config(ROOT / "docs" / "examples" / "aqara-occupancy.toml")
+    tasmota = load_config(ROOT / "docs" / "examples" / "tasmota-bme280.toml")
+    assert [s.kind for s in aqara.sources] == ["zigbee2mqtt", "zigbee2mqtt"]
+    assert aqara.sources[1].label is not None and aqara.homeassistant.discovery is True
+    assert [s.kind for s in tasmota.sources] == ["tasmota"]
+    assert tasmota.schema.features == ("temperature", "humidity", "pressure")
