@@ -1,0 +1,1 @@
+"""Benchmarks: edgebayes side by side with River and MOA (not tests; see each script)."""
