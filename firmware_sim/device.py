@@ -34,9 +34,8 @@ from edgebayes.streams import open_stream
 from firmware_sim.faults import FaultRates, fault_plan
 
 LABEL_MODES = ("inline", "delayed", "none")
-#: payload shapes; the shapes of existing firmware (tasmota, zigbee2mqtt, esphome, shelly)
-#: are to be added here (issue 14)
-FORMATS = ("edgebayes",)
+#: payload shapes: ours (docs/protocol.md), and those of existing firmware (firmware_sim.formats)
+FORMATS = ("edgebayes", "tasmota", "zigbee2mqtt", "esphome", "shelly")
 X_SHAPES = ("list", "map")
 REBOOT_SEQ = ("zero", "continue")
 DEVICE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -80,7 +79,8 @@ class SimConfig:
         label_key: the key holding the label (``[schema] label`` of the runtime; "y").
         x_shape: "list" (features in schema order) or "map" (feature name -> value).
         encoding: payload encoding, "msgpack" or "json".
-        format: payload shape; "edgebayes" (docs/protocol.md).
+        format: payload shape; "edgebayes" (docs/protocol.md), or "tasmota", "zigbee2mqtt",
+            "esphome", "shelly" (`firmware_sim.formats`; ``prefix`` is then unused).
 
     Raises:
         ValueError: any value out of its range, naming it.
@@ -313,6 +313,15 @@ class Device:
         if m.labelled and self.config.labels == "inline":
             body[key] = m.y
         return body
+
+    def publications(self, m: Message, ts: float) -> list[tuple[str, bytes]]:
+        """The (topic, payload) pairs published for ``m``: one in the edgebayes format; in the
+        shapes of existing firmware, as `firmware_sim.formats` says."""
+        if self.config.format == "edgebayes":
+            return [(m.topic, self.payload(m, ts))]
+        from firmware_sim.formats import publications
+
+        return publications(self, m, ts)
 
     def payload(self, m: Message, ts: float) -> bytes:
         """The bytes published for ``m``, ``ts`` being the wall-clock time of its sample.

@@ -94,6 +94,7 @@ class Sent:
     payload: bytes
     ts: float
     t_sent: float
+    publications: list | None = None  # every (topic, payload) sent; several in some formats
 
 
 class Simulator:
@@ -289,20 +290,21 @@ class Simulator:
             s.duplicated += 1
             self._publish(i, m, wall, payload)
 
-    def _publish(self, i: int, m: Message, wall: float, payload: bytes | None = None) -> bytes:
+    def _publish(self, i: int, m: Message, wall: float, pubs: list | None = None) -> list:
         ts = wall + m.sample_s
-        if payload is None:
-            payload = self.devices[i].payload(m, ts)
+        if pubs is None:
+            pubs = self.devices[i].publications(m, ts)
         s = self.stats.devices[m.device]
-        if not self.connections[i].publish(m.topic, payload, self.qos):
+        sent = [self.connections[i].publish(topic, payload, self.qos) for topic, payload in pubs]
+        if not all(sent):
             s.publish_failed += 1
         elif m.kind == "reading":
             s.readings_published += 1
         else:
             s.labels_published += 1
         if self.sent is not None:
-            self.sent.append(Sent(m, payload, ts, time.monotonic()))
-        return payload
+            self.sent.append(Sent(m, pubs[-1][1], ts, time.monotonic(), pubs))
+        return pubs
 
     def _reboot(self, i: int, r: Reboot) -> None:
         conn = self.connections[i]

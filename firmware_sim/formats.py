@@ -1,0 +1,88 @@
+"""The payload shapes of existing firmware, so the runtime's ``[[sources]]`` adapters can be
+run without hardware (``firmware-sim run --format tasmota|zigbee2mqtt|esphome|shelly``).
+
+Per sample (``x`` in schema order, NaN = missing), for device ``<d>``:
+
+| format | reading | label (its own topic) |
+|---|---|---|
+| tasmota | ``tele/<d>/SENSOR`` ``{"Time", "SIM": {feature: value}, "TempUnit": "C"}`` (NaN as null, like a failed read) | ``stat/<d>/RESULT`` ``{"Var1": y}`` (a ``Var1`` command's answer) |
+| zigbee2mqtt | ``zigbee2mqtt/<d>`` ``{feature: value, ..., "linkquality": 120}`` (NaN as null) | ``zigbee2mqtt/<d>_label`` ``{"action": y}`` (a remote's action) |
+| esphome | ``<d>/sensor/<object_id>/state`` plain text per feature (``nan`` when missing) | ``<d>/sensor/label/state`` plain text (a text sensor) |
+| shelly | ``<d>/events/rpc`` Gen2 ``NotifyStatus`` with virtual components ``number:200``, ``number:201``, ... ``{"value": v}`` | ``<d>/status/text:200`` ``{"id": 200, "value": y}`` |
+
+``object_id`` is the feature name in lower case with other characters than ``[a-z0-9]``
+turned into ``_`` (as ESPHome does). These messages carry no ``seq``: with ``labels="inline"``
+the label message goes out just before its reading (the label state the runtime applies to
+the next readings, ``label_window_after_s``); with ``labels="delayed"`` it follows the reading
+``label_delay_s`` later (``label_window_before_s``). A malformed reading is sent truncated.
+Values keep their full precision (``repr``), so a run can be compared exactly with an offline
+model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+
+FORMATS = ("tasmota", "zigbee2mqtt", "esphome", "shelly")
+_OBJECT_ID = re.compile(r"[^a-z0-9]")
+
+
+def object_id(name: str) -> str:
+    """ESPHome's object id of an entity name: lower case, other characters as ``_``."""
+    return _OBJECT_ID.sub("_", name.lower())
+
+
+def _json(doc) -> bytes:
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def _value(v: float):
+    return None if math.isnan(v) else v
+
+
+def reading(fmt: str, device: str, names, values: list[float], ts: float) -> list[tuple[str, bytes]]:
+    """The (topic, payload) pairs of one sample in ``fmt``."""
+    if fmt == "tasmota":
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(ts))
+        block = {n: _value(v) for n, v in zip(names, values)}
+        return [(f"tele/{device}/SENSOR", _json({"Time": stamp, "SIM": block, "TempUnit": "C"}))]
+    if fmt == "zigbee2mqtt":
+        return [(f"zigbee2mqtt/{device}", _json({**{n: _value(v) for n, v in zip(names, values)}, "linkquality": 120}))]
+    if fmt == "esphome":
+        return [(f"{device}/sensor/{object_id(n)}/state", ("nan" if math.isnan(v) else repr(v)).encode())
+                for n, v in zip(names, values)]
+    if fmt == "shelly":
+        params = {"ts": round(ts, 2), **{f"number:{200 + j}": {"id": 200 + j, "value": _value(v)}
+                                         for j, v in enumerate(values)}}
+        return [(f"{device}/events/rpc", _json({"src": device, "dst": f"{device}/events",
+                                                "method": "NotifyStatus", "params": params}))]
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def label(fmt: str, device: str, y) -> tuple[str, bytes]:
+    """The (topic, payload) of a label in ``fmt``."""
+    if fmt == "tasmota":
+        return f"stat/{device}/RESULT", _json({"Var1": y})
+    if fmt == "zigbee2mqtt":
+        return f"zigbee2mqtt/{device}_label", _json({"action": y})
+    if fmt == "esphome":
+        return f"{device}/sensor/label/state", str(y).encode()
+    if fmt == "shelly":
+        return f"{device}/status/text:200", _json({"id": 200, "value": y})
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def publications(device, m, ts: float) -> list[tuple[str, bytes]]:
+    """What ``device`` (a `firmware_sim.device.Device`) publishes for script entry ``m``."""
+    fmt = device.config.format
+    if m.kind == "label":
+        return [label(fmt, m.device, m.y)]
+    y = m.y.item() if hasattr(m.y, "item") else m.y
+    out = [label(fmt, m.device, y)] if m.labelled and device.config.labels == "inline" else []
+    pubs = reading(fmt, m.device, device.schema.feature_names, m.x.tolist(), ts)
+    if m.delivery == "malformed":
+        pubs = [(t, p[: max(1, int(len(p) * m.detail))]) for t, p in pubs]
+    return out + pubs
