@@ -389,6 +389,18 @@ class HoeffdingTreeClassifier(Learner):
         for node in top[top_slots < 0].tolist():
             self._activate(node)
 
+    def shed_leaves(self) -> int:
+        """Deactivate the less promising half of the active leaves (at least one) and free their
+        statistics: the runtime's response to memory pressure (edgebayes.runtime.memory). The
+        leaves keep predicting their majority class; a bounded tree may reactivate them at its
+        next ranking. Returns the number of leaves deactivated."""
+        active = self._active_slots()
+        keep = active[: len(active) // 2]
+        if len(keep) == len(active):
+            return 0
+        self._rebuild(self._node_cap, len(keep), self._ccap, self._vcaps, keep)
+        return len(active) - len(keep)
+
     # ------------------------------------------------------------------ input
 
     def _check_x(self, x) -> list:
