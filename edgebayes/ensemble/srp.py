@@ -497,6 +497,16 @@ class SRPClassifier(Learner):
 
     # ------------------------------------------------------------------ inspection
 
+    def shed_background(self) -> int:
+        """Drop every background learner (a later warning starts a new one): the first thing
+        the runtime sheds under memory pressure (edgebayes.runtime.memory). Returns how many."""
+        n = 0
+        for m in self._members:
+            if m.bkg is not None:
+                m.bkg = m.bkg_features = m.bkg_take = None
+                n += 1
+        return n
+
     @property
     def n_background_learners(self) -> int:
         """Members currently training a background learner."""
