@@ -2,6 +2,7 @@
 
 import time
 from collections import deque
+from pathlib import Path
 
 import msgpack
 import paho.mqtt.client as paho
@@ -221,3 +222,78 @@ def test_a_burst_past_the_publishers_unacknowledged_limit_is_processed_in_full(b
     assert rt.worker.devices["d1"].slots[0].learner.state() == off.state()
     m = rt.worker.metrics()
     assert (m["n_readings"], m["n_dropped"], m["n_duplicates"], m["n_malformed"]) == (3000, 0, 0, 0)
+
+
+def test_a_rebooted_device_that_counts_again_from_0_is_served(broker, make_runtime):
+    """docs/protocol.md "Reboots": a seq not above the last one with a later ts starts a new
+    seq epoch; redeliveries keep their ts and stay duplicates; old pending readings go; without
+    ts a reboot cannot be told from a redelivery, so seq 0 is a duplicate."""
+    rt = make_runtime(extra="[output]\nerror_interval_s = 0\n")
+    dev = Device(broker)
+    data = blobs(40, seed=6)
+    sent = [  # (device, seq, ts, sample index, labelled inline)
+        *[("d1", i, 1000.0 + i, i, True) for i in range(20)],
+        *[("d1", i, 1000.0 + i, i, False) for i in (20, 21, 22)],  # waiting for labels
+        ("d1", 5, 1005.0, 5, True),                                # redelivery: duplicate
+        ("d1", 0, 2000.0, 23, True),                               # reboot 1
+        ("d1", 1, 2001.0, 24, True),
+        ("d1", 1, 2001.0, 24, True),                               # duplicate in the new epoch
+        ("d1", 0, 2000.0, 23, True),                               # redelivery: duplicate
+        ("d1", 1, 3000.0, 25, True),                               # reboot 2, its seq 0 lost
+        *[("d2", i, None, 26 + i, True) for i in range(5)],        # no ts
+        ("d2", 3, None, 31, True),                                 # duplicate
+        ("d2", 0, None, 32, True),                                 # no ts: duplicate
+    ]
+    for device, seq, ts, k, inline in sent:
+        x, y = data[k]
+        dev.publish(device, "reading", {"seq": seq, "ts": ts, "x": x, "y": y if inline else None})
+    dev.publish("d1", "label", {"seq": 21, "y": "a"})  # pending in the old epoch: dropped
+    accepted = [s for i, s in enumerate(sent) if i not in (23, 26, 27, 34, 35)]
+    wait_for(lambda: len(dev.got("prediction")) == len(accepted) and len(dev.got("error")) == 6,
+             what="every accepted reading predicted, every refusal reported")
+    m = rt.worker.metrics()
+    assert (m["n_reboots"], m["n_duplicates"], m["n_pending_dropped"], m["n_unknown_labels"]) == (2, 5, 3, 1)
+    assert (m["n_readings"], m["n_learned"], m["pending_labels"]) == (len(accepted), len(accepted) - 3, 0)
+    assert [p["seq"] for p in dev.got("prediction")] == [s[1] for s in accepted]
+    assert sorted(e["kind"] for e in dev.got("error")) == ["duplicate"] * 5 + ["unknown_seq"]
+    for name in ("d1", "d2"):
+        off = GaussianNB()
+        for device, seq, ts, k, inline in accepted:
+            if device == name and inline:
+                off.learn_one(*data[k])
+        assert rt.worker.devices[name].slots[0].learner.state() == off.state()
+    devices = rt.worker.devices.values()
+    assert [(d.n_reboots, d.last_seq, d.last_ts) for d in devices] == [(2, 1, 3000.0), (0, 4, None)]
+
+
+def test_firmware_sim_devices_rebooting_to_seq_0_lose_nothing(broker):
+    from edgebayes.runtime.config import parse_config
+    from edgebayes.streams import open_stream
+    from firmware_sim import FaultRates, SimConfig, Simulator
+
+    pima = str(Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "uci_pima_diabetes"
+               / "pima_diabetes.csv")
+    rt = Runtime(parse_config({
+        "broker": {"host": broker.host, "port": broker.port, "client_id": "rt-reboots"},
+        "schema": {"features": open_stream(pima).schema.feature_names},
+        "models": [{"name": "nb", "kind": "gaussian_nb"}],
+    }))
+    rt.start()
+    try:
+        wait_for(rt.client.subscribed.is_set, what="runtime subscription")
+        sim = Simulator(SimConfig(pima, n_devices=2, rate_hz=300, limit=120, seed=3, reboot_s=0.02,
+                                  reboot_seq="zero", faults=FaultRates(reboot_rate=0.05)),
+                        broker.address, record=True)
+        t = sim.run().totals()
+        wait_for(lambda: rt.worker.n_learned == 240, what="every reading learned")
+        m = rt.worker.metrics()
+    finally:
+        rt.stop(timeout_s=5)
+    assert t["reboots"] >= 4 and t["readings_published"] == 240
+    assert (m["n_readings"], m["n_reboots"], m["n_duplicates"], m["n_malformed"]) == (240, t["reboots"], 0, 0)
+    for d in ("sim-0", "sim-1"):
+        off = GaussianNB()
+        for s in sim.sent:
+            if s.message.device == d:
+                off.learn_one(s.message.x, s.message.y)
+        assert rt.worker.devices[d].slots[0].learner.state() == off.state()

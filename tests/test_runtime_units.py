@@ -247,3 +247,44 @@ def test_checkpoint_round_trip_and_corrupt_file_moved_aside(tmp_path, caplog):
     CheckpointStore(tmp_path / "ck", ("a",)).save("d2", state)
     with pytest.raises(CheckpointError, match="made for features"):
         store.read("d2")
+
+
+# --- reboots (docs/protocol.md "Reboots") ---------------------------------------------------
+
+def _device(max_pending=10):
+    from edgebayes.runtime.config import ModelConfig
+    from edgebayes.runtime.device import Device
+
+    return Device("d1", [ModelConfig("nb", "gaussian_nb", {})], 200, 0.002, PendingLabels(max_pending, 60.0))
+
+
+@pytest.mark.parametrize("last_ts,ts,restarted", [
+    (105.0, 200.0, True),    # a later ts: the firmware rebooted (whatever the seq)
+    (105.0, 100.0, False),   # a redelivery of an earlier reading: its original ts
+    (105.0, 105.0, False),   # a redelivery of the last reading
+    (105.0, None, False),    # no ts: a reboot cannot be told from a redelivery
+    (None, 200.0, False),    # nor when the last reading had none
+    (None, None, False),
+])
+def test_a_reboot_is_a_seq_not_above_the_last_with_a_later_ts(last_ts, ts, restarted):
+    dev = _device()
+    dev.last_seq, dev.last_ts = 5, last_ts
+    assert dev.restarted(ts) is restarted
+
+
+def test_a_reboot_drops_pending_readings_and_is_checkpointed():
+    dev = _device()
+    for seq in range(3):
+        dev.pending.add(seq, Pending(100.0 + seq, [0.0], [None]))
+    dev.last_seq, dev.last_ts = 2, 102.0
+    assert dev.reboot() == 3 and dev.n_reboots == 1 and len(dev.pending) == 0
+    assert (dev.pending.n_rebooted, dev.pending.n_dropped) == (3, 3)
+    again = _device()
+    again.load_state(json.loads(json.dumps(dev.state())))
+    assert (again.last_seq, again.last_ts, again.n_reboots, again.pending.n_rebooted) == (2, 102.0, 1, 3)
+    old = dev.state()  # a checkpoint written before reboots were tracked
+    for key in ("last_ts", "n_reboots"):
+        del old[key]
+    del old["pending"]["n_rebooted"]
+    again.load_state(old)
+    assert (again.last_seq, again.last_ts, again.n_reboots, again.pending.n_rebooted) == (2, None, 0, 0)

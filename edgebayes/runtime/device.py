@@ -86,7 +86,7 @@ def _error_detector(delta: float) -> ErrorDetector:
 
 
 class Device:
-    """The model set, pending labels and last accepted ``seq`` of one device.
+    """The model set, pending labels, last accepted ``seq`` and ``ts``, and reboots of one device.
 
     Args:
         device: the device id.
@@ -102,7 +102,26 @@ class Device:
         self.slots = [ModelSlot(m.name, m.kind, m.build(), accuracy_window, drift_delta) for m in models]
         self.pending = pending
         self.last_seq = -1
+        self.last_ts: float | None = None  # ts of the last accepted reading
+        self.n_reboots = 0  # seq restarts (docs/protocol.md "Reboots")
         self.best = 0  # index of the slot with the best recent accuracy
+
+    def restarted(self, ts: float | None) -> bool:
+        """Whether a reading whose ``seq`` is not above ``last_seq`` starts a new seq epoch (the
+        device rebooted and counts again) rather than being a duplicate: its ``ts`` is later than
+        the last accepted reading's. A QoS 1 redelivery or a replay carries its original ``ts``,
+        so it stays a duplicate; without ``ts`` on both, a reboot cannot be told from a
+        redelivery (a broker restart resends ``seq`` 0 too), so it is a duplicate."""
+        last_ts = self.last_ts
+        return ts is not None and last_ts is not None and ts > last_ts
+
+    def reboot(self) -> int:
+        """Start a new seq epoch: pending readings of the old one are dropped (counted), since a
+        label's ``seq`` now names a new reading. Returns how many were dropped."""
+        n = len(self.pending)
+        self.pending.clear()
+        self.n_reboots += 1
+        return n
 
     def predict(self, x: list[float]) -> tuple[list[Any], dict]:
         """Every model's prediction for ``x`` (None before it learned), and the best one's proba."""
@@ -150,8 +169,9 @@ class Device:
 
     def state(self) -> dict:
         """Plain-data state of the whole device, for checkpoints."""
-        return {"device": self.device, "last_seq": self.last_seq,
-                "models": [s.state() for s in self.slots], "pending": self.pending.state()}
+        return {"device": self.device, "last_seq": self.last_seq, "last_ts": self.last_ts,
+                "n_reboots": self.n_reboots, "models": [s.state() for s in self.slots],
+                "pending": self.pending.state()}
 
     def load_state(self, state: dict) -> None:
         """Restore ``state()``. A configured model absent from it (by name and kind) stays fresh.
@@ -168,6 +188,9 @@ class Device:
                 slot.load_state(m)
         self.pending.load_state(state["pending"])
         self.last_seq = int(state["last_seq"])
+        last_ts = state.get("last_ts")  # absent in older checkpoints
+        self.last_ts = None if last_ts is None else float(last_ts)
+        self.n_reboots = int(state.get("n_reboots", 0))
         self._choose_best()
 
 

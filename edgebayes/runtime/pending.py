@@ -3,7 +3,8 @@
 Each device has one ``PendingLabels``: reading ``seq`` -> (arrival time, features, every
 model's prediction made at reading time). The stored predictions let the delayed label score
 the prediction the device actually received (prequential, test-then-train). The oldest entry
-falls out when the buffer is full or older than ``max_age_s``; both are counted.
+falls out when the buffer is full or older than ``max_age_s``; both are counted, and so are
+the entries dropped by ``clear`` when the device restarts its ``seq`` (a reboot).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class PendingLabels:
         self._items: OrderedDict[int, Pending] = OrderedDict()
         self.n_overflow = 0  # fallen out because the buffer was full
         self.n_expired = 0  # fallen out because too old
+        self.n_rebooted = 0  # dropped because the device restarted its seq
 
     def __len__(self) -> int:
         return len(self._items)
@@ -54,6 +56,16 @@ class PendingLabels:
         """The entry of ``seq``, removed; None if it is not pending."""
         return self._items.pop(seq, None)
 
+    def clear(self) -> None:
+        """Drop every entry (counted): after a reboot a label's ``seq`` means a new reading."""
+        self.n_rebooted += len(self._items)
+        self._items.clear()
+
+    @property
+    def n_dropped(self) -> int:
+        """Entries that fell out without their label: overflow, age and reboots."""
+        return self.n_overflow + self.n_expired + self.n_rebooted
+
     def expire(self, now: float) -> None:
         """Drop entries that arrived more than ``max_age_s`` before ``now`` (unix seconds)."""
         items, limit = self._items, now - self.max_age_s
@@ -70,6 +82,7 @@ class PendingLabels:
             "items": [[seq, e.t, e.x, e.y_preds] for seq, e in self._items.items()],
             "n_overflow": self.n_overflow,
             "n_expired": self.n_expired,
+            "n_rebooted": self.n_rebooted,
         }
 
     def load_state(self, state: dict) -> None:
@@ -78,3 +91,4 @@ class PendingLabels:
                                   for seq, t, x, yp in state["items"])
         self.n_overflow = int(state["n_overflow"])
         self.n_expired = int(state["n_expired"])
+        self.n_rebooted = int(state.get("n_rebooted", 0))  # absent in older checkpoints

@@ -14,9 +14,7 @@ systemd watchdog fed from here restarts a hung worker).
 from __future__ import annotations
 
 import logging
-import os
 import queue
-import resource
 import threading
 import time
 from collections import Counter
@@ -26,6 +24,7 @@ from edgebayes.codec import encode
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.device import Device
+from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
 from edgebayes.runtime.pending import Pending, PendingLabels
 from edgebayes.runtime.protocol import Label, Parser, ProtocolError, Reading, Topics
 
@@ -37,15 +36,6 @@ MALFORMED = frozenset({"oversize", "decode", "not_a_map", "field", "vector_lengt
                        "unknown_feature", "device_id"})
 
 
-def rss_bytes() -> int:
-    """Resident set size of this process in bytes (Linux /proc; peak RSS elsewhere)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 class Worker:
     """Owns all model state; fed by ``submit`` from the network thread.
 
@@ -55,6 +45,9 @@ class Worker:
         store: checkpoint store, or None for no checkpoints.
 
     Set ``client`` (an ``MqttClient``-like object with ``publish`` and ``ack``) before ``start``.
+
+    Raises:
+        ConfigError: ``[memory] model_budget_bytes`` cannot hold the models (``plan_memory``).
     """
 
     def __init__(self, config: Config, topics: Topics, store: CheckpointStore | None):
@@ -66,6 +59,15 @@ class Worker:
         self.client = None
         self.devices: dict[str, Device] = {}
         self.tick_hooks: list[Callable[[], None]] = []
+        self.memory = plan_memory(config)  # models built with their max_size_bytes share
+        self.guard = None
+        if config.memory.rss_limit_mb is not None:
+            self.guard = MemoryGuard(
+                int(config.memory.rss_limit_mb * 2**20),
+                lambda: [s.learner for d in self.devices.values() for s in d.slots],
+                lambda msg: self.client.publish(topics.alert, encode(msg, self._fmt), qos=1),
+                lambda: self.checkpoint(all_devices=True), lambda: setattr(self, "_closed", True))
+            self.tick_hooks.append(self.guard.tick)
         self.sources = None  # a sources.SourceRouter when [[sources]] or [homeassistant] are set
         self._drop_oldest = config.queue.policy == "drop_oldest"
         self._fmt = config.output.format
@@ -169,7 +171,12 @@ class Worker:
     def _reading(self, r: Reading, t_recv: float) -> None:
         dev = self._device(r.device, create=True)
         if r.seq <= dev.last_seq:
-            raise ProtocolError("duplicate", f"seq {r.seq} is not above the last accepted seq {dev.last_seq}", r.seq)
+            if not dev.restarted(r.ts):
+                raise ProtocolError("duplicate", f"seq {r.seq} is not above the last accepted seq "
+                                    f"{dev.last_seq}, and its ts is not later (not a reboot)", r.seq)
+            n = dev.reboot()
+            log.info("device %s restarted its seq at %d after %d (reboot %d); %d pending readings "
+                     "dropped", r.device, r.seq, dev.last_seq, dev.n_reboots, n)
         self.n_readings += 1
         y_preds, proba = dev.predict(r.x)
         best = dev.best
@@ -179,7 +186,7 @@ class Worker:
         self.client.publish(self.topics.device_topic(r.device, "prediction"), encode(msg, self._fmt),
                             qos=self._pred_qos)
         self.n_predictions += 1
-        dev.last_seq = r.seq
+        dev.last_seq, dev.last_ts = r.seq, r.ts
         self._dirty.add(r.device)
         if r.y is not None:
             self._learn(dev, r.seq, r.x, r.y, y_preds)
@@ -221,7 +228,10 @@ class Worker:
 
     # --- devices --------------------------------------------------------------------------
     def admit_device(self, device: str) -> str | None:
-        """Why a new device cannot be served (None: it can). The memory budget adds its test here."""
+        """Why a new device cannot be served (None: it can): the model budget, then max_devices."""
+        refusal = self.memory.refusal(device, self.devices)
+        if refusal:
+            return refusal
         limit = self.config.memory.max_devices
         if len(self.devices) >= limit:
             return f"device {device} refused: the runtime serves at most {limit} devices"
@@ -229,7 +239,7 @@ class Worker:
 
     def _new_device(self, device: str) -> Device:
         c = self.config
-        return Device(device, c.models, c.evaluation.accuracy_window, c.drift.delta,
+        return Device(device, self.memory.models, c.evaluation.accuracy_window, c.drift.delta,
                       PendingLabels(c.labels.max_pending, c.labels.max_age_s))
 
     def _device(self, device: str, create: bool) -> Device | None:
@@ -321,7 +331,8 @@ class Worker:
             "n_malformed": sum(n for k, n in self.errors.items() if k in MALFORMED),
             "n_dropped": self.n_dropped, "n_duplicates": self.errors["duplicate"],
             "n_unknown_labels": self.errors["unknown_seq"], "n_devices_refused": self.errors["device_limit"],
-            "n_pending_dropped": sum(p.n_overflow + p.n_expired for p in pending),
+            "n_pending_dropped": sum(p.n_dropped for p in pending),
+            "n_reboots": sum(dev.n_reboots for dev in self.devices.values()),
             "n_publish_failed": getattr(self.client, "n_publish_failed", 0),
             "n_errors_suppressed": self.n_errors_suppressed, "n_internal_errors": self.n_internal_errors,
             "n_drift_alerts": self.n_drift_alerts, "errors": dict(self.errors),
