@@ -38,7 +38,7 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         runtime = Runtime(config)
-    except OSError as exc:
+    except (OSError, ConfigError) as exc:
         print(f"edgebayes run: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()

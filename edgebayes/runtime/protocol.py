@@ -67,6 +67,7 @@ class Topics:
         self.status = f"{prefix}/runtime/{runtime_id}/status"
         self.metrics = f"{prefix}/runtime/{runtime_id}/metrics"
         self.runtime_error = f"{prefix}/runtime/{runtime_id}/error"
+        self.alert = f"{prefix}/runtime/{runtime_id}/alert"
         self._skip = len(prefix) + 1
         self._routes: dict[str, tuple[str, str] | None] = {}  # topic -> route, bounded below
 

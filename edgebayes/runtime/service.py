@@ -29,6 +29,7 @@ class Runtime:
 
     Raises:
         OSError: the checkpoint folder cannot be created, or the password file cannot be read.
+        ConfigError: ``[memory] model_budget_bytes`` cannot hold the models.
     """
 
     def __init__(self, config: Config):
@@ -55,9 +56,6 @@ class Runtime:
             hook()
 
     def start(self) -> None:
-        mem = self.config.memory
-        if mem.model_budget_bytes is not None or mem.rss_limit_mb is not None:
-            log.warning("[memory] model_budget_bytes / rss_limit_mb are not enforced by this release")
         self.worker.start()
         self.client.start()
         log.info("serving %s and %s as %s", *self.topics.subscriptions, self.config.broker.client_id)

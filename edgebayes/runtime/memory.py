@@ -1,0 +1,243 @@
+"""The memory budget of the runtime: divided up front, enforced at admission, watched in RSS.
+
+DESIGN.md 3, "memory is allocated, not discovered". Two limits from ``[memory]``:
+
+- ``model_budget_bytes``: the bytes all models of all devices may hold (``memory_bytes()``).
+  `plan_memory` divides it once, at start: each of ``max_devices`` devices gets
+  ``model_budget_bytes // max_devices``; within a device, a model whose kind has no byte bound
+  (naive Bayes, committees) is charged what it holds after learning a probe of
+  `PROBE_CLASSES` classes over the schema's features, a model with its own
+  ``max_size_bytes`` is charged that, and the kinds that take ``max_size_bytes`` (trees, SRP)
+  share the rest equally and are built with it (a hard bound). A device is admitted only if
+  its share still fits beside what the admitted devices hold or were promised
+  (`MemoryPlan.refusal`).
+- ``rss_limit_mb``: the process. `MemoryGuard.check` reads ``/proc/self/statm`` and, from
+  `SHED_FRACTION` of the limit on, sheds in a fixed order, one step per check: background
+  learners first (``shed_background``), then half of the trees' active leaves
+  (``shed_leaves``, repeated while RSS stays high). Each step publishes a ``memory`` alert
+  (docs/protocol.md). If RSS is still at the limit after the leaves were shed, it checkpoints
+  every device and only then stops the runtime (exit 1; a service manager restarts it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+import os
+import resource
+import time
+from typing import Callable
+
+import numpy as np
+
+from edgebayes.base import learner_class
+from edgebayes.runtime.config import Config, ConfigError, ModelConfig
+
+log = logging.getLogger(__name__)
+
+#: classes learned by the probe that sizes a model kind without a byte bound
+PROBE_CLASSES = 10
+#: probe samples per class
+PROBE_SAMPLES = 20
+#: fraction of ``rss_limit_mb`` from which the guard sheds
+SHED_FRACTION = 0.9
+#: below this fraction the guard starts over (hysteresis)
+CALM_FRACTION = 0.8
+#: seconds between two RSS reads
+CHECK_INTERVAL_S = 1.0
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process in bytes (Linux ``/proc/self/statm``; peak RSS elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def takes_size_bound(kind: str) -> bool:
+    """Whether learners of ``kind`` take ``max_size_bytes`` (a hard bound on memory_bytes())."""
+    return "max_size_bytes" in inspect.signature(learner_class(kind)).parameters
+
+
+def probe_bytes(model: ModelConfig, n_features: int) -> int:
+    """``memory_bytes()`` of ``model`` after learning `PROBE_CLASSES` classes of
+    `PROBE_SAMPLES` samples each (seeded Gaussian features): the charge of a kind whose size
+    grows with the classes seen and has no bound of its own."""
+    learner = model.build()
+    rng = np.random.default_rng(0)
+    for i in range(PROBE_CLASSES * PROBE_SAMPLES):
+        c = i % PROBE_CLASSES
+        learner.learn_one((rng.normal(size=n_features) + c).tolist(), c)
+    return int(learner.memory_bytes())
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryPlan:
+    """How ``model_budget_bytes`` is divided (see the module docstring).
+
+    Attributes:
+        models: the configured models, those that take a byte bound with ``max_size_bytes``
+            set to their share (build every device's models from these).
+        budget_bytes: ``model_budget_bytes`` (None: no budget, nothing is bounded).
+        device_bytes: each device's share (None without a budget).
+        model_bytes: model name -> bytes charged per device (None without a budget).
+    """
+
+    models: tuple[ModelConfig, ...]
+    budget_bytes: int | None = None
+    device_bytes: int | None = None
+    model_bytes: dict | None = None
+
+    def refusal(self, device: str, devices: dict) -> str | None:
+        """Why ``device`` does not fit (None: it does). Each admitted device counts for what
+        its models hold or for its share, whichever is larger.
+
+        Args:
+            device: the new device's id.
+            devices: id -> ``Device`` already admitted.
+        """
+        if self.budget_bytes is None:
+            return None
+        committed = sum(max(device_model_bytes(d), self.device_bytes) for d in devices.values())
+        if committed + self.device_bytes <= self.budget_bytes:
+            return None
+        return (f"device {device} refused: the model budget of {self.budget_bytes} bytes "
+                f"([memory] model_budget_bytes) has {self.budget_bytes - committed} bytes left "
+                f"after {len(devices)} devices, a device needs {self.device_bytes}")
+
+
+def device_model_bytes(device) -> int:
+    """Bytes held by a device's learners (``memory_bytes()`` summed)."""
+    return sum(slot.learner.memory_bytes() for slot in device.slots)
+
+
+def plan_memory(config: Config) -> MemoryPlan:
+    """Divide ``[memory] model_budget_bytes`` among devices and models (module docstring).
+
+    Raises:
+        ConfigError: the budget cannot hold the models of ``max_devices`` devices (every
+            problem named, with the bytes involved).
+    """
+    mem = config.memory
+    if mem.model_budget_bytes is None:
+        return MemoryPlan(tuple(config.models))
+    device_bytes = mem.model_budget_bytes // mem.max_devices
+    n_features = len(config.schema.features)
+    charged, shared = {}, []
+    for m in config.models:
+        if "max_size_bytes" in m.params:
+            charged[m.name] = m.params["max_size_bytes"]
+        elif takes_size_bound(m.kind):
+            shared.append(m.name)
+        else:
+            charged[m.name] = probe_bytes(m, n_features)
+    where = (f"[memory] model_budget_bytes = {mem.model_budget_bytes} for max_devices = "
+             f"{mem.max_devices} gives {device_bytes} bytes per device")
+    left = device_bytes - sum(charged.values())
+    if left < 0 or (shared and left < len(shared)):
+        detail = ", ".join(f"{name} {b}" for name, b in charged.items())
+        raise ConfigError([f"{where}; the models without a share take {detail} bytes, "
+                           f"leaving {max(left, 0)} for {', '.join(shared) or 'nothing'}"])
+    share = left // len(shared) if shared else 0
+    models, problems = [], []
+    for m in config.models:
+        if m.name in shared:
+            m = ModelConfig(m.name, m.kind, {**m.params, "max_size_bytes": share})
+            charged[m.name] = share
+            try:
+                m.build()
+            except ValueError as exc:
+                problems.append(f"{where}; model {m.name!r} gets {share}: {exc}")
+        models.append(m)
+    if problems:
+        raise ConfigError(problems)
+    return MemoryPlan(tuple(models), mem.model_budget_bytes, device_bytes,
+                      {m.name: charged[m.name] for m in config.models})
+
+
+class MemoryGuard:
+    """Watches the process RSS against ``rss_limit_mb`` and sheds (module docstring).
+
+    Args:
+        limit_bytes: the RSS limit in bytes.
+        learners: returns every learner of every device (called at each shedding step).
+        alert: publishes one alert payload (a dict).
+        checkpoint: writes every device's checkpoint.
+        stop: makes the runtime stop (after ``checkpoint``).
+        read_rss: returns the RSS in bytes (default `rss_bytes`).
+
+    Attributes:
+        level: shedding steps taken since RSS was last calm (0 none, 1 background learners,
+            2+ leaves).
+        n_alerts: alerts published.
+    """
+
+    def __init__(self, limit_bytes: int, learners: Callable[[], list], alert: Callable[[dict], None],
+                 checkpoint: Callable[[], object], stop: Callable[[], None],
+                 read_rss: Callable[[], int] = rss_bytes):
+        self.limit_bytes = limit_bytes
+        self._learners = learners
+        self._alert = alert
+        self._checkpoint = checkpoint
+        self._stop = stop
+        self._read_rss = read_rss
+        self.level = 0
+        self.n_alerts = 0
+        self.stopped = False
+        self._next = 0.0
+
+    def tick(self) -> None:
+        """`check` at most every `CHECK_INTERVAL_S` (for the worker's tick hooks)."""
+        now = time.monotonic()
+        if now >= self._next:
+            self._next = now + CHECK_INTERVAL_S
+            self.check()
+
+    def check(self) -> str | None:
+        """Read RSS and take the next step if it is high; returns the action taken, if any."""
+        if self.stopped:
+            return None
+        rss = self._read_rss()
+        if rss < CALM_FRACTION * self.limit_bytes:
+            self.level = 0
+            return None
+        if rss < SHED_FRACTION * self.limit_bytes:
+            return None
+        if self.level >= 2 and rss >= self.limit_bytes:
+            return self._exit(rss)
+        self.level += 1
+        method = "shed_background" if self.level == 1 else "shed_leaves"
+        n_shed = 0
+        for learner in self._learners():
+            n_shed += _shed(learner, method)
+        self._send(method, rss, n_shed)
+        log.warning("RSS %d bytes is %.0f %% of the limit: %s shed %d", rss, 100.0 * rss / self.limit_bytes,
+                    method, n_shed)
+        return method
+
+    def _exit(self, rss: int) -> str:
+        log.critical("RSS %d bytes is at the limit of %d after shedding: checkpointing, then stopping",
+                     rss, self.limit_bytes)
+        self._checkpoint()
+        self._send("exit", rss, 0)
+        self.stopped = True
+        self._stop()
+        return "exit"
+
+    def _send(self, action: str, rss: int, n_shed: int) -> None:
+        self.n_alerts += 1
+        self._alert({"ts": time.time(), "alert": "memory", "action": action, "rss_bytes": rss,
+                     "rss_limit_bytes": self.limit_bytes, "n_shed": n_shed})
+
+
+def _shed(learner, method: str) -> int:
+    """Call ``method`` on ``learner``, or on an ensemble's members (trees inside SRP)."""
+    own = getattr(learner, method, None)
+    if own is not None:
+        return own()
+    if method == "shed_leaves":
+        return sum(_shed(m, method) for m in getattr(learner, "members", ()))
+    return 0
