@@ -1,0 +1,379 @@
+"""Memory: accounting against tracemalloc, the SRP budget over a drifting stream, the runtime's
+division of the model budget, device refusal (real Mosquitto), RSS shedding, `edgebayes budget`."""
+
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from edgebayes.cli import main as cli_main
+from edgebayes.drift import ADWIN
+from edgebayes.ensemble import NaiveBayesCommittee, SRPClassifier
+from edgebayes.naive_bayes import GaussianNB
+from edgebayes.runtime.config import ConfigError, load_config, parse_config
+from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
+from edgebayes.runtime.service import Runtime
+from edgebayes.streams import open_stream
+from edgebayes.tree import HoeffdingTreeClassifier
+from tests.runtime_client import FEATURES, Device, wait_for, write_config
+
+
+def agr(n, seed=1):
+    return [(x.tolist(), int(y)) for x, y in open_stream("synth:AGR_A", n_samples=n, seed=seed)]
+
+
+def held_bytes(build):
+    """Bytes the object built by ``build`` holds, by tracemalloc: traced memory with it alive
+    minus traced memory once it is deleted (temporaries of the build are gone in both)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        obj = build()
+        gc.collect()
+        alive = tracemalloc.get_traced_memory()[0]
+        reported = obj.memory_bytes()
+        del obj
+        gc.collect()
+        return alive - tracemalloc.get_traced_memory()[0], reported
+    finally:
+        tracemalloc.stop()
+
+
+def learned(model, data):
+    for x, y in data:
+        model.predict_one(x)
+        model.learn_one(x, y)
+    return model
+
+
+def adwin_after(n):
+    a = ADWIN()
+    for v in (np.random.default_rng(0).random(n) < 0.3).astype(float).tolist():
+        a.update(v)
+    return a
+
+
+ACCOUNTED = {
+    "gaussian_nb": lambda d: learned(GaussianNB(), d[:2000]),
+    "gaussian_nb_lr": lambda d: learned(GaussianNB(learning_rate=0.01), d[:2000]),
+    "adwin": lambda d: adwin_after(20000),
+    "tree": lambda d: learned(HoeffdingTreeClassifier(grace_period=50, delta=0.01), d[:2000]),
+    "tree_bounded": lambda d: learned(HoeffdingTreeClassifier(grace_period=50, delta=0.01, max_size_bytes=8000), d[:2000]),
+    "srp": lambda d: learned(SRPClassifier(n_models=3, seed=1), d[:800]),
+    "srp_bounded": lambda d: learned(SRPClassifier(n_models=3, seed=1, max_size_bytes=150_000), d[:800]),
+    "nb_committee": lambda d: learned(NaiveBayesCommittee(n_models=10, seed=1), d[:800]),
+}
+
+
+@pytest.fixture(scope="module")
+def agr_2000():
+    return agr(2000)
+
+
+@pytest.mark.parametrize("name", sorted(ACCOUNTED))
+def test_memory_bytes_is_within_20_percent_of_tracemalloc(name, agr_2000):
+    traced, reported = held_bytes(lambda: ACCOUNTED[name](agr_2000))
+    assert traced > 2000
+    assert 0.8 <= reported / traced <= 1.2, (name, reported, traced)
+
+
+def test_a_tree_that_split_is_accounted_with_its_nodes(agr_2000):
+    tree = ACCOUNTED["tree"](agr_2000)
+    assert tree.n_nodes > 1 and tree.n_active_leaves > 1  # the measurement above covered splits
+
+
+def run_srp(data, max_size_bytes, every=1000):
+    """Test-then-train accuracy and memory_bytes() read every ``every`` samples."""
+    srp = SRPClassifier(n_models=10, seed=1, max_size_bytes=max_size_bytes, disable_detector="warning")
+    correct, sizes = 0, []
+    for i, (x, y) in enumerate(data, 1):
+        correct += srp.predict_one(x) == y
+        srp.learn_one(x, y)
+        if i % every == 0:
+            sizes.append(srp.memory_bytes())
+    return correct / len(data), sizes, srp
+
+
+@pytest.mark.slow
+def test_srp_of_10_stays_in_256_kib_over_agr_a_within_3_points_of_unbounded():
+    # 10,000 samples with AGR_A's three abrupt drifts (bench/memory.py runs the 200,000 version).
+    # Without warning detectors: SRP's reserve for 20 ADWINs alone exceeds 256 KiB (test below).
+    data = agr(10_000)
+    acc, sizes, srp = run_srp(data, 256 * 1024)
+    free_acc, free_sizes, _ = run_srp(data, None)
+    assert len(sizes) == 10 and max(sizes) <= 256 * 1024
+    assert max(free_sizes) > 256 * 1024  # the bound did bind
+    assert srp.n_drifts > 0
+    assert abs(acc - free_acc) <= 0.03, (acc, free_acc)
+
+
+def test_srp_budget_that_cannot_hold_its_detectors_is_refused_with_the_figures():
+    with pytest.raises(ValueError, match=r"max_size_bytes=262144 is too small: detectors and bookkeeping reserve"):
+        SRPClassifier(n_models=10, max_size_bytes=256 * 1024)
+
+
+# --- the runtime's plan ----------------------------------------------------------------------
+
+TWO = [{"name": "nb", "kind": "gaussian_nb"}, {"name": "tree", "kind": "hoeffding_tree", "grace_period": 50}]
+
+
+def config(budget, models=TWO, max_devices=10, **memory):
+    return parse_config({"schema": {"features": list(FEATURES)}, "models": models,
+                         "memory": {"model_budget_bytes": budget, "max_devices": max_devices, **memory}})
+
+
+def test_plan_divides_the_budget_among_devices_and_models():
+    plan = plan_memory(config(120_000))
+    assert plan.device_bytes == 12_000
+    nb = plan.model_bytes["nb"]
+    assert 3000 < nb < 9000  # naive Bayes charged its size after 10 classes of 3 features
+    assert plan.model_bytes["tree"] == 12_000 - nb
+    assert plan.models[0].params == {}
+    assert plan.models[1].params == {"grace_period": 50, "max_size_bytes": 12_000 - nb}
+    built = plan.models[1].build()
+    assert built.max_size_bytes == 12_000 - nb
+
+
+def test_plan_keeps_a_models_own_max_size_bytes_and_shares_the_rest():
+    models = [*TWO, {"name": "t2", "kind": "hoeffding_tree", "max_size_bytes": 5000}]
+    plan = plan_memory(config(300_000, models))
+    nb = plan.model_bytes["nb"]
+    assert plan.model_bytes == {"nb": nb, "tree": 30_000 - nb - 5000, "t2": 5000}
+    assert plan.models[2].params == {"max_size_bytes": 5000}
+
+
+def test_plan_without_budget_leaves_models_unbounded_and_admits_everyone():
+    cfg = parse_config({"schema": {"features": list(FEATURES)}, "models": TWO})
+    plan = plan_memory(cfg)
+    assert plan.models == cfg.models and plan.device_bytes is None
+    assert plan.refusal("d1", {f"d{i}": None for i in range(1000)}) is None
+
+
+def test_a_budget_too_small_for_the_models_is_a_config_error_with_the_bytes():
+    with pytest.raises(ConfigError, match=r"gives 10000 bytes per device; model 'tree' gets \d+: max_size_bytes"):
+        plan_memory(config(100_000))
+    with pytest.raises(ConfigError, match=r"the models without a share take nb \d+ bytes, leaving 0 for tree"):
+        plan_memory(config(10_000))
+
+
+# --- device refusal through Mosquitto --------------------------------------------------------
+
+def test_a_10_device_runtime_refuses_the_eleventh_device_cleanly(broker, tmp_path):
+    cfg = load_config(write_config(tmp_path / "rt.toml", broker, extra=(
+        "[memory]\nmodel_budget_bytes = 120000\nmax_devices = 10\n[output]\nerror_interval_s = 0\n"),
+        models='[[models]]\nname = "nb"\nkind = "gaussian_nb"\n'
+               '[[models]]\nname = "tree"\nkind = "hoeffding_tree"\ngrace_period = 50\n'))
+    rt = Runtime(cfg)
+    rt.start()
+    try:
+        wait_for(rt.client.subscribed.is_set, what="runtime subscription")
+        dev = Device(broker)
+        rng = np.random.default_rng(0)
+        for seq in range(30):
+            for d in range(11):
+                y = int(rng.integers(0, 2))
+                dev.publish(f"d{d}", "reading", {"seq": seq, "x": (rng.normal(size=3) + y).tolist(), "y": y})
+        wait_for(lambda: len(dev.got("prediction")) == 300, what="300 predictions")
+        wait_for(lambda: rt.worker.metrics()["n_devices_refused"] == 30, what="30 refusals")
+        m = rt.worker.metrics()
+        assert m["n_devices"] == 10 and m["n_readings"] == 300 and m["n_internal_errors"] == 0
+        assert sorted(rt.worker.devices) == [f"d{i}" for i in range(10)]
+        errors = dev.got("error")
+        assert {e["kind"] for e in errors} == {"device_limit"} and len(errors) == 30
+        assert errors[0]["error"] == ("device d10 refused: the model budget of 120000 bytes "
+                                      "([memory] model_budget_bytes) has 0 bytes left after 10 devices, "
+                                      "a device needs 12000")
+        with dev.lock:
+            assert {t for t, _, _ in dev.raw if t.endswith("/error")} == {"eb/d10/error"}
+        share = rt.worker.memory.model_bytes["tree"]
+        for d in rt.worker.devices.values():
+            assert d.slots[1].learner.max_size_bytes == share
+            assert d.slots[1].learner.memory_bytes() <= share
+        dev.close()
+    finally:
+        rt.stop(timeout_s=5)
+
+
+def test_a_device_whose_models_outgrow_their_charge_leaves_less_room(agr_2000):
+    cfg = config(24_000, models=[{"name": "nb", "kind": "gaussian_nb"}], max_devices=2)
+    plan = plan_memory(cfg)
+
+    class Slot:
+        def __init__(self, learner):
+            self.learner = learner
+
+    class Dev:
+        slots = [Slot(learned(GaussianNB(), [(x[:3], i % 40) for i, (x, _) in enumerate(agr_2000[:400])]))]
+
+    big = Dev.slots[0].learner.memory_bytes()
+    assert big > 12_000  # 40 classes: more than the 10-class charge
+    assert plan.refusal("d2", {"d1": Dev()}) == (
+        f"device d2 refused: the model budget of 24000 bytes ([memory] model_budget_bytes) has "
+        f"{24_000 - big} bytes left after 1 devices, a device needs 12000")
+
+
+# --- RSS guard -------------------------------------------------------------------------------
+
+class Pressure:
+    """Learners with background learners and leaves, and a scripted RSS."""
+
+    def __init__(self, rss):
+        self.rss = list(rss)
+        self.alerts, self.events = [], []
+        data = agr(1500)
+        self.srp = learned(SRPClassifier(n_models=3, seed=1, warning_detector=ADWIN(delta=0.5)), data)
+        self.tree = learned(HoeffdingTreeClassifier(grace_period=50, delta=0.01), data)
+        self.guard = MemoryGuard(100_000, lambda: [self.srp, self.tree, GaussianNB()], self.alerts.append,
+                                 lambda: self.events.append("checkpoint"), lambda: self.events.append("stop"),
+                                 read_rss=lambda: self.rss.pop(0))
+
+
+def test_guard_sheds_background_learners_then_leaves_then_checkpoints_before_stopping():
+    p = Pressure([50_000, 89_000, 91_000, 95_000, 99_000, 100_000, 120_000])
+    bkg = p.srp.n_background_learners
+    leaves = p.tree.n_active_leaves + sum(t.n_active_leaves for t in p.srp.members)
+    assert bkg > 0 and leaves > 4
+    assert [p.guard.check(), p.guard.check()] == [None, None]  # calm, then below 90 %
+    assert p.guard.check() == "shed_background"
+    assert p.srp.n_background_learners == 0
+    assert p.alerts[0]["action"] == "shed_background" and p.alerts[0]["n_shed"] == bkg
+    assert p.guard.check() == "shed_leaves"
+    after = p.tree.n_active_leaves + sum(t.n_active_leaves for t in p.srp.members)
+    assert p.alerts[1]["n_shed"] == leaves - after > 0
+    assert p.guard.check() == "shed_leaves"  # 99 %: still shedding, not stopping
+    assert p.events == []
+    assert p.guard.check() == "exit"  # at the limit after shedding
+    assert p.events == ["checkpoint", "stop"]
+    assert [a["action"] for a in p.alerts] == ["shed_background", "shed_leaves", "shed_leaves", "exit"]
+    assert p.alerts[-1] == {**p.alerts[-1], "alert": "memory", "rss_bytes": 100_000, "rss_limit_bytes": 100_000}
+    assert p.guard.check() is None and p.events == ["checkpoint", "stop"]  # stopped: nothing more
+
+
+def test_guard_starts_over_once_rss_is_calm():
+    p = Pressure([95_000, 70_000, 95_000])
+    assert [p.guard.check(), p.guard.check(), p.guard.check()] == ["shed_background", None, "shed_background"]
+
+
+def test_shed_trees_keep_predicting_and_learning():
+    p = Pressure([])
+    x = agr(1)[0][0]
+    before = p.tree.n_active_leaves
+    assert p.tree.shed_leaves() == before - before // 2
+    assert p.tree.n_active_leaves == before // 2
+    assert p.tree.predict_one(x) in (0, 1)
+    learned(p.tree, agr(500, seed=3))
+    assert p.srp.shed_background() >= 0 and p.srp.n_background_learners == 0
+
+
+def test_rss_bytes_reads_this_process():
+    assert 10 * 2**20 < rss_bytes() < 4 * 2**30
+
+
+def test_runtime_publishes_the_memory_alert_and_checkpoints_before_stopping(broker, tmp_path):
+    cfg = load_config(write_config(tmp_path / "rt.toml", broker, checkpoint_dir=tmp_path / "ckpt",
+                                   extra="[memory]\nrss_limit_mb = 1\n[output]\nformat = \"json\"\n"))
+    rt = Runtime(cfg)
+    rt.start()
+    try:
+        dev = Device(broker)
+        wait_for(rt.client.subscribed.is_set, what="runtime subscription")
+        dev.publish("d1", "reading", {"seq": 0, "x": [0.0, 1.0, 2.0], "y": "a"})
+        wait_for(lambda: len(dev.got("alert")) >= 3, what="memory alerts", timeout_s=15)
+        wait_for(lambda: not rt.worker.is_alive(), what="the worker to stop")
+        assert [a["action"] for a in dev.got("alert")] == ["shed_background", "shed_leaves", "exit"]
+        assert all(a["alert"] == "memory" and a["rss_limit_bytes"] == 2**20 for a in dev.got("alert"))
+        assert (tmp_path / "ckpt").exists() and any((tmp_path / "ckpt").iterdir())
+        dev.close()
+    finally:
+        rt.stop(timeout_s=5)
+
+
+# --- edgebayes budget ------------------------------------------------------------------------
+
+AGR_FEATURES = ["salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan"]
+
+
+def budget_config(tmp_path, memory: str, models: str | None = None):
+    path = tmp_path / "budget.toml"
+    path.write_text(f"[schema]\nfeatures = {AGR_FEATURES!r}\n".replace("'", '"') + memory + (models or (
+        '[[models]]\nname = "nb"\nkind = "gaussian_nb"\n'
+        '[[models]]\nname = "tree"\nkind = "hoeffding_tree"\ngrace_period = 50\ndelta = 0.01\n')))
+    return str(path)
+
+
+def budget(capsys, *argv):
+    code = cli_main(["budget", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_budget_within_prints_peaks_per_model_total_rss_and_verdict(tmp_path, capsys):
+    cfg = budget_config(tmp_path, "[memory]\nmodel_budget_bytes = 400000\nmax_devices = 10\nrss_limit_mb = 4000\n")
+    code, out, err = budget(capsys, "--config", cfg, "--data", "synth:AGR_A", "--samples", "3000")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == f"edgebayes budget: {cfg} on synth:AGR_A, 3,000 samples, one device (of max_devices 10)"
+    nb, tree, total = (line.split() for line in lines[2:5])
+    share_nb = plan_memory(load_config(cfg)).model_bytes["nb"]
+    assert nb[:2] == ["nb", "gaussian_nb"] and nb[4] == f"{share_nb:,}" and nb[5] == "ok"
+    assert tree[:2] == ["tree", "hoeffding_tree"] and tree[4] == f"{40_000 - share_nb:,}" and tree[5] == "ok"
+    peak_tree = int(tree[3].replace(",", ""))
+    assert 4000 < peak_tree <= 40_000 - share_nb
+    assert total[0] == "total" and total[2] == "40,000" and total[3] == "ok"
+    assert int(total[1].replace(",", "")) <= int(nb[3].replace(",", "")) + peak_tree
+    assert lines[5] == "model_budget_bytes 400,000 = 40,000 per device x 10"
+    assert lines[6].startswith("peak RSS ") and lines[6].endswith("(rss_limit_mb 4000: ok)")
+    assert lines[7] == "verdict: within budget"
+
+
+def test_budget_over_the_rss_limit_exits_1(tmp_path, capsys):
+    cfg = budget_config(tmp_path, "[memory]\nrss_limit_mb = 1\n")
+    code, out, _ = budget(capsys, "--config", cfg, "--data", "synth:AGR_A", "--samples", "500")
+    assert code == 1
+    assert "(rss_limit_mb 1: OVER)" in out and out.splitlines()[-1] == "verdict: OVER BUDGET"
+
+
+def test_budget_over_a_probe_charge_exits_1(tmp_path, capsys):
+    # nb is charged its size after 10 classes; this file has 20, so nb outgrows its charge
+    rng = np.random.default_rng(0)
+    rows = [f"{a:.3f},{b:.3f},{c:.3f},k{i % 20}" for i, (a, b, c) in enumerate(rng.normal(size=(400, 3)).tolist())]
+    data = tmp_path / "many.csv"
+    data.write_text("f0,f1,f2,y\n" + "\n".join(rows) + "\n")
+    charge = plan_memory(config(10_000, models=[{"name": "nb", "kind": "gaussian_nb"}], max_devices=1)).model_bytes["nb"]
+    path = tmp_path / "nb.toml"
+    path.write_text(f'[schema]\nfeatures = ["f0", "f1", "f2"]\n[memory]\nmodel_budget_bytes = {charge}\n'
+                    'max_devices = 1\n[[models]]\nname = "nb"\nkind = "gaussian_nb"\n')
+    code, out, _ = budget(capsys, "--config", str(path), "--data", str(data), "--every", "1")
+    nb = out.splitlines()[2].split()
+    assert code == 1 and nb[4] == f"{charge:,}" and nb[5] == "OVER" and int(nb[3].replace(",", "")) > charge
+    assert out.splitlines()[-1] == "verdict: OVER BUDGET"
+
+
+def test_budget_too_small_to_build_the_models_exits_1_with_the_reason(tmp_path, capsys):
+    cfg = budget_config(tmp_path, "[memory]\nmodel_budget_bytes = 60000\nmax_devices = 10\n")
+    code, out, _ = budget(capsys, "--config", cfg, "--data", "synth:AGR_A", "--samples", "10")
+    assert code == 1 and out.startswith("over budget: [memory] model_budget_bytes = 60000 for max_devices = 10")
+
+
+def test_budget_without_limits_reports_and_exits_0(tmp_path, capsys):
+    code, out, _ = budget(capsys, "--config", budget_config(tmp_path, ""), "--data", "synth:AGR_A",
+                          "--samples", "200")
+    assert code == 0 and out.splitlines()[-1] == "verdict: no [memory] model_budget_bytes or rss_limit_mb to check against"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--data", "synth:SEA"], "synth:SEA has 3 features, [schema] features lists 9"),
+    (["--data", "missing.csv"], "No such file"),
+    (["--data", "synth:AGR_A", "--every", "0"], "--every and --samples must be >= 1"),
+])
+def test_budget_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, message):
+    code, out, err = budget(capsys, "--config", budget_config(tmp_path, ""), "--samples", "10", *argv)
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1
+
+
+def test_budget_bad_config_exits_2(tmp_path, capsys):
+    path = tmp_path / "bad.toml"
+    path.write_text("[memory]\nmodel_budget_bytes = -1\n")
+    code, _, err = budget(capsys, "--config", str(path), "--data", "synth:AGR_A")
+    assert code == 2 and "model_budget_bytes = -1: must be > 0" in err
