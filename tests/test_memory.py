@@ -59,7 +59,7 @@ ACCOUNTED = {
     "gaussian_nb_lr": lambda d: learned(GaussianNB(learning_rate=0.01), d[:2000]),
     "adwin": lambda d: adwin_after(20000),
     "tree": lambda d: learned(HoeffdingTreeClassifier(grace_period=50, delta=0.01), d[:2000]),
-    "tree_bounded": lambda d: learned(HoeffdingTreeClassifier(grace_period=50, delta=0.01, max_size_bytes=8000), d[:2000]),
+    "tree_bounded": lambda d: learned(HoeffdingTreeClassifier(grace_period=50, delta=0.01, max_size_bytes=6000), d[:2000]),
     "srp": lambda d: learned(SRPClassifier(n_models=3, seed=1), d[:800]),
     "srp_bounded": lambda d: learned(SRPClassifier(n_models=3, seed=1, max_size_bytes=150_000), d[:800]),
     "nb_committee": lambda d: learned(NaiveBayesCommittee(n_models=10, seed=1), d[:800]),
@@ -81,6 +81,8 @@ def test_memory_bytes_is_within_20_percent_of_tracemalloc(name, agr_2000):
 def test_a_tree_that_split_is_accounted_with_its_nodes(agr_2000):
     tree = ACCOUNTED["tree"](agr_2000)
     assert tree.n_nodes > 1 and tree.n_active_leaves > 1  # the measurement above covered splits
+    bounded = ACCOUNTED["tree_bounded"](agr_2000)
+    assert bounded.n_active_leaves < bounded.n_leaves and bounded.memory_bytes() <= 6000  # and deactivation
 
 
 def run_srp(data, max_size_bytes, every=1000):
