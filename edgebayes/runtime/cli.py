@@ -1,8 +1,9 @@
 """``edgebayes run --config FILE [--broker HOST:PORT] [--checkpoint-dir DIR] [--log-level LEVEL]``.
 
 Runs until SIGTERM or SIGINT, then stops taking readings, drains the queue, checkpoints,
-publishes ``offline`` and exits 0. Exit 2 for a bad config (every problem on stderr), 1 when
-the worker thread died (a service manager restarts the runtime).
+publishes ``offline`` and exits 0. Exit 2 for a bad config (every problem on stderr, including
+a ``[memory] model_budget_bytes`` too small for the models), 1 when the worker thread died or
+stopped at ``[memory] rss_limit_mb`` after checkpointing (a service manager restarts the runtime).
 """
 
 from __future__ import annotations
