@@ -5,10 +5,11 @@
 # Builds once, with debootstrap, a Debian bookworm root per architecture holding what a Pi user
 # has (Debian's python3, python3-venv, mosquitto), cached under $EDGEBAYES_PI_CACHE. Each run
 # starts from that clean root (an overlay: nothing a run installs sticks), copies in the working
-# tree, installs edgebayes into a venv the way deploy/install.sh does (numpy and friends from the
-# package index's wheels for the platform), and runs the unit tests plus the end-to-end runtime
-# test(s) with Mosquitto inside the root. Prints pytest's per-test summary and the time of each
-# step. Exit status 0 when every architecture asked for passed.
+# tree, runs deploy/install.sh in it as a Pi user would (venv under /opt/edgebayes, numpy and
+# friends from the package index's wheels for the platform), adds the test extra, and runs the
+# unit tests plus the end-to-end runtime test(s) with Mosquitto inside the root. Prints pytest's
+# per-test summary and the time of each step. Exit status 0 when every architecture asked for
+# passed.
 #
 #   deploy/pi/check.sh               # arm64: 64-bit Raspberry Pi OS (Zero 2 W, 3, 4, 5)
 #   deploy/pi/check.sh armhf         # 32-bit Raspberry Pi OS
@@ -28,15 +29,18 @@ set -euo pipefail
 # run against Mosquitto inside the emulated root. E2E='' runs none.
 E2E_DEFAULT="tests/test_runtime_e2e.py::test_inline_labels_predictions_equal_the_offline_models"
 E2E="${EDGEBAYES_PI_E2E-$E2E_DEFAULT}"
-EXCLUDE="${EDGEBAYES_PI_EXCLUDE-tests/test_deploy_mosquitto.py::*}"
+# test_report runs River (the bench extra, not installed on a Pi).
+EXCLUDE_DEFAULT="tests/test_deploy_mosquitto.py::* tests/test_report.py::*
+  tests/test_demo.py::test_demo_runs_and_its_summary_is_sane"
+EXCLUDE="${EDGEBAYES_PI_EXCLUDE-$EXCLUDE_DEFAULT}"
 
 SUITE=bookworm
 CACHE="${EDGEBAYES_PI_CACHE:-/var/cache/edgebayes-pi}"
 MIRROR="${EDGEBAYES_PI_MIRROR:-http://deb.debian.org/debian}"
 NICE="${EDGEBAYES_PI_NICE:-19}"
 PACKAGES=python3,python3-venv,mosquitto,ca-certificates
-# No armv7 wheels of numpy or msgpack exist on PyPI (Raspberry Pi OS gets them from piwheels),
-# so the armhf root also carries Debian's builds; see ensure_wheels below.
+# No armv7 wheels of numpy or msgpack exist on PyPI (Raspberry Pi OS gets them from piwheels):
+# install.sh takes Debian's builds on armhf; the cached root has them already, to save time.
 PACKAGES_armhf=python3-numpy,python3-msgpack
 VENV=/opt/edgebayes/venv
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -90,8 +94,9 @@ build_root() {
   say "$arch: root built in $((SECONDS - t0)) s"
 }
 
-# What runs inside the root, as root, with a clean environment. Mirrors deploy/install.sh's
-# venv step: Debian's python3 -m venv under /opt/edgebayes, then pip from the package index.
+# What runs inside the root, as root, with a clean environment: deploy/install.sh itself (apt,
+# user, venv under /opt/edgebayes with Debian's python3 -m venv, pip from the package index),
+# the test extra on top, the tests, the footprint.
 inner_script() {
   cat <<'EOF'
 set -euo pipefail
@@ -99,20 +104,19 @@ say() { printf '[pi-check %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 cd /srv/edgebayes/main
 say "$ARCH: $(python3 --version), $(uname -m), glibc $(ldd --version | head -1 | awk '{print $NF}')"
 t0=$SECONDS
-python3 -m venv $VENV_FLAGS "$VENV"
+# what a Pi user runs (sudo deploy/install.sh); no systemd in the root: the unit is only installed
+deploy/install.sh 2>&1 | sed 's/^/    /'
+"$VENV/bin/pip" install --quiet ".[test]"
+say "$ARCH: deploy/install.sh + pip install .[test] in $((SECONDS - t0)) s"
 if [ "$ARCH" = armhf ]; then
-  # Is there a wheel on the package index for this platform? pip's own answer, printed as is.
+  # why install.sh takes Debian's numpy and msgpack there: pip's own answer, printed as is
   platform=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_platform())')
   for pkg in numpy msgpack; do
     say "armhf: wheels of $pkg on the package index for $platform:"
     "$VENV/bin/pip" download --quiet --no-deps --only-binary=:all: -d /tmp/wheelcheck "$pkg" 2>&1 |
       sed 's/^/    /' || true
   done
-  say "armhf: so numpy and msgpack come from Debian through --system-site-packages:" \
-    "$(dpkg-query -W python3-numpy python3-msgpack | tr '\t\n' '  ')"
 fi
-"$VENV/bin/pip" install --quiet ".[test]"
-say "$ARCH: venv + pip install .[test] in $((SECONDS - t0)) s"
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md, platform
 names = ("edgebayes", "numpy", "msgpack", "paho-mqtt", "tqdm", "pytest", "hypothesis")
@@ -139,11 +143,12 @@ EOF
 
 # Runs in a private mount namespace (see main): every mount vanishes with it, even on a kill.
 run_inside() {
-  local arch="$1" run="$2" root="$CACHE/$SUITE-$1" m="$2/merged" venv_flags=
+  local arch="$1" run="$2" root="$CACHE/$SUITE-$1" m="$2/merged"
   mount -t overlay overlay -o "lowerdir=$root,upperdir=$run/upper,workdir=$run/work" "$m"
   mount -t proc proc "$m/proc"
   mount -t sysfs -o ro sysfs "$m/sys"
   mount --bind /dev "$m/dev"
+  mount --bind /dev/pts "$m/dev/pts"
   mount -t tmpfs tmpfs "$m/tmp"
   mkdir -p "$m/srv/edgebayes/main" "$m/srv/edgebayes/shared"
   # the working tree as git sees it (tracked and untracked files, not the ignored ones)
@@ -154,10 +159,9 @@ run_inside() {
   cp /etc/resolv.conf "$m/etc/resolv.conf"
   # pip trusts what this host trusts (a proxy's CA, if any); the root's own store is untouched
   cp /etc/ssl/certs/ca-certificates.crt "$m/etc/ssl/host-ca-bundle.crt"
-  [ "$arch" = armhf ] && venv_flags=--system-site-packages
   inner_script | nice -n "$NICE" chroot "$m" /usr/bin/env -i \
     PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/root LANG=C.UTF-8 TERM=dumb \
-    ARCH="$arch" VENV="$VENV" VENV_FLAGS="$venv_flags" \
+    ARCH="$arch" VENV="$VENV" \
     PIP_CERT=/etc/ssl/host-ca-bundle.crt PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
     PIP_DEFAULT_TIMEOUT=120 EDGEBAYES_PI_E2E="$E2E" EDGEBAYES_PI_EXCLUDE="$EXCLUDE" \
     FOOTPRINT="${EDGEBAYES_PI_FOOTPRINT:-1}" \
