@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -82,6 +83,13 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_s(pid: int) -> float:
+    """CPU time (user + system, all threads) of process ``pid`` so far, seconds: the runtime's
+    own cost per reading, which the other jobs on the machine barely change."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def publish(client: paho.Client, topic: str, payload: bytes) -> None:
     """Publish at QoS 1, waiting while paho has no free packet id.
 
@@ -134,6 +142,7 @@ def main() -> int:
         data = payloads(args.n)
         # 1. sustained throughput: a burst of n readings
         col.expect(args.n)
+        cpu0 = cpu_s(rt.pid)
         t0 = time.time()
         for seq, x, y in data:
             publish(pub, "bench/d1/reading", msgpack.packb({"seq": seq, "ts": time.time(), "x": x, "y": y}))
@@ -142,6 +151,7 @@ def main() -> int:
             print(f"only {col.n} of {args.n} predictions arrived")
         elapsed = time.time() - t0
         rss_after = rss_mb(rt.pid)
+        cpu = cpu_s(rt.pid) - cpu0
         m = col.metrics
         print("runtime counters:", {k: m.get(k) for k in ("n_readings", "n_predictions", "n_dropped",
               "n_malformed", "n_duplicates", "n_publish_failed", "queue_depth", "errors")})
@@ -149,6 +159,8 @@ def main() -> int:
         print(f"models={args.models}  burst of {args.n} readings: published in {t_pub:.1f} s, "
               f"{done} predicted in {elapsed:.1f} s (+-0.25 s) -> {done / elapsed:,.0f} readings/s end to end "
               f"({col.n} prediction messages reached the QoS 0 collector)")
+        print(f"runtime CPU: {cpu:.1f} s for the burst = {cpu / max(done, 1) * 1e6:.0f} us per reading "
+              f"(all its threads); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         print(f"runtime RSS: {rss_start:.1f} MB after start, {rss_after:.1f} MB after {args.n:,} readings")
         # 2. latency at a paced rate (the model keeps learning from where the burst left it)
         m = int(args.rate * args.seconds)
