@@ -15,7 +15,7 @@ import numpy as np
 
 from edgebayes.base import Learner, check_label, check_weight
 from edgebayes.tree import storage
-from edgebayes.tree.criterion import hoeffding_bound, merit_range
+from edgebayes.tree.criterion import MAX_SHARE_TO_SPLIT, hoeffding_bound, merit_range
 from edgebayes.tree.observers import (
     INV2VAR,
     LOGNORM,
@@ -30,8 +30,8 @@ from edgebayes.tree.observers import (
 # Node record (struct of arrays, one int record and one float record per node).
 _FEAT, _CHILD, _NBR, _DEPTH, _SLOT = range(5)  # ints: split feature (-1 leaf), first child,
 _NI = 5  # branches of a nominal split (0 numeric), depth, stats slot (-1 inactive / split)
-_THR, _NW, _LASTW, _MCOK, _NBOK = range(5)  # floats: threshold, weight seen, weight at last
-_NF = 5  # split evaluation, weight predicted right by majority class / by naive Bayes
+_THR, _NW, _SINCE, _MCOK, _NBOK = range(5)  # floats: threshold, weight seen, weight seen since
+_NF = 5  # the last split evaluation, weight predicted right by majority class / by naive Bayes
 
 _LEAF_PREDICTIONS = ("mc", "nb", "nba")
 #: Smallest accepted ``max_size_bytes``: the Python objects of an empty tree plus a root.
@@ -349,12 +349,16 @@ class HoeffdingTreeClassifier(Learner):
         self._n_free -= 1
         return self._free[self._n_free]
 
-    def _release_slot(self, s: int) -> None:
-        """Clear slot ``s`` to empty estimators and return it to the pool."""
+    def _clear_slot(self, s: int) -> None:
+        """Reset slot ``s`` to empty estimators."""
         view = storage.view(self._st, (self._slot_cap, self._ccap, len(self._gnum), N_FIELDS))
         view[s] = _empty_stats(1, self._ccap, len(self._gnum))[0]
         for k, a in enumerate(self._nc):
             storage.view(a, (self._slot_cap, self._ccap, self._vcaps[k]))[s] = 0.0
+
+    def _release_slot(self, s: int) -> None:
+        """Clear slot ``s`` and return it to the pool."""
+        self._clear_slot(s)
         self._free[self._n_free] = s
         self._n_free += 1
 
@@ -364,7 +368,7 @@ class HoeffdingTreeClassifier(Learner):
             return False
         b, fb = node * _NI, node * _NF
         self._ni[b + _SLOT] = s
-        self._nf[fb + _LASTW] = self._nf[fb + _NW]
+        self._nf[fb + _SINCE] = 0.0
         self._nf[fb + _MCOK] = self._nf[fb + _NBOK] = 0.0
         return True
 
@@ -547,10 +551,15 @@ class HoeffdingTreeClassifier(Learner):
         self._cc[node * ccap + c] += w
         self._n_learned += 1
         if s >= 0:
-            fb = node * _NF
-            if nf[fb + _NW] - nf[fb + _LASTW] >= self.grace_period:
-                nf[fb + _LASTW] = nf[fb + _NW]
+            # weight since the last evaluation counted on its own: exact for integer weights,
+            # where MOA's and River's difference of two fractional totals can miss by an ulp
+            k = node * _NF + _SINCE
+            since = nf[k] + w
+            if since >= self.grace_period:
+                nf[k] = 0.0
                 self._attempt_split(node)
+            else:
+                nf[k] = since
         if self.max_size_bytes is not None and self._n_learned % REBALANCE_PERIOD == 0:
             self._rebalance()
 
@@ -661,13 +670,25 @@ class HoeffdingTreeClassifier(Learner):
         return math.log((count + 1.0) / (total + len(self._vocab[k])))
 
     def _attempt_split(self, node: int) -> None:
-        """VFDT split attempt (MOA's ``attemptToSplit``):
+        """VFDT split attempt (MOA's ``attemptToSplit``, River's ``_attempt_to_split``):
 
         1. a pure leaf never splits (casebook C17); nor one at ``max_depth``;
         2. best candidate per feature by information gain, plus the null split (merit -inf);
+           among equal merits the later feature wins (MOA's stable sort);
         3. eps = hoeffding_bound(log2(n_classes), delta, weight seen);
-        4. split on the best when G(best) - G(second) > eps, or eps < tau (tie);
-        5. the children start with the split's class weights and fresh observers.
+        4. split on the best when G(best) - G(second) > eps, or on a tie, eps < tau; the
+           children start with the split's class weights and fresh observers;
+        5. a *near-pure* leaf (majority class above `MAX_SHARE_TO_SPLIT` of its weight) never
+           splits on a tie (casebook C17), only on a won Hoeffding test;
+        6. otherwise the null split wins when the leaf is near-pure, or on a tie with no valid
+           candidate: the leaf clears its observers, keeping its class weights and nba
+           scores (MOA and River deactivate it there and their memory manager, with room to
+           spare, reactivates it at once with fresh observers).
+
+        Near-pure leaves are what AGR_A turns on: after each concept change the old leaves
+        stay near-pure for a while, far past the tie point; MOA splits them on ties over
+        stale statistics, River (``max_share_to_split``) and we clear the statistics instead
+        and split on the new concept later (3 points, bench/tree.py).
         """
         ints = storage.view(self._ni, (self._node_cap, _NI))
         if self.max_depth is not None and ints[node, _DEPTH] >= self.max_depth:
@@ -677,23 +698,26 @@ class HoeffdingTreeClassifier(Learner):
         if (pre > 0.0).sum() < 2:
             return
         s = int(ints[node, _SLOT])
-        suggestions = [(-math.inf, -1, 0, 0.0, None)]  # (merit, order, feature, threshold, dists)
+        suggestions = [(-math.inf, -1, 0.0, None)]  # (merit, feature, threshold, dists)
         if self._gnum:
             block = storage.view(self._st, (self._slot_cap, self._ccap, len(self._gnum), N_FIELDS))
             merit, thr, dists = numeric_splits(block[s, :n_classes], pre, self.n_split_points)
             for j, g in enumerate(self._gnum):
-                suggestions.append((float(merit[j]), len(suggestions), g, float(thr[j]), dists[j]))
+                suggestions.append((float(merit[j]), g, float(thr[j]), dists[j]))
         for k, g in enumerate(self._gnom):
             counts = storage.view(self._nc[k], (self._slot_cap, self._ccap, self._vcaps[k]))[s, :n_classes]
             merit, dists = nominal_split(counts, pre)
-            suggestions.append((merit, len(suggestions), g, math.nan, dists))
-        suggestions.sort(key=lambda t: (t[0], -t[1]))
+            suggestions.append((merit, g, math.nan, dists))
+        suggestions.sort(key=lambda t: (t[0], t[1]))
         best, second = suggestions[-1], suggestions[-2]
-        if not math.isfinite(best[0]):
-            return
-        eps = hoeffding_bound(merit_range(pre), self.delta, float(pre.sum()))
-        if best[0] - second[0] > eps or eps < self.tau:
-            self._split(node, best[2], best[3], best[4])
+        total = float(pre.sum())
+        eps = hoeffding_bound(merit_range(pre), self.delta, total)
+        near_pure = pre.max() / total > MAX_SHARE_TO_SPLIT
+        tie = eps < self.tau
+        if math.isfinite(best[0]) and (best[0] - second[0] > eps or (tie and not near_pure)):
+            self._split(node, best[1], best[2], best[3])
+        elif near_pure or tie:
+            self._clear_slot(s)
 
     def _split(self, node: int, g: int, thr: float, dists: np.ndarray) -> None:
         """Turn leaf ``node`` into a split on global feature ``g`` with children for the rows
