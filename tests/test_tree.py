@@ -87,6 +87,52 @@ def test_nominal_feature_splits_multiway():
     assert sum(tree.predict_proba_one([7.0, 0.5]).values()) == pytest.approx(1.0)
 
 
+def _split_at_the_root_on_fractional_weight():
+    """grace_period=2; a first sample of weight 2.1 makes the root check (pure: no split) at
+    2.1; two unit samples make the weight seen 4.1, and 4.1 - 2.1 == 1.9999999999999996 in
+    floats: MOA and River, differencing the two totals, would wait one more sample."""
+    tree = HoeffdingTreeClassifier(grace_period=2, delta=1e-7, tau=0.05)
+    tree.learn_one([0.0, 0.0], "a", w=2.1)
+    tree.learn_one([1.0, 0.0], "b")
+    assert tree.n_nodes == 1  # 1 of weight since the check
+    tree.learn_one([1.0, 0.0], "b")
+    return tree
+
+
+def test_split_check_comes_after_exactly_grace_period_of_weight():
+    tree = _split_at_the_root_on_fractional_weight()
+    # checked at 2 of weight since the last check: the classes part on feature 0, at the
+    # first of the 10 candidates 1/11 .. 10/11
+    assert tree.n_nodes == 3
+    assert _root(tree) == (0, pytest.approx(1.0 / 11.0))
+    # the children start from the split's class weights
+    assert tree.predict_proba_one([0.0, 0.0]) == {"a": 1.0, "b": 0.0}
+    assert tree.predict_proba_one([1.0, 0.0]) == {"a": 0.0, "b": 1.0}
+
+
+def test_new_leaf_counts_its_grace_period_from_its_inherited_weight():
+    tree = _split_at_the_root_on_fractional_weight()
+    # the right leaf was born holding b: 2 (inherited, seen at its 'last check'); its first
+    # check comes after 2 more of weight, not at the first sample (2 + 1 >= 2)
+    tree.learn_one([1.0, 0.0], "b")
+    assert tree.n_nodes == 3
+    tree.learn_one([1.0, 1.0], "a")
+    # checked: class weights b 3, a 1; feature 1 parts its observed b (0.0) from a (1.0)
+    assert tree.n_nodes == 5 and tree.depth == 2
+    assert tree.predict_one([1.0, 0.0]) == "b" and tree.predict_one([1.0, 1.0]) == "a"
+
+
+def test_equal_merits_split_on_the_later_feature():
+    # two copies of the same feature rank equal, so only a tie (tau=1) splits; MOA's and
+    # River's stable sort take the later
+    tree = HoeffdingTreeClassifier(grace_period=20, delta=0.01, tau=1.0)
+    for i in range(20):
+        a = i / 20
+        tree.learn_one([a, a], int(a >= 0.5))
+    assert tree.n_nodes == 3
+    assert _root(tree)[0] == 1
+
+
 def test_weighted_learning_equals_repeated_learning():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(300, 3))
@@ -275,6 +321,31 @@ def test_c17_pure_leaf_never_splits_and_near_pure_follows_the_test():
     # split (merit -inf), as in MOA; the last candidate below the 'b' values is chosen
     assert near.n_nodes == 3
     assert _root(near) == (0, pytest.approx(0.9088636363636363))
+
+
+def _minority_every(period, n, leaf_prediction="nba"):
+    """A tree fed n samples of 2 uniform noise features, class 'b' every period-th else 'a'."""
+    rng = np.random.default_rng(170)
+    tree = HoeffdingTreeClassifier(grace_period=200, delta=1e-7, tau=0.05, leaf_prediction=leaf_prediction)
+    for i in range(n):
+        tree.learn_one(rng.random(2).tolist(), "b" if i % period == period - 1 else "a")
+    return tree
+
+
+def test_c17_near_pure_leaf_never_splits_on_a_tie_and_clears_its_observers():
+    # at the check at 3400 of weight the bound (0.0487) is below tau: a tie. With 'b' 17
+    # times in 3400 (share of 'a' 0.995 > 0.99) the leaf is near-pure and does not split
+    # on noise; with 'b' 340 times (0.9) the tie splits, as VFDT's
+    assert _minority_every(10, 3400).n_nodes == 3
+    assert _minority_every(200, 3400).n_nodes == 1
+    # the null split won: the observers were cleared, so naive Bayes holds only the class
+    # weights (the prior), whatever x; one sample earlier its Gaussians still moved it
+    before = _minority_every(200, 3399, "nb").predict_proba_one([0.99, 0.01])
+    after = _minority_every(200, 3400, "nb").predict_proba_one([0.99, 0.01])
+    assert after == {"a": pytest.approx(3383 / 3400, rel=1e-12), "b": pytest.approx(17 / 3400, rel=1e-12)}
+    assert before["b"] != pytest.approx(17 / 3399, rel=1e-3)
+    # observers that start again learn again, until the next check (at 3600) clears them
+    assert _minority_every(200, 3599, "nb").predict_proba_one([0.99, 0.01])["b"] != pytest.approx(17 / 3599, rel=1e-3)
 
 
 def test_c19_tight_budget_checks_run_and_the_model_still_predicts():

@@ -7,7 +7,10 @@ a weight per class and value. Every ``grace_period`` of weight, a leaf ranks its
 splits by information gain; the Hoeffding bound says how far apart the best two must be
 before one can trust, with probability 1 - ``delta``, that the best is truly best. Once the
 bound shrinks below ``tau`` the two are called a tie and the best is taken. A split turns
-the leaf into a node whose children start from the class weights the split estimates.
+the leaf into a node whose children start from the class weights the split estimates. A
+*near-pure* leaf (majority class over 99 % of its weight) never splits on a tie: it clears
+its observers instead and learns them again (River's behaviour; on a drifting stream it keeps
+stale leaves from splitting on the old concept).
 
 Leaves predict the majority class (``mc``), naive Bayes over their observers (``nb``), or
 whichever of the two has been more accurate on the leaf's own training samples (``nba``).
