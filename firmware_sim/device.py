@@ -71,8 +71,8 @@ class SimConfig:
         faults: the `FaultRates`.
         reboot_s: how long a reboot keeps a device offline, seconds (>= 0).
         reboot_seq: ``seq`` after a reboot: "zero" (starts again from 0, as firmware without
-            a persisted counter does; docs/protocol.md asks devices not to, so the runtime
-            skips such readings as duplicates until they pass the old ``seq``) or "continue".
+            a persisted counter does; the runtime starts a new seq epoch for it because
+            its ``ts`` is later, docs/protocol.md "Reboots") or "continue".
         prefix: topic prefix (``<prefix>/<device>/reading``).
         device_prefix: device ids are this followed by the device index.
         target, drop: a file's label column and its columns that are not features.

@@ -145,8 +145,7 @@ class Connection:
     def _on_publish(self, client, userdata, mid, reason_code, properties):
         with self._lock:
             self._confirmed += 1
-            if self._confirmed >= self._published:
-                self._flushed.notify_all()
+            self._flushed.notify_all()  # flush() and a publish waiting for a free packet id
 
     def connect(self, timeout_s: float = 10.0, retry: bool = False) -> bool:
         """Connect, start the network thread and wait for the broker's CONNACK.
@@ -179,10 +178,21 @@ class Connection:
         return True
 
     def publish(self, topic: str, payload: bytes, qos: int) -> bool:
-        """Publish; False when paho refused it at once (e.g. QoS 0 while disconnected: C34)."""
+        """Publish; False when paho refused it at once (e.g. QoS 0 while disconnected: C34).
+
+        A QoS 1/2 message is never dropped: when paho's queue of unacknowledged messages is
+        full (``max_queued_messages_set``, or the 65,535 packet ids of MQTT), it waits for the
+        broker's acknowledgements and tries again.
+        """
         with self._lock:
             self._published += 1
         info = self.client.publish(topic, payload, qos)
+        while info.rc == mqtt.MQTT_ERR_QUEUE_SIZE and qos > 0:
+            # all 65,535 packet ids are waiting for the broker: wait for one ack, then retry
+            with self._lock:
+                confirmed = self._confirmed
+                self._flushed.wait_for(lambda: self._confirmed > confirmed, 1.0)
+            info = self.client.publish(topic, payload, qos)
         if info.rc != mqtt.MQTT_ERR_SUCCESS and qos == 0:
             with self._lock:  # paho will never confirm it
                 self._published -= 1

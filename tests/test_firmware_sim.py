@@ -610,3 +610,19 @@ def test_config_errors_name_the_value():
         SimConfig(PIMA, labels="sometimes")
     with pytest.raises(ValueError, match="rows cannot be shared"):
         build_devices(SimConfig(str(SHARED / "data" / "uci_iris" / "iris.csv"), n_devices=151))
+
+
+def test_a_full_publish_queue_waits_instead_of_dropping(broker, collector):
+    # paho refuses a QoS 1 publish (MQTT_ERR_QUEUE_SIZE) when its queue of unacknowledged
+    # messages is full, as it is past 65,535 packet ids in a burst; nothing may be lost
+    conn = Connection(BrokerOptions.from_address(broker.address), "fs-queue-test")
+    conn.client.max_queued_messages_set(20)
+    conn.connect()
+    n = 600
+    for i in range(n):
+        assert conn.publish("edgebayes/q/reading", encode({"seq": i, "x": [0.0]}), 1)
+    assert conn.flush(10.0)
+    conn.disconnect()
+    collector.wait_count(n)
+    seqs = [decode(p)["seq"] for p in collector.by_topic()["edgebayes/q/reading"]]
+    assert seqs == list(range(n))
