@@ -880,7 +880,7 @@ def attach(router: SourceRouter, mqtt) -> None:
     carry the retain flag), the worker's dispatch and tick, discovery's publisher."""
     intake = _Intake(router.worker)
     for f in router.filters:
-        mqtt._client.message_callback_add(f, intake)
+        mqtt.add_filter_callback(f, intake)
     router.worker.sources = router
     router.worker.tick_hooks.append(router.tick)
     if router.discovery is not None:
