@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -99,6 +100,49 @@ def check_weight(w: float) -> float:
     if not (w >= 0.0 and math.isfinite(w)):
         raise ValueError(f"sample weight must be finite and >= 0, got {w}")
     return w
+
+
+def _number(v, j: int) -> float:
+    if isinstance(v, numbers.Real):
+        return float(v)
+    raise ValueError(f"x[{j}] = {v!r} is not a number")
+
+
+def as_floats(x, d: int | None) -> tuple[list, bool]:
+    """``x`` (a 1-D numpy array or sequence of real numbers) as a list of Python floats, and
+    whether it holds a NaN (a missing value). ``d`` is the expected length (None: any, not 0).
+
+    Raises:
+        ValueError: not a 1-D sequence of numbers, wrong length (``d``), empty, or +/-inf.
+    """
+    if type(x) is np.ndarray:
+        if x.ndim != 1:
+            raise ValueError(f"x must be 1-D, got shape {x.shape}")
+        if x.dtype.kind not in "fiub":
+            raise ValueError(f"x must hold numbers, got dtype {x.dtype}")
+        xs = x.tolist()
+    else:
+        if isinstance(x, (str, bytes, dict)):
+            raise ValueError(f"x must be a 1-D sequence of numbers, got {type(x).__name__}")
+        try:
+            xs = list(x)
+        except TypeError:
+            raise ValueError(f"x must be a 1-D sequence of numbers, got {type(x).__name__}") from None
+        if not set(map(type, xs)) <= {float}:
+            xs = [_number(v, j) for j, v in enumerate(xs)]
+    if d is None:
+        if not xs:
+            raise ValueError("x is empty")
+    elif len(xs) != d:
+        raise ValueError(f"x has {len(xs)} features, the model {d}")
+    s = sum(xs)
+    if s - s == 0.0:
+        return xs, False
+    for j, v in enumerate(xs):
+        if v == math.inf or v == -math.inf:
+            raise ValueError(f"x[{j}] is {v}: features must be finite (NaN marks a missing value)")
+    return xs, any(v != v for v in xs)
+
 
 
 class Learner:

@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from edgebayes.base import Learner, check_label, check_weight
+from edgebayes.base import Learner, as_floats, check_label, check_weight
 
 __all__ = ["GaussianNB"]
 
@@ -35,7 +35,7 @@ _CHUNK = 65536
 _INF = math.inf
 
 
-def _rate(m: float, w: float, top: float, log_keep: float) -> float:
+def update_rate(m: float, w: float, top: float, log_keep: float) -> float:
     """The rate of one update of weight ``w`` on an estimate that has seen weight ``m``.
 
     DESIGN.md 2.1 with the rule applied to w unit steps: the steps that take the count to at
@@ -55,7 +55,7 @@ def _rate(m: float, w: float, top: float, log_keep: float) -> float:
 
 
 def _rates(before: np.ndarray, W: np.ndarray, top: float, log_keep: float) -> np.ndarray:
-    """`_rate` element-wise (0 where the weight is 0)."""
+    """`update_rate` element-wise (0 where the weight is 0)."""
     t = np.clip(top - before, 0.0, W)
     s = -np.expm1((W - t) * log_keep)
     den = before + t
@@ -126,47 +126,6 @@ def _merge(n0, mu0, var0, X, w, top, log_keep, has_nan=True):
     return np.broadcast_to(n_after, mu0.shape).copy(), mean, var
 
 
-def _number(v, j: int) -> float:
-    if isinstance(v, numbers.Real):
-        return float(v)
-    raise ValueError(f"x[{j}] = {v!r} is not a number")
-
-
-def _as_floats(x, d: int | None) -> tuple[list, bool]:
-    """``x`` as a list of floats and whether it holds a NaN (a missing value).
-
-    Raises:
-        ValueError: not a 1-D sequence of numbers, wrong length (``d``), empty, or +/-inf.
-    """
-    if type(x) is np.ndarray:
-        if x.ndim != 1:
-            raise ValueError(f"x must be 1-D, got shape {x.shape}")
-        if x.dtype.kind not in "fiub":
-            raise ValueError(f"x must hold numbers, got dtype {x.dtype}")
-        xs = x.tolist()
-    else:
-        if isinstance(x, (str, bytes, dict)):
-            raise ValueError(f"x must be a 1-D sequence of numbers, got {type(x).__name__}")
-        try:
-            xs = list(x)
-        except TypeError:
-            raise ValueError(f"x must be a 1-D sequence of numbers, got {type(x).__name__}") from None
-        if not set(map(type, xs)) <= {float}:
-            xs = [_number(v, j) for j, v in enumerate(xs)]
-    if d is None:
-        if not xs:
-            raise ValueError("x is empty")
-    elif len(xs) != d:
-        raise ValueError(f"x has {len(xs)} features, the model {d}")
-    s = sum(xs)
-    if s - s == 0.0:
-        return xs, False
-    for j, v in enumerate(xs):
-        if v == _INF or v == -_INF:
-            raise ValueError(f"x[{j}] is {v}: features must be finite (NaN marks a missing value)")
-    return xs, any(v != v for v in xs)
-
-
 def _update(cnt, mu, var, xs, has_nan, dense, w, top, log_keep):
     """One sample into per-feature counts, means and variances (lists): DESIGN.md 2.1.
 
@@ -175,7 +134,7 @@ def _update(cnt, mu, var, xs, has_nan, dense, w, top, log_keep):
     """
     if dense and not has_nan:
         m = cnt[0]
-        r = _rate(m, w, top, log_keep)
+        r = update_rate(m, w, top, log_keep)
         q = 1.0 - r
         ds = [a - b for a, b in zip(xs, mu)]
         mu = [b + r * e for b, e in zip(mu, ds)]
@@ -187,7 +146,7 @@ def _update(cnt, mu, var, xs, has_nan, dense, w, top, log_keep):
             continue
         m = cnt[j]
         if m != last:
-            last, r = m, _rate(m, w, top, log_keep)
+            last, r = m, update_rate(m, w, top, log_keep)
         e = a - mu[j]
         mu[j] += r * e
         var[j] = (1.0 - r) * (var[j] + r * e * e)
@@ -284,7 +243,7 @@ class GaussianNB(Learner):
         """
         if w != 1.0:
             w = check_weight(w)
-        xs, has_nan = _as_floats(x, self.n_features_in_)
+        xs, has_nan = as_floats(x, self.n_features_in_)
         try:
             k = self._index.get(y)
         except TypeError:
@@ -296,7 +255,7 @@ class GaussianNB(Learner):
         if k is None:
             k = self._add_class(y, len(xs))
         top, lk = self._top, self._log_keep
-        r0 = _rate(self._n, w, top, lk)
+        r0 = update_rate(self._n, w, top, lk)
         keep = 1.0 - r0
         priors = [p * keep for p in self._priors]
         priors[k] += r0
@@ -510,7 +469,7 @@ class GaussianNB(Learner):
         """
         if not self.classes_:
             return {}
-        cs, qs = self._terms(*_as_floats(x, self.n_features_in_))
+        cs, qs = self._terms(*as_floats(x, self.n_features_in_))
         return {label: c - 0.5 * q for label, c, q in zip(self.classes_, cs, qs)}
 
     def predict_proba_one(self, x) -> dict:
@@ -521,7 +480,7 @@ class GaussianNB(Learner):
         """
         if not self.classes_:
             return {}
-        xs, has_nan = _as_floats(x, self.n_features_in_)
+        xs, has_nan = as_floats(x, self.n_features_in_)
         cs, qs = self._terms(xs, has_nan)
         # shift by the smallest squared distance: when it is huge (a variance at the floor),
         # the log priors would otherwise be absorbed and tied distances no longer tie

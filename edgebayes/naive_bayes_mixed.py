@@ -33,8 +33,8 @@ import sys
 
 import numpy as np
 
-from edgebayes.base import Learner, check_weight
-from edgebayes.naive_bayes import GaussianNB, _as_floats, _rate
+from edgebayes.base import Learner, as_floats, check_weight
+from edgebayes.naive_bayes import GaussianNB, update_rate
 
 __all__ = ["MixedNB", "ZERO_FREQUENCY", "split_columns"]
 
@@ -177,7 +177,7 @@ class MixedNB(Learner):
         """
         if w != 1.0:
             w = check_weight(w)
-        xs, _ = _as_floats(x, self.n_features_in_)
+        xs, _ = as_floats(x, self.n_features_in_)
         nominal, numeric = self._layout(len(xs))
         self._gnb.learn_one(self._numeric_part(xs, numeric), y, w)  # validates y, keeps priors
         if w == 0.0:
@@ -261,7 +261,7 @@ class MixedNB(Learner):
                 self._counts[i][k][col] += w
                 self._totals[i][k] += w
                 continue
-            r = _rate(m, w, top, lk)
+            r = update_rate(m, w, top, lk)
             s = self._totals[i][k]
             keep = (1.0 - r) * top / s if s > 0.0 else 0.0
             row = [c * keep for c in self._counts[i][k]]
@@ -316,7 +316,7 @@ class MixedNB(Learner):
         """
         if not self._index:
             return {}
-        xs, _ = _as_floats(x, self.n_features_in_)
+        xs, _ = as_floats(x, self.n_features_in_)
         post = self._gnb.predict_proba_one(self._numeric_part(xs, self._numeric))
         if not self._nominal:
             return post

@@ -22,9 +22,9 @@ import zlib
 
 import numpy as np
 
-from edgebayes.base import Learner, check_label, check_weight, learner_from_state
+from edgebayes.base import Learner, as_floats, check_label, check_weight, learner_from_state
 from edgebayes.ensemble.srp import _rng_from_state, _rng_state
-from edgebayes.naive_bayes import GaussianNB, _as_floats
+from edgebayes.naive_bayes import GaussianNB
 from edgebayes.naive_bayes_mixed import ZERO_FREQUENCY, MixedNB, split_columns
 
 __all__ = ["NaiveBayesCommittee", "SAMPLINGS", "TIE_RTOL"]
@@ -154,7 +154,7 @@ class NaiveBayesCommittee(Learner):
         """
         if w != 1.0:
             w = check_weight(w)
-        xs, _ = _as_floats(x, self.n_features_in_)
+        xs, _ = as_floats(x, self.n_features_in_)
         check_label(y)
         if self.n_features_in_ is None:
             split_columns(self.nominal_attributes, len(xs))
@@ -203,7 +203,7 @@ class NaiveBayesCommittee(Learner):
         """
         if not self.classes_:
             return {}
-        votes, _ = self._votes(_as_floats(x, self.n_features_in_)[0])
+        votes, _ = self._votes(as_floats(x, self.n_features_in_)[0])
         total = sum(votes)
         if not total:
             return {c: 1.0 / len(votes) for c in self.classes_}
@@ -218,7 +218,7 @@ class NaiveBayesCommittee(Learner):
         """
         if not self.classes_:
             return None
-        xs = _as_floats(x, self.n_features_in_)[0]
+        xs = as_floats(x, self.n_features_in_)[0]
         votes, rng = self._votes(xs)
         best = max(votes)
         tied = [k for k, v in enumerate(votes) if v == best]
