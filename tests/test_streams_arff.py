@@ -88,6 +88,8 @@ def test_numeric_target_keeps_text(tmp_path):
     ("1,2,cloudy,3,yes\n", r"line 12: value 'cloudy' of nominal attribute 'outlook' is not one of its categories"),
     ("1,2,sunny,3,?\n", r"line 12: missing label 'class'"),
     ("1,2,'sunny,3,yes\n", r"line 12: unbalanced quotes"),
+    ("1,2,sunny,3,yes\n1,2,sunny,3,maybe\n", r"line 13: label 'maybe' of nominal attribute 'class' is not one of its categories"),
+    ("{0 1, 4 z}\n", r"line 12: label 'z' of nominal attribute 'class' is not one of its categories"),
 ])
 def test_malformed_data_lines_name_file_and_line(tmp_path, data, message):
     header = SMALL.split("@data")[0] + "@data\n"
@@ -168,3 +170,24 @@ def test_elec2_day_is_nominal_index(tmp_path):
     assert day.kind == "nominal" and day.categories == ("1", "2", "3", "4", "5", "6", "7")
     x, y = next(iter(stream))
     assert x[1] == 1.0 and y == "UP"  # day "2" is the second category
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_utf8_bom_and_crlf(tmp_path, gz, newline):
+    raw = b"\xef\xbb\xbf" + SMALL.replace("\n", newline).encode()
+    path = tmp_path / ("bom.arff.gz" if gz else "bom.arff")
+    path.write_bytes(gzip.compress(raw) if gz else raw)
+    expected = open_stream(write(tmp_path, SMALL))
+    stream = open_stream(path)
+    assert stream.schema == expected.schema
+    assert repr(list(stream)) == repr(list(expected))
+    assert [y for _, y in stream] == ["yes", "no", "yes"]
+
+
+def test_drop_naming_the_target_is_refused(tmp_path):
+    path = write(tmp_path, SMALL)
+    with pytest.raises(ValueError, match=r"t\.arff: attribute 'class' is both the target and dropped"):
+        open_stream(path, drop=["class"])
+    with pytest.raises(ValueError, match=r"attribute 'outlook' is both the target and dropped"):
+        ARFFStream(path, target="outlook", drop=["outlook"])

@@ -131,3 +131,27 @@ def test_unknown_suffix(tmp_path):
     p.write_text("a\n")
     with pytest.raises(ValueError, match="unknown stream format"):
         open_stream(p)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_utf8_bom_and_crlf(tmp_path, gz, newline):
+    # Excel writes a BOM and CRLF: neither may reach a column name or a label
+    text = newline.join(["a,b,y", "1,2,u", "3,,v", ""])
+    raw = b"\xef\xbb\xbf" + text.encode()
+    p = tmp_path / ("bom.csv.gz" if gz else "bom.csv")
+    p.write_bytes(gzip.compress(raw) if gz else raw)
+    stream = open_stream(p, target="y")
+    assert stream.schema.feature_names == ["a", "b"]
+    X, y = stream.to_arrays()
+    assert repr(X.tolist()) == repr([[1.0, 2.0], [3.0, math.nan]]) and y == ["u", "v"]
+    assert open_stream(p, target="a", drop=["y"]).schema.feature_names == ["b"]
+
+
+def test_drop_naming_the_target_is_refused(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("a,b,class\n1,2,x\n")
+    with pytest.raises(ValueError, match=r"t\.csv: column 'class' is both the target and dropped"):
+        open_stream(p, drop=["class"])
+    with pytest.raises(ValueError, match=r"column 'a' is both the target and dropped"):
+        CSVStream(p, target="a", drop=["b", "a"])

@@ -67,7 +67,8 @@ def open_stream(
     Raises:
         FileNotFoundError: the file does not exist.
         ValueError: an unknown suffix or synthetic name, an empty file, a missing column,
-            target or drop given with a synthetic stream.
+            the target among the dropped columns, target or drop given with a synthetic
+            stream.
     """
     text = str(source)
     if text.startswith("synth:"):

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from edgebayes.streams.base import Stream
-from edgebayes.streams.csv_reader import open_text
+from edgebayes.streams.csv_reader import check_target_not_dropped, open_text
 from edgebayes.streams.schema import Feature, Schema
 
 NUMERIC_TYPES = ("numeric", "real", "integer")
@@ -67,6 +67,8 @@ def _first_token(text: str) -> tuple[str, str]:
 class ARFFStream(Stream):
     """Stream the instances of an ARFF file lazily (``.arff`` or gzip ``.arff.gz``).
 
+    UTF-8 with or without a byte order mark, ``\n`` or ``\r\n`` line endings.
+
     Args:
         path: the file.
         target: name of the label attribute; default the last one (MOA's and Weka's default).
@@ -79,10 +81,11 @@ class ARFFStream(Stream):
     Raises:
         FileNotFoundError: no such file (at construction).
         ValueError: at construction, an empty file, no ``@data``, a bad ``@attribute`` line, an
-            unsupported type for a feature, an unknown target or dropped attribute; while
-            iterating, a line with the wrong number of values, a non-numeric value for a
-            numeric attribute, a value outside a nominal attribute's categories, a missing
-            label (the message names the file and line).
+            unsupported type for a feature, an unknown target or dropped attribute, the target
+            among the dropped attributes; while iterating, a line with the wrong number of
+            values, a non-numeric value for a numeric attribute, a value (label included)
+            outside a nominal attribute's categories, a missing label (the message names the
+            file and line).
     """
 
     def __init__(self, path, *, target: str | None = None, drop: Iterable[str] = ()):
@@ -91,6 +94,7 @@ class ARFFStream(Stream):
         self.drop = tuple(drop)
         names, types, self._data_line = self._read_header()
         label = names[-1] if target is None else target
+        check_target_not_dropped(self.path, "attribute", label, self.drop)
         for name in (label, *self.drop):
             if name not in names:
                 raise ValueError(f"{self.path}: no attribute {name!r} ({', '.join(names)})")
@@ -110,6 +114,7 @@ class ARFFStream(Stream):
                 raise ValueError(f"{self.path}: attribute {names[i]!r} has unsupported type {kind!r}; drop it")
         label_type = types[self._label_index]
         classes = label_type if isinstance(label_type, tuple) else None
+        self._classes = frozenset(classes or ())
         self.schema = Schema(tuple(features), label, classes)
         # per feature: category -> index for nominal ones, None for numeric
         self._codes = [
@@ -153,6 +158,7 @@ class ARFFStream(Stream):
         n_attributes = len(self._names)
         index, codes = self._feature_index, self._codes
         label_index = self._label_index
+        classes = self._classes
         with open_text(self.path) as f:
             for number, line in enumerate(f, 1):
                 if number <= self._data_line:
@@ -171,6 +177,9 @@ class ARFFStream(Stream):
                 y = values[label_index]
                 if y in ("?", ""):
                     self._fail(number, f"missing label {self._names[label_index]!r}")
+                if classes and y not in classes:
+                    self._fail(number, f"label {y!r} of nominal attribute "
+                                       f"{self._names[label_index]!r} is not one of its categories")
                 fields = [values[i] for i in index]
                 try:
                     for k, code in enumerate(codes):

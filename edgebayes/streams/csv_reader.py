@@ -23,14 +23,28 @@ NAN = math.nan
 
 
 def open_text(path: Path) -> io.TextIOBase:
-    """Open ``path`` for reading text, through gzip when its name ends in ``.gz``."""
+    """Open ``path`` for reading UTF-8 text, through gzip when its name ends in ``.gz``.
+
+    ``utf-8-sig`` drops the byte order mark that Excel and Windows tools put first, which
+    would otherwise stick to the first column's name; ``newline=""`` keeps ``\r\n`` for the
+    csv module (and the ARFF reader strips it).
+    """
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
+
+
+def check_target_not_dropped(path: Path, what: str, target: str, drop: tuple[str, ...]) -> None:
+    """Raise ValueError when ``drop`` names the label ``target`` (``what``: column/attribute)."""
+    if target in drop:
+        raise ValueError(f"{path}: {what} {target!r} is both the target and dropped; "
+                         f"drop only columns that are not the label")
 
 
 class CSVStream(Stream):
     """Stream the rows of a CSV file lazily (one row in memory at a time).
+
+    UTF-8 with or without a byte order mark, ``\n`` or ``\r\n`` line endings.
 
     Args:
         path: a ``.csv`` or ``.csv.gz`` file with a header row.
@@ -43,7 +57,7 @@ class CSVStream(Stream):
     Raises:
         FileNotFoundError: no such file (at construction).
         ValueError: at construction, an empty file, a target or dropped column absent from
-            the header; while iterating, a row with the wrong number of fields, an empty label
+            the header, the target among the dropped columns; while iterating, a row with the wrong number of fields, an empty label
             or a non-numeric feature value (the message names the file, line and column).
     """
 
@@ -57,6 +71,7 @@ class CSVStream(Stream):
             raise ValueError(f"{self.path}: empty file (no header row)")
         header = [h.strip() for h in header]
         label = header[-1] if target is None else target
+        check_target_not_dropped(self.path, "column", label, self.drop)
         for name in (label, *self.drop):
             if name not in header:
                 raise ValueError(f"{self.path}: no column {name!r} in the header ({', '.join(header)})")
