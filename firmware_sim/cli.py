@@ -1,7 +1,9 @@
 """The ``firmware-sim`` command: ``run`` simulated devices, ``monitor`` what comes back.
 
 Exit codes: 0 success (also when stopped by SIGINT/SIGTERM), 1 the broker could not be
-reached, 2 bad usage, bad option value or unreadable input (one line on stderr).
+reached, 2 bad usage, bad option value or unreadable input (one line on stderr). Everything
+that can be checked is checked before connecting: option values and combinations, the
+``--json`` folder, a file source's rows (see `firmware_sim.device.build_devices`).
 """
 
 from __future__ import annotations
@@ -9,13 +11,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
+import os
 import signal
 import sys
 import threading
 from dataclasses import asdict
 from pathlib import Path
 
-from firmware_sim.device import ENCODINGS, FORMATS, LABEL_MODES, REBOOT_SEQ, X_SHAPES, SimConfig
+from firmware_sim.device import (
+    ENCODINGS, FORMATS, LABEL_MODES, MAX_DEVICES, REBOOT_SEQ, X_SHAPES, SimConfig,
+)
 from firmware_sim.faults import MALFORMED_KINDS, FaultRates
 from firmware_sim.monitor import Monitor
 from firmware_sim.mqtt import BrokerOptions
@@ -38,13 +44,14 @@ def _broker_arguments(p: argparse.ArgumentParser, client_id: str) -> None:
     a("--keepalive-s", type=int, default=60, help="MQTT keep-alive, s")
     a("--prefix", default="edgebayes", help="topic prefix")
     p.add_argument("--json", metavar="PATH", help="write the summary as JSON to PATH at the end")
-    p.add_argument("--log-level", default="WARNING", help="logging level")
+    p.add_argument("--log-level", default="WARNING", type=str.upper,
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="logging level")
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
     a = p.add_argument
     a("--source", required=True, help="CSV/ARFF file, or synth:NAME (a generator)")
-    a("--devices", type=int, default=1, help="number of devices")
+    a("--devices", type=int, default=1, help=f"number of devices, at most {MAX_DEVICES:,}")
     a("--rate", type=float, default=10.0, metavar="HZ", help="readings per second per device")
     stop = p.add_mutually_exclusive_group()
     stop.add_argument("--limit", type=int, help="samples per device (default: the whole stream)")
@@ -79,9 +86,9 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
 
 def _monitor_arguments(p: argparse.ArgumentParser) -> None:
     a = p.add_argument
-    a("--duration", type=float, metavar="S", help="stop after S seconds")
-    a("--idle-s", type=float, metavar="S", help="stop after S seconds without a message")
-    a("--interval-s", type=float, default=1.0, help="table refresh period, s")
+    a("--duration", type=float, metavar="S", help="stop after S seconds (>= 0)")
+    a("--idle-s", type=float, metavar="S", help="stop after S seconds without a message (>= 0)")
+    a("--interval-s", type=float, default=1.0, help="table refresh period, s (> 0)")
     a("--quiet", action="store_true", help="no live table")
     a("--label-key", default="y", help="key of the label in payloads")
     a("--max-records", type=int, default=100_000, help="unscored readings kept per device")
@@ -125,6 +132,31 @@ def _stop_on_signals(stop: threading.Event) -> None:
         signal.signal(sig, lambda *_: stop.set())
 
 
+def _check_json_path(path: str | None) -> None:
+    """Refuse a ``--json`` PATH that could not be written at the end of the run."""
+    if path is None:
+        return
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        raise ValueError(f"--json: {target} is a folder")
+    if not folder.is_dir():
+        raise ValueError(f"--json: no folder {folder}")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise ValueError(f"--json: {target} is not writable")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"--json: folder {folder} is not writable")
+
+
+def _check_seconds(option: str, value: float | None, positive: bool = False) -> None:
+    """Refuse a time option that is NaN, infinite, negative (or zero when ``positive``)."""
+    if value is None:
+        return
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ValueError(f"{option} must be a finite number {'>' if positive else '>='} 0, "
+                         f"got {value:g}")
+
+
 def _write_json(path: str | None, data: dict) -> None:
     if path:
         Path(path).write_text(json.dumps(data, indent=2, default=str) + "\n")
@@ -163,10 +195,14 @@ def run_main(args) -> int:
         encoding=args.encoding,
         format=args.format,
     )
+    _check_json_path(args.json)
     sim = Simulator(config, _broker(args), qos=args.qos, client_id=args.client_id)
     stop = threading.Event()
     _stop_on_signals(stop)
     sim.start()
+    print(f"firmware-sim: {config.n_devices} device(s) connected to {args.broker}, "
+          f"publishing {config.source} at {config.rate_hz:g} Hz each",
+          file=sys.stderr, flush=True)
     while sim.running:
         if stop.wait(0.2):
             sim.stop()
@@ -186,6 +222,10 @@ def run_main(args) -> int:
 
 
 def monitor_main(args) -> int:
+    _check_seconds("--duration", args.duration)
+    _check_seconds("--idle-s", args.idle_s)
+    _check_seconds("--interval-s", args.interval_s, positive=True)
+    _check_json_path(args.json)
     monitor = Monitor(
         _broker(args),
         prefix=args.prefix,
@@ -219,7 +259,7 @@ def monitor_main(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(),
+    logging.basicConfig(level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return args._main(args)

@@ -37,6 +37,7 @@ from collections import deque
 import numpy as np
 
 from edgebayes.codec import DecodeError, decode
+from firmware_sim.device import check_label_key, check_prefix
 from firmware_sim.mqtt import BrokerOptions, Connection, as_options
 
 log = logging.getLogger(__name__)
@@ -194,7 +195,12 @@ class Monitor:
         client_id: the monitor's MQTT client id.
         qos: subscription QoS.
         max_records: per device, readings kept while waiting for a label or prediction.
-        label_key: the key of the label in readings and label messages (``[schema] label``).
+        label_key: the key of the label in readings and label messages (``[schema] label``;
+            not ``seq``, ``ts`` or ``x``).
+
+    Raises:
+        ValueError: ``max_records`` < 1, a prefix that is empty or holds ``+`` or ``#``, a
+            label key that is empty or one of the reading's own keys.
 
     Use as a context manager, or ``start()`` / ``stop()``; ``summary()`` at any time.
 
@@ -218,6 +224,8 @@ class Monitor:
     ):
         if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
             raise ValueError(f"max_records must be an integer >= 1, got {max_records!r}")
+        check_prefix(prefix)  # before paho: a wildcard would fail in its network thread
+        check_label_key(label_key)
         self.prefix = prefix
         self.label_key = label_key
         self.max_records = max_records

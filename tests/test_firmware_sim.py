@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 import threading
@@ -529,7 +530,7 @@ def test_the_runtime_survives_every_fault_of_the_simulator(broker):
 # -- command line ------------------------------------------------------------------------------
 
 
-def test_cli_run_and_monitor(broker, tmp_path):
+def test_cli_run_and_monitor(broker, tmp_path, capsys):
     mon_json = tmp_path / "monitor.json"
     monitor = subprocess.Popen(
         [sys.executable, "-m", "firmware_sim", "monitor", "--broker", broker.address,
@@ -544,6 +545,9 @@ def test_cli_run_and_monitor(broker, tmp_path):
                      "--label-delay-s", "0",
                      "--duplicate-rate", "0.2", "--seed", "1", "--json", str(run_json)])
     assert code == 0
+    run_err = capsys.readouterr().err
+    assert run_err.startswith(f"firmware-sim: 2 device(s) connected to {broker.address}, "
+                              f"publishing {PIMA} at 500 Hz each\n"), run_err
     _, err = monitor.communicate(timeout=20)
     assert monitor.returncode == 0, err
     run = json.loads(run_json.read_text())
@@ -568,6 +572,112 @@ def test_cli_rejects_bad_values_with_one_line(argv, message, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def one_line_error(capsys, argv) -> str:
+    """Run the CLI against an unreachable broker: refused up front (exit 2), one line."""
+    code = cli_main([*argv, "--broker", "127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.startswith("firmware-sim: "), err
+    return err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--label-key", "x"], "label_key must not be one of the reading's own keys (seq, ts, x)"),
+    (["--label-key", "seq"], "label_key must not be"),
+    (["--label-key", "ts"], "label_key must not be"),
+    (["--prefix", "a/#"], "prefix must be a non-empty topic without wildcards, got 'a/#'"),
+    (["--prefix", ""], "prefix must be"),
+    (["--devices", "100000"], "n_devices must be an integer in 1..1000, got 100000"),
+    (["--devices", "0"], "n_devices must be an integer in 1..1000"),
+    (["--json", "/nonexistent-dir/x.json"], "--json: no folder /nonexistent-dir"),
+    (["--format", "tasmota", "--x-shape", "map"], "x_shape='map' has no effect with format 'tasmota'"),
+    (["--format", "esphome", "--label-key", "class"], "label_key='class' has no effect with format 'esphome'"),
+])
+def test_cli_run_refuses_bad_options_up_front(argv, message, capsys):
+    assert message in one_line_error(capsys, ["run", "--source", PIMA, *argv])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--target", "nope"], "target and drop apply to files, not to synthetic streams"),
+    (["--drop", "a"], "target and drop apply to files"),
+])
+def test_cli_run_refuses_file_options_with_a_synthetic_source(argv, message, capsys):
+    assert message in one_line_error(capsys, ["run", "--source", "synth:SEA", *argv])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--prefix", "a/#"], "prefix must be a non-empty topic without wildcards, got 'a/#'"),
+    (["--prefix", "a/+/b"], "prefix must be"),
+    (["--prefix", ""], "prefix must be"),
+    (["--label-key", "seq"], "label_key must not be one of the reading's own keys"),
+    (["--label-key", ""], "label_key must be a non-empty string"),
+    (["--duration", "nan"], "--duration must be a finite number >= 0, got nan"),
+    (["--duration", "-1"], "--duration must be a finite number >= 0, got -1"),
+    (["--idle-s", "-1"], "--idle-s must be a finite number >= 0, got -1"),
+    (["--idle-s", "inf"], "--idle-s must be a finite number >= 0"),
+    (["--interval-s", "0"], "--interval-s must be a finite number > 0, got 0"),
+    (["--interval-s", "-1"], "--interval-s must be a finite number > 0"),
+    (["--json", "/nonexistent-dir/x.json"], "--json: no folder /nonexistent-dir"),
+])
+def test_cli_monitor_refuses_bad_options_up_front(argv, message, capsys):
+    assert message in one_line_error(capsys, ["monitor", *argv])
+
+
+def test_cli_json_must_be_a_writable_file(tmp_path, capsys):
+    assert "is a folder" in one_line_error(capsys, ["monitor", "--json", str(tmp_path)])
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    if not os.access(locked, os.W_OK):  # root writes anywhere
+        err = one_line_error(capsys, ["monitor", "--json", str(locked / "m.json")])
+        assert f"--json: folder {locked} is not writable" in err
+
+
+def test_cli_rejects_an_unknown_log_level(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["run", "--broker", "127.0.0.1:1", "--source", PIMA, "--log-level", "BOGUS"])
+    assert exc.value.code == 2
+    assert "argument --log-level: invalid choice: 'BOGUS'" in capsys.readouterr().err
+    # a known level in any case is accepted (then the broker is unreachable: exit 1)
+    assert cli_main(["run", "--broker", "127.0.0.1:1", "--source", PIMA, "--log-level", "debug",
+                     "--limit", "1"]) == 1
+
+
+def ragged_csv(tmp_path) -> str:
+    path = tmp_path / "ragged.csv"
+    rows = [f"{i},{i + 1},c{i % 2}" for i in range(60)]
+    rows[40] = "40,c0"  # line 42: a field short
+    path.write_text("a,b,y\n" + "\n".join(rows) + "\n")
+    return str(path)
+
+
+def test_a_malformed_file_row_is_refused_before_publishing(tmp_path, capsys):
+    path = ragged_csv(tmp_path)
+    err = one_line_error(capsys, ["run", "--source", path])
+    assert "ragged.csv, line 42: 2 fields, the header has 3" in err
+    assert "Traceback" not in err
+    with pytest.raises(ValueError, match=r"ragged\.csv, line 42"):
+        build_devices(SimConfig(path, n_devices=2))
+    # only the rows a device will send are checked: the first 40 are fine
+    [device] = build_devices(SimConfig(path, limit=40))
+    assert len(list(device.events())) == 40
+
+
+def test_monitor_and_config_refuse_reserved_label_keys_and_bad_prefixes():
+    for key in ("x", "seq", "ts"):
+        with pytest.raises(ValueError, match="label_key must not be"):
+            SimConfig(PIMA, label_key=key)
+        with pytest.raises(ValueError, match="label_key must not be"):
+            Monitor("127.0.0.1:1", label_key=key)
+    for prefix in ("", "a/#", "+"):
+        with pytest.raises(ValueError, match="prefix must be"):
+            Monitor("127.0.0.1:1", prefix=prefix)
+    assert SimConfig("synth:SEA", n_devices=1000).n_devices == 1000
+    with pytest.raises(ValueError, match="target and drop apply to files"):
+        SimConfig("synth:SEA", target="class")
+    with pytest.raises(ValueError, match="reboot_seq='continue', prefix='eb' have no effect"):
+        SimConfig("synth:SEA", format="shelly", reboot_seq="continue", prefix="eb")
 
 
 def test_cli_reports_an_unreachable_broker(capsys):
