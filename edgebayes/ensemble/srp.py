@@ -166,10 +166,10 @@ class SRPClassifier(Learner):
         disable_weighted_vote: True = every member's normalised vote counts 1.
         max_size_bytes: hard bound on `memory_bytes` (None = unbounded), shared by members
             and background learners: detectors and bookkeeping get a fixed reserve (ADWIN
-            windows sized for 2**32 inputs: 16.7 kB per signal, 334 kB for 10 members with
+            windows sized for 2**32 inputs: 3.4 kB per signal, 68 kB for 10 members with
             warning and drift detectors) and each learner slot (n_models, twice that with
             background learners) an equal share, passed down as the learner's own
-            ``max_size_bytes`` (32.6 kB per tree for 1 MB and 10 members). The base learner
+            ``max_size_bytes`` (48.4 kB per tree for 1 MB and 10 members). The base learner
             must therefore take ``max_size_bytes``. The reserve assumes at most ~100 labels.
         seed: int >= 0 or None (fresh entropy, fixed at construction). Subspaces, Poisson
             weights and members' seeds come from it; the same seed and stream give the same
@@ -671,16 +671,7 @@ def _default_tree():
 
 
 def _signal_bound(signal) -> int:
-    """Bytes a member's signal may reach: an ADWIN window over 2**32 inputs (all histogram rows
-    full), else what the detector holds now (a detector of constant size)."""
-    inner = getattr(signal, "detector", signal)
-    state = inner.state()
-    if state.get("kind") != "adwin":
-        return signal.memory_bytes()
-    mb = state["params"]["max_buckets"]
-    rows = _DETECTOR_HORIZON_LOG2 + 1
-    state["totals"] = [[0.0] * mb for _ in range(rows)]
-    state["variances"] = [[0.0] * mb for _ in range(rows)]
-    state["width"] = sum(mb << i for i in range(rows))
-    full = type(inner).from_state(state)
-    return signal.memory_bytes() - inner.memory_bytes() + full.memory_bytes()
+    """Bytes a member's signal may reach: its window over 2**32 inputs (``max_memory_bytes``),
+    else what the detector holds now (a detector of constant size)."""
+    bound = getattr(signal, "max_memory_bytes", None)
+    return bound(2**_DETECTOR_HORIZON_LOG2) if bound is not None else signal.memory_bytes()
