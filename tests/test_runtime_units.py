@@ -280,11 +280,11 @@ def test_a_reboot_drops_pending_readings_and_is_checkpointed():
     assert dev.reboot() == 3 and dev.n_reboots == 1 and len(dev.pending) == 0
     assert (dev.pending.n_rebooted, dev.pending.n_dropped) == (3, 3)
     again = _device()
-    again.load_state(json.loads(json.dumps(dev.state())))
+    again.load_state(json.loads(json.dumps(dev.state())), 1)
     assert (again.last_seq, again.last_ts, again.n_reboots, again.pending.n_rebooted) == (2, 102.0, 1, 3)
     old = dev.state()  # a checkpoint written before reboots were tracked
     for key in ("last_ts", "n_reboots"):
         del old[key]
     del old["pending"]["n_rebooted"]
-    again.load_state(old)
+    again.load_state(old, 1)
     assert (again.last_seq, again.last_ts, again.n_reboots, again.pending.n_rebooted) == (2, None, 0, 0)

@@ -6,7 +6,10 @@ One file per device, ``<dir>/<device>.ckpt``, holding
 fsynced, renamed over the old file and the folder fsynced, so a power cut leaves either the
 old checkpoint or the new one, never a torn file. A file that cannot be read back (corrupt,
 another format or version, another feature schema) is moved aside to
-``<device>.ckpt.corrupt-<unix time>`` with a logged error, and the device starts fresh.
+``<device>.ckpt.corrupt-<unix time>`` with a logged error, and the device starts fresh. So is
+one that reads but cannot be restored: the worker treats any exception from
+``Device.load_state`` (bad values refused by a learner's ``from_state``, another device's id
+inside, a model whose smoke prediction on a zero reading is not finite) as corruption.
 """
 
 from __future__ import annotations
@@ -34,11 +37,19 @@ class CheckpointStore:
     Args:
         directory: the folder (created if missing).
         features: the schema's feature names; a checkpoint made for others is not restored.
+
+    Raises:
+        OSError: ``directory`` is not a folder or cannot be created (a one-line message).
     """
 
     def __init__(self, directory: str | Path, features: tuple[str, ...]):
         self.dir = Path(directory)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        if self.dir.exists() and not self.dir.is_dir():
+            raise NotADirectoryError(f"checkpoint dir {self.dir} is not a directory")
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # one line for the operator, not "[Errno 13] ...: '...'"
+            raise OSError(f"checkpoint dir {self.dir}: cannot create: {exc.strerror}") from None
         self.features = list(features)
 
     def path(self, device: str) -> Path:

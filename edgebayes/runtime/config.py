@@ -392,9 +392,12 @@ def load_config(path: str | Path) -> Config:
     """
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError([f"cannot read: {exc.strerror}"], str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"cannot read: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                           f"{exc.start})"], str(path)) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([f"invalid TOML: {exc}"], str(path)) from None
     return parse_config(raw, str(path))

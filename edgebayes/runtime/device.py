@@ -10,15 +10,21 @@ other learner gets an ``ErrorDetector(ADWIN(delta))`` over its 0/1 error stream 
 which signals only a rise of the error (DESIGN.md 2.4). The prediction published is the one
 of the model with the best recent accuracy (first configured on ties and before any label).
 
+A model that raises in ``predict_proba_one`` or ``learn_one`` (its state went bad: input was
+validated before it got here) is replaced by a fresh learner of its config, logged at ERROR and
+recorded in ``Device.resets`` for the worker to report: a model never fails a device for good.
+A device takes labels of one type (all int or all str): in JSON ``1`` and ``"1"`` are one key.
+
 Only the runtime's worker thread touches these objects (no locks).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import sys
 from collections import deque
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from edgebayes.base import learner_from_state
 from edgebayes.drift.base import ErrorDetector, detector_from_state
@@ -31,17 +37,30 @@ log = logging.getLogger(__name__)
 class ModelSlot:
     """A learner with its recent-accuracy window and (unless it has its own) its detector."""
 
-    __slots__ = ("name", "kind", "learner", "window", "n_window_correct", "detector", "n_labels", "n_correct")
+    __slots__ = ("name", "kind", "build", "drift_delta", "learner", "window", "n_window_correct", "detector",
+                 "n_labels", "n_correct", "n_resets")
 
-    def __init__(self, name: str, kind: str, learner, accuracy_window: int, drift_delta: float):
+    def __init__(self, name: str, kind: str, build: Callable[[], Any], accuracy_window: int, drift_delta: float):
         self.name = name
         self.kind = kind
-        self.learner = learner
+        self.build = build
+        self.drift_delta = drift_delta
         self.window: deque[int] = deque(maxlen=accuracy_window)
+        self.n_resets = 0
+        self._fresh()
+
+    def _fresh(self) -> None:
+        self.learner = learner = self.build()
+        self.window.clear()
         self.n_window_correct = 0
-        self.detector = None if hasattr(learner, "last_events") else _error_detector(drift_delta)
+        self.detector = None if hasattr(learner, "last_events") else _error_detector(self.drift_delta)
         self.n_labels = 0
         self.n_correct = 0
+
+    def reset(self) -> None:
+        """Replace the learner by a fresh one; its accuracy window and detector start over."""
+        self._fresh()
+        self.n_resets += 1
 
     @property
     def accuracy(self) -> float | None:
@@ -78,6 +97,15 @@ class ModelSlot:
         if self.detector is not None and state["detector"] is not None:
             self.detector = detector_from_state(state["detector"])
 
+    def check(self, n_features: int) -> None:
+        """A smoke prediction on an all-zero reading: finite probabilities in [0, 1] summing
+        to 1 (or none before learning), else ``ValueError`` (a restored state is unusable)."""
+        proba = self.learner.predict_proba_one([0.0] * n_features)
+        ps = list(proba.values())
+        if not all(isinstance(p, float | int) and math.isfinite(p) and 0.0 <= p <= 1.0 for p in ps) or (
+                ps and abs(sum(ps) - 1.0) > 1e-6):
+            raise ValueError(f"model {self.name!r} predicts {proba!r} from a zero reading")
+
 
 def _error_detector(delta: float) -> ErrorDetector:
     from edgebayes.drift.adwin import ADWIN
@@ -99,8 +127,10 @@ class Device:
     def __init__(self, device: str, models: Sequence[ModelConfig], accuracy_window: int,
                  drift_delta: float, pending: PendingLabels):
         self.device = device
-        self.slots = [ModelSlot(m.name, m.kind, m.build(), accuracy_window, drift_delta) for m in models]
+        self.slots = [ModelSlot(m.name, m.kind, m.build, accuracy_window, drift_delta) for m in models]
         self.pending = pending
+        self.label_type: type | None = None  # int or str, from the first label (one per device)
+        self.resets: list[tuple[str, str]] = []  # (model, why) reset since the worker last looked
         self.last_seq = -1
         self.last_ts: float | None = None  # ts of the last accepted reading
         self.n_reboots = 0  # seq restarts (docs/protocol.md "Reboots")
@@ -123,30 +153,64 @@ class Device:
         self.n_reboots += 1
         return n
 
+    def check_label(self, y: Any) -> str | None:
+        """Why label ``y`` cannot be learned by this device (None: it can): its type (int or str)
+        differs from the device's earlier labels. Accepting ``y`` fixes the type if unset."""
+        t = type(y)
+        if self.label_type is None:
+            self.label_type = t
+        elif t is not self.label_type:
+            return (f"label {str(y)[:40]!r} is a {t.__name__}, this device's labels are "
+                    f"{self.label_type.__name__}s (in JSON 1 and \"1\" are one key)")
+        return None
+
     def predict(self, x: list[float]) -> tuple[list[Any], dict]:
-        """Every model's prediction for ``x`` (None before it learned), and the best one's proba."""
+        """Every model's prediction for ``x`` (None before it learned, or when the model raised
+        and was reset), and the best one's proba."""
         y_preds, best_proba = [], {}
         best = self.best
         for i, slot in enumerate(self.slots):
-            proba = slot.learner.predict_proba_one(x)
-            y_preds.append(max(proba, key=proba.get) if proba else None)
+            try:
+                proba = slot.learner.predict_proba_one(x)
+                y_pred = max(proba, key=proba.get) if proba else None
+            except Exception as exc:
+                self._reset(slot, "predict_proba_one", exc)
+                proba, y_pred = {}, None
+            y_preds.append(y_pred)
             if i == best:
                 best_proba = proba
         return y_preds, best_proba
 
+    def _reset(self, slot: ModelSlot, where: str, exc: Exception) -> None:
+        why = f"{where} raised {type(exc).__name__}: {exc}"
+        log.error("device %s: model %r %s; it is reset to a fresh learner", self.device, slot.name, why,
+                  exc_info=exc)
+        slot.reset()
+        self.resets.append((slot.name, why))
+
     def learn(self, seq: int, x: list[float], y: Any, y_preds: list[Any], now: float) -> list[dict]:
         """Score each model's reading-time prediction against ``y``, learn, and return alerts.
 
+        A model that raises is reset (see the module docstring); its fresh learner learns the
+        sample, and if that raises too the sample is skipped for this model.
+
         Returns:
             Drift alerts (docs/protocol.md "Drift alert" payloads, ``ts`` = ``now``).
-        Raises:
-            ValueError: a learner refused the sample (that learner unchanged).
         """
         alerts = []
         for slot, y_pred in zip(self.slots, y_preds):
             correct = 1 if y_pred is not None and y_pred == y else 0
             slot.score(correct)
-            slot.learner.learn_one(x, y)
+            try:
+                slot.learner.learn_one(x, y)
+            except Exception as exc:
+                self._reset(slot, "learn_one", exc)
+                try:
+                    slot.learner.learn_one(x, y)
+                except Exception:
+                    log.exception("device %s: fresh model %r cannot learn seq %d either; skipped",
+                                  self.device, slot.name, seq)
+                continue  # a fresh model has no drift to report
             det = slot.detector
             if det is None:
                 for ev in slot.learner.last_events:
@@ -171,14 +235,19 @@ class Device:
         """Plain-data state of the whole device, for checkpoints."""
         return {"device": self.device, "last_seq": self.last_seq, "last_ts": self.last_ts,
                 "n_reboots": self.n_reboots, "models": [s.state() for s in self.slots],
-                "pending": self.pending.state()}
+                "pending": self.pending.state(),
+                "label_type": None if self.label_type is None else self.label_type.__name__}
 
-    def load_state(self, state: dict) -> None:
+    def load_state(self, state: dict, n_features: int) -> None:
         """Restore ``state()``. A configured model absent from it (by name and kind) stays fresh.
+        Every model restored must pass a smoke prediction (``ModelSlot.check``).
 
         Raises:
-            ValueError, KeyError, TypeError: a malformed state (the caller treats it as corrupt).
+            Exception: a malformed state, one of another device, or a model failing its smoke
+                prediction (the caller treats any exception as a corrupt checkpoint).
         """
+        if state["device"] != self.device:
+            raise ValueError(f"the checkpoint holds device {state['device']!r}")
         saved = {(m["name"], m["kind"]): m for m in state["models"]}
         for slot in self.slots:
             m = saved.get((slot.name, slot.kind))
@@ -186,11 +255,17 @@ class Device:
                 log.warning("device %s: model %r has no checkpoint; it starts fresh", self.device, slot.name)
             else:
                 slot.load_state(m)
+                slot.check(n_features)
         self.pending.load_state(state["pending"])
         self.last_seq = int(state["last_seq"])
         last_ts = state.get("last_ts")  # absent in older checkpoints
         self.last_ts = None if last_ts is None else float(last_ts)
         self.n_reboots = int(state.get("n_reboots", 0))
+        if "label_type" in state:
+            self.label_type = {None: None, "int": int, "str": str}[state["label_type"]]
+        else:  # an older checkpoint: the type of the labels its models learned
+            classes = [c for slot in self.slots for c in getattr(slot.learner, "classes_", ())]
+            self.label_type = type(classes[0]) if classes else None
         self._choose_best()
 
 

@@ -10,7 +10,8 @@
   Maximum is set to the consumer's queue size, so the broker never has more unacknowledged
   messages in flight than the queue can hold.
 - Reconnects with paho's exponential backoff (``reconnect_min_s`` doubling up to
-  ``reconnect_max_s``). Status ``online`` retained on connect; ``offline`` retained as the last
+  ``reconnect_max_s``); each failed attempt is logged with the broker's address (WARNING for
+  the first three in a row, then INFO). Status ``online`` retained on connect; ``offline`` retained as the last
   will and on ``stop``.
 - Every callback catches and logs its exceptions with traceback at ERROR and counts them
   (casebook C31): one bad message never kills the network thread, and is never silent.
@@ -38,10 +39,12 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from edgebayes.runtime.config import BrokerConfig
+from edgebayes.runtime.protocol import Retained
 
 log = logging.getLogger(__name__)
 
-#: handler(topic, payload, mid, qos); it must return quickly (it runs on the network thread)
+#: handler(topic, payload, mid, qos); it must return quickly (it runs on the network thread).
+#: A payload the broker sent as retained is a ``protocol.Retained`` (a bytes subclass).
 MessageHandler = Callable[[str, bytes, int, int], None]
 
 
@@ -81,6 +84,7 @@ class MqttClient:
         self.connected = threading.Event()
         self.subscribed = threading.Event()  # set once the broker granted every subscription
         self.n_connects = 0
+        self.n_connect_failures = 0  # in a row, since the last connect
         self.n_callback_errors = 0
         self.n_publish_failed = 0
         self.last_disconnect_reason: paho.ReasonCode | None = None
@@ -97,6 +101,7 @@ class MqttClient:
         c.on_disconnect = self._on_disconnect
         c.on_message = self._on_message
         c.on_subscribe = self._on_subscribe
+        c.on_connect_fail = self._on_connect_fail
         c.will_set(status_topic, b"offline", qos=1, retain=True)
         c.reconnect_delay_set(min_delay=cfg.reconnect_min_s, max_delay=cfg.reconnect_max_s)
         c.max_queued_messages_set(max_queued_out)
@@ -200,9 +205,21 @@ class MqttClient:
                 client.subscribe([(f, 1) for f in self.subscriptions])
             client.publish(self.status_topic, b"online", qos=1, retain=True)
             self.n_connects += 1
+            self.n_connect_failures = 0
             self.connected.set()
         except Exception:
             self._callback_error("on_connect")
+
+    def _on_connect_fail(self, client, userdata) -> None:
+        try:
+            self.n_connect_failures += 1
+            # WARNING for the first failures, then INFO: a broker down for hours is not a flood
+            level = logging.WARNING if self.n_connect_failures <= 3 else logging.INFO
+            log.log(level, "broker %s:%d unreachable (attempt %d); retrying with backoff (%g s up to %g s)",
+                    self.cfg.host, self.cfg.port, self.n_connect_failures, self.cfg.reconnect_min_s,
+                    self.cfg.reconnect_max_s)
+        except Exception:
+            self._callback_error("on_connect_fail")
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         try:
@@ -231,7 +248,7 @@ class MqttClient:
 
     def _on_message(self, client, userdata, msg) -> None:
         try:
-            self._handler(msg.topic, msg.payload, msg.mid, msg.qos)
+            self._handler(msg.topic, Retained(msg.payload) if msg.retain else msg.payload, msg.mid, msg.qos)
         except Exception:
             self._callback_error("on_message")
             self.ack(msg.mid, msg.qos)  # counted and logged: do not leave it in flight

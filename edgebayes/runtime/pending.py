@@ -52,6 +52,10 @@ class PendingLabels:
         else:
             self.n_overflow += 1
 
+    def get(self, seq: int) -> Pending | None:
+        """The entry of ``seq``, left in place; None if it is not pending."""
+        return self._items.get(seq)
+
     def pop(self, seq: int) -> Pending | None:
         """The entry of ``seq``, removed; None if it is not pending."""
         return self._items.pop(seq, None)

@@ -20,12 +20,22 @@ from edgebayes.runtime.config import NAME_RE
 #: ``ProtocolError.kind`` values (docs/protocol.md, "Error report")
 ERROR_KINDS = (
     "oversize", "decode", "not_a_map", "field", "vector_length", "not_finite",
-    "unknown_feature", "device_id", "duplicate", "unknown_seq", "device_limit",
+    "unknown_feature", "device_id", "duplicate", "unknown_seq", "device_limit", "label_type",
+    "retained", "internal", "model_reset",
 )
+
+#: ``seq`` is below 2**53 (exact in a double, so in any JSON reader); labels are 64-bit signed
+#: ints, the widest msgpack and JSON peers read back (docs/protocol.md "Reading")
+SEQ_LIMIT = 2**53
+LABEL_MIN, LABEL_LIMIT = -2**63, 2**63
 
 
 _NUMBER_TYPES = frozenset({float, int})
 _INF, _NEG_INF = math.inf, -math.inf
+
+
+class Retained(bytes):
+    """A payload the broker delivered because it was retained (it may be arbitrarily old)."""
 
 
 class ProtocolError(ValueError):
@@ -108,11 +118,18 @@ class Topics:
         return kind, device
 
 
-def _int_field(msg: dict, key: str) -> int:
-    v = msg.get(key)
-    if type(v) is not int or v < 0:
-        raise ProtocolError("field", f"'{key}' must be an int >= 0, got {v!r}" if key in msg else f"'{key}' is missing")
+def _seq_field(msg: dict) -> int:
+    v = msg.get("seq")
+    if type(v) is not int or not 0 <= v < SEQ_LIMIT:
+        raise ProtocolError("field", f"'seq' must be an int in [0, 2**53), got {_short(v)}" if "seq" in msg
+                            else "'seq' is missing")
     return v
+
+
+def _short(v: Any) -> str:
+    """``repr(v)`` cut to 80 characters (an int of 10,000 digits is not echoed whole)."""
+    r = repr(v) if type(v) is not int else str(v) if v.bit_length() < 256 else f"an int of {v.bit_length()} bits"
+    return r if len(r) <= 80 else r[:77] + "..."
 
 
 def _label_field(msg: dict, key: str, seq: int, required: bool) -> Any:
@@ -123,6 +140,8 @@ def _label_field(msg: dict, key: str, seq: int, required: bool) -> Any:
         return None
     if type(y) is not str and type(y) is not int:
         raise ProtocolError("field", f"label '{key}' must be a str or an int, got {type(y).__name__}", seq)
+    if type(y) is int and not LABEL_MIN <= y < LABEL_LIMIT:
+        raise ProtocolError("field", f"label '{key}' must be an int in [-2**63, 2**63), got {_short(y)}", seq)
     return y
 
 
@@ -194,17 +213,21 @@ class Parser:
     def parse_reading(self, device: str, payload: bytes) -> Reading:
         """A clean ``Reading``, or ``ProtocolError`` naming the problem (see docs/protocol.md)."""
         msg = self._decode(payload)
-        seq = _int_field(msg, "seq")
+        seq = _seq_field(msg)
         ts = msg.get("ts")
         if ts is not None:
-            if type(ts) is not float and type(ts) is not int or not math.isfinite(ts):
-                raise ProtocolError("field", f"'ts' must be a finite number, got {ts!r}", seq)
-            ts = float(ts)
+            if type(ts) is int:
+                try:
+                    ts = float(ts)
+                except OverflowError:  # an int beyond a double
+                    raise ProtocolError("field", f"'ts' must be a finite number, got {_short(ts)}", seq) from None
+            if type(ts) is not float or not math.isfinite(ts):
+                raise ProtocolError("field", f"'ts' must be a finite number, got {_short(ts)}", seq)
         x = self._vector(msg.get("x"), seq)
         return Reading(device, seq, ts, x, _label_field(msg, self.label_key, seq, required=False))
 
     def parse_label(self, device: str, payload: bytes) -> Label:
         """A clean ``Label``, or ``ProtocolError`` naming the problem."""
         msg = self._decode(payload)
-        seq = _int_field(msg, "seq")
+        seq = _seq_field(msg)
         return Label(device, seq, _label_field(msg, self.label_key, seq, required=True))

@@ -62,7 +62,7 @@ from typing import Any
 from paho.mqtt.client import topic_matches_sub
 
 from edgebayes.runtime.config import NAME_RE
-from edgebayes.runtime.protocol import Label, Parser, ProtocolError, Reading
+from edgebayes.runtime.protocol import LABEL_LIMIT, LABEL_MIN, Label, Parser, ProtocolError, Reading, Retained
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +78,6 @@ _PRESSURE_KEYS = frozenset({"pressure", "seapressure", "druck"})
 _HPA_PER = {"mmHg": 1.33322387415, "inHg": 33.8638866667}  # hPa per unit
 _ABSENT = object()
 _BAD_ID = re.compile(r"[^A-Za-z0-9_-]")
-
-
-class Retained(bytes):
-    """A payload the broker delivered because it was retained (it may be arbitrarily old)."""
 
 
 # --- config ----------------------------------------------------------------------------------
@@ -374,7 +370,12 @@ def to_label(v: Any, values: dict) -> Any:
             raise ProtocolError("field", f"label value {key[:40]!r} is not in label_values "
                                          f"({', '.join(map(repr, values))})")
         return values[key]
-    return int(key) if type(v) is int or type(v) is float else key
+    if type(v) is int or type(v) is float:
+        y = int(key)
+        if not LABEL_MIN <= y < LABEL_LIMIT:  # echoed and checkpointed: a 64-bit int at most
+            raise ProtocolError("field", f"label value {key[:40]!r} is outside [-2**63, 2**63)")
+        return y
+    return key
 
 
 def availability(payload: bytes) -> bool | None:
@@ -713,8 +714,7 @@ class SourceRouter:
 
     Args:
         config: the runtime ``Config`` (``sources``, ``assembler``, ``schema``, ``queue``).
-        worker: the ``Worker``; readings go to its ``_reading``, labels to its ``_label``,
-            refusals to its ``_error`` (rate-limited error reports, counted in its metrics).
+        worker: the ``Worker``; readings and labels go to its ``serve``, refusals to its ``_error`` (rate-limited error reports, counted in its metrics).
         discovery: a ``discovery.Discovery`` to tell about Home Assistant's birth, or None.
 
     ``counts`` (a Counter, in the metrics as ``sources``): ``retained``, ``repeated``,
@@ -816,16 +816,8 @@ class SourceRouter:
         self._deliver(item, topic, t_recv)
 
     def _deliver(self, item: Reading | Label, topic: str, t_recv: float) -> None:
-        w = self.worker
-        try:
-            if isinstance(item, Reading):
-                self.counts["readings"] += 1
-                w._reading(item, t_recv)
-            else:
-                self.counts["labels"] += 1
-                w._label(item)
-        except ProtocolError as exc:
-            w._error(w.topics.device_topic(item.device, "error"), topic, exc)
+        self.counts["readings" if isinstance(item, Reading) else "labels"] += 1
+        self.worker.serve(item, topic, t_recv)
 
     def _refuse(self, device: str | None, topic: str, kind: str, explanation: str, seq: int | None = None) -> None:
         self.counts[kind] += 1

@@ -3,7 +3,10 @@
 The MQTT network thread only calls ``submit`` (enqueue, never blocks on model work except under
 the ``block`` policy when the queue is full). The worker takes messages in arrival order,
 validates them (``protocol.Parser``), predicts, publishes, learns, raises drift alerts, then
-acknowledges the message to the broker. Every ``TICK_S`` it also expires old pending labels,
+acknowledges the message to the broker. Readings and labels the broker sent as retained are
+stale and skipped (kind ``retained``). Any other exception while processing a message is
+logged, counted and reported on the device's error topic (kind ``internal``); a model that
+raises is reset by its ``Device`` and reported (kind ``model_reset``). Every ``TICK_S`` it also expires old pending labels,
 writes due checkpoints, publishes due metrics and runs ``tick_hooks``.
 
 Hooks for later work: ``admit_device`` is where a memory budget refuses a device that does not
@@ -26,7 +29,7 @@ from edgebayes.runtime.config import Config
 from edgebayes.runtime.device import Device
 from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
 from edgebayes.runtime.pending import Pending, PendingLabels
-from edgebayes.runtime.protocol import Label, Parser, ProtocolError, Reading, Topics
+from edgebayes.runtime.protocol import Label, Parser, ProtocolError, Reading, Retained, Topics
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +85,7 @@ class Worker:
         self.errors: Counter = Counter()  # error kind -> count
         self.n_readings = self.n_labels = self.n_predictions = self.n_learned = 0
         self.n_dropped = self.n_errors_suppressed = self.n_internal_errors = self.n_drift_alerts = 0
+        self.n_model_resets = 0
         self.started_at = time.time()
         now = time.monotonic()
         self._next_tick = now + TICK_S
@@ -161,19 +165,56 @@ class Worker:
             return
         kind, device = route
         try:
-            if kind == "reading":
-                self._reading(self.parser.parse_reading(device, payload), t_recv)
-            else:
-                self._label(self.parser.parse_label(device, payload))
+            if type(payload) is Retained:  # readings are never retained: this one may be any age
+                raise ProtocolError("retained", f"a retained {kind} is stale (the broker keeps it for new "
+                                    "subscribers); publish readings and labels with retain off")
+            item = (self.parser.parse_reading if kind == "reading" else self.parser.parse_label)(device, payload)
         except ProtocolError as exc:
             self._error(self.topics.device_topic(device, "error"), topic, exc)
+            return
+        self.serve(item, topic, t_recv)
+
+    def serve(self, item: Reading | Label, topic: str, t_recv: float) -> None:
+        """Predict and learn from a validated reading, or learn from a label (``[[sources]]``
+        deliver here too). A refusal, an internal error and a model reset are each counted and
+        reported on the device's error topic."""
+        device = item.device
+        out = self.topics.device_topic(device, "error")
+        try:
+            if isinstance(item, Reading):
+                self._reading(item, t_recv)
+            else:
+                self._label(item)
+        except ProtocolError as exc:
+            self._error(out, topic, exc)
+        except Exception as exc:
+            self.n_internal_errors += 1
+            log.exception("internal error processing seq %d on %s (skipped; %d so far)", item.seq, topic,
+                          self.n_internal_errors)
+            self._error(out, topic, ProtocolError("internal", f"{type(exc).__name__}: {exc}", item.seq), logged=True)
+        finally:
+            dev = self.devices.get(device)
+            if dev is not None and dev.resets:
+                self._report_resets(dev, topic, item.seq)
+
+    def _report_resets(self, dev: Device, topic: str, seq: int | None) -> None:
+        out = self.topics.device_topic(dev.device, "error")
+        for name, why in dev.resets:
+            self.n_model_resets += 1
+            self._dirty.add(dev.device)
+            self._error(out, topic, ProtocolError("model_reset", f"model {name!r} {why}; reset to a fresh "
+                                                  "learner", seq), logged=True)
+        dev.resets.clear()
 
     def _reading(self, r: Reading, t_recv: float) -> None:
         dev = self._device(r.device, create=True)
-        if r.seq <= dev.last_seq:
-            if not dev.restarted(r.ts):
-                raise ProtocolError("duplicate", f"seq {r.seq} is not above the last accepted seq "
-                                    f"{dev.last_seq}, and its ts is not later (not a reboot)", r.seq)
+        rebooted = r.seq <= dev.last_seq
+        if rebooted and not dev.restarted(r.ts):
+            raise ProtocolError("duplicate", f"seq {r.seq} is not above the last accepted seq "
+                                f"{dev.last_seq}, and its ts is not later (not a reboot)", r.seq)
+        if r.y is not None:
+            self._check_label(dev, r.y, r.seq)  # refused: the whole reading, before any effect
+        if rebooted:
             n = dev.reboot()
             log.info("device %s restarted its seq at %d after %d (reboot %d); %d pending readings "
                      "dropped", r.device, r.seq, dev.last_seq, dev.n_reboots, n)
@@ -195,13 +236,21 @@ class Worker:
 
     def _label(self, lab: Label) -> None:
         dev = self._device(lab.device, create=False)
-        entry = dev.pending.pop(lab.seq) if dev is not None else None
+        entry = dev.pending.get(lab.seq) if dev is not None else None
         if entry is None:
             raise ProtocolError("unknown_seq", f"no pending reading with seq {lab.seq} (never seen, "
                                 "already labelled, or fallen out of the pending buffer)", lab.seq)
+        self._check_label(dev, lab.y, lab.seq)  # refused: the reading stays pending
+        dev.pending.pop(lab.seq)
         self.n_labels += 1
         self._dirty.add(lab.device)
         self._learn(dev, lab.seq, entry.x, lab.y, entry.y_preds)
+
+    @staticmethod
+    def _check_label(dev: Device, y, seq: int) -> None:
+        why = dev.check_label(y)
+        if why is not None:
+            raise ProtocolError("label_type", why, seq)
 
     def _learn(self, dev: Device, seq: int, x: list[float], y, y_preds: list) -> None:
         alerts = dev.learn(seq, x, y, y_preds, time.time())
@@ -211,8 +260,9 @@ class Worker:
             log.info("drift on device %s: %s", dev.device, alert)
             self.client.publish(self.topics.device_topic(dev.device, "drift"), encode(alert, self._fmt), qos=1)
 
-    def _error(self, out_topic: str, topic: str, exc: ProtocolError) -> None:
-        """Count the problem; publish it unless this topic had a report under error_interval_s ago."""
+    def _error(self, out_topic: str, topic: str, exc: ProtocolError, logged: bool = False) -> None:
+        """Count the problem; publish it unless this topic had a report under error_interval_s ago.
+        ``logged``: already logged (at ERROR, with its traceback) by the caller."""
         self.errors[exc.kind] += 1
         now = time.monotonic()
         last = self._last_error.get(out_topic)
@@ -221,7 +271,8 @@ class Worker:
             self.n_errors_suppressed += 1
             return
         self._last_error[out_topic] = now
-        log.warning("%s on %s: %s", exc.kind, topic, exc)
+        if not logged:
+            log.warning("%s on %s: %s", exc.kind, topic, exc)
         msg = {"ts": time.time(), "topic": topic, "seq": exc.seq, "kind": exc.kind, "error": str(exc),
                "n_suppressed": self._suppressed.pop(out_topic, 0)}
         self.client.publish(out_topic, encode(msg, self._fmt), qos=0)
@@ -262,7 +313,7 @@ class Worker:
         dev = self._new_device(device)
         if state is not None:
             try:
-                dev.load_state(state)
+                dev.load_state(state, len(self.config.schema.features))
                 log.info("device %s restored from its checkpoint (last seq %d)", device, dev.last_seq)
             except Exception as exc:
                 self.store.move_aside(device, f"{type(exc).__name__}: {exc}")
@@ -335,6 +386,7 @@ class Worker:
             "n_reboots": sum(dev.n_reboots for dev in self.devices.values()),
             "n_publish_failed": getattr(self.client, "n_publish_failed", 0),
             "n_errors_suppressed": self.n_errors_suppressed, "n_internal_errors": self.n_internal_errors,
+            "n_model_resets": self.n_model_resets,
             "n_drift_alerts": self.n_drift_alerts, "errors": dict(self.errors),
             "pending_labels": sum(len(p) for p in pending), "n_devices": len(self.devices),
             "rss_bytes": rss_bytes(), "models": models,

@@ -1,0 +1,324 @@
+"""The runtime against hostile or broken input: failing models, out-of-range ints, bad
+checkpoints, label type collisions, retained readings, bad files, an unreachable broker."""
+
+import copy
+import json
+import logging
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from edgebayes.naive_bayes import GaussianNB
+from edgebayes.runtime.checkpoint import CheckpointStore
+from edgebayes.runtime.config import BrokerConfig, load_config, parse_config
+from edgebayes.runtime.mqtt import MqttClient
+from edgebayes.runtime.protocol import Parser, ProtocolError, Topics
+from edgebayes.runtime.service import Runtime
+from edgebayes.runtime.worker import Worker
+from tests.broker import free_port
+from tests.runtime_client import FEATURES, Device, wait_for, write_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Recorder:
+    """The worker's client without a broker: records publishes."""
+
+    def __init__(self, fail_on: str | None = None):
+        self.published = []
+        self.fail_on = fail_on
+
+    def publish(self, topic, payload, qos=0, retain=False):
+        if self.fail_on and topic.endswith(self.fail_on):
+            raise RuntimeError(f"cannot publish on {topic}")
+        self.published.append((topic, json.loads(payload)))
+
+    def ack(self, mid, qos):
+        pass
+
+    def on(self, kind):
+        return [p for t, p in self.published if t.endswith("/" + kind)]
+
+
+class Broken:
+    """A learner whose state went bad: every prediction and every update raises."""
+
+    def predict_proba_one(self, x):
+        raise ValueError("max() arg is an empty sequence")
+
+    def learn_one(self, x, y):
+        raise ValueError("max() arg is an empty sequence")
+
+
+def worker(store=None, **tables):
+    cfg = parse_config({"schema": {"features": list(FEATURES)}, "output": {"format": "json", "error_interval_s": 0},
+                        "models": [{"name": "nb", "kind": "gaussian_nb"}], **tables})
+    w = Worker(cfg, Topics("eb", "+", "rt"), store)
+    w.client = Recorder()
+    return w
+
+
+def send(w, device, kind, msg, retained=False):
+    from edgebayes.runtime.protocol import Retained
+
+    data = json.dumps(msg).encode() if isinstance(msg, dict) else msg
+    w._handle(f"eb/{device}/{kind}", Retained(data) if retained else data, 0, 1, 0.0)
+
+
+# --- 1. internal errors are reported; a failing model is reset -------------------------------
+
+def test_a_model_that_raises_is_reset_reported_and_the_device_recovers(caplog):
+    w = worker()
+    send(w, "d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})
+    w.devices["d1"].slots[0].learner = Broken()
+    with caplog.at_level(logging.ERROR, logger="edgebayes.runtime"):
+        send(w, "d1", "reading", {"seq": 1, "x": [1, 1, 1], "y": "b"})
+    assert [p["seq"] for p in w.client.on("prediction")] == [0, 1]
+    assert w.client.on("prediction")[1]["models"] == {"nb": None}  # the broken model had no answer
+    errors = w.client.on("error")
+    assert [(e["kind"], e["seq"]) for e in errors] == [("model_reset", 1)]
+    assert "nb" in errors[0]["error"] and "max() arg is an empty sequence" in errors[0]["error"]
+    assert any(r.levelno == logging.ERROR and "reset" in r.getMessage() for r in caplog.records)
+    slot = w.devices["d1"].slots[0]
+    off = GaussianNB()
+    off.learn_one([1.0, 1.0, 1.0], "b")  # the fresh learner learns the reading it failed on
+    assert type(slot.learner) is GaussianNB and slot.learner.state() == off.state()
+    send(w, "d1", "reading", {"seq": 2, "x": [1, 1, 1]})
+    assert w.client.on("prediction")[2]["y_pred"] == "b"
+    m = w.metrics()
+    assert (m["n_model_resets"], m["errors"]["model_reset"], m["n_internal_errors"]) == (1, 1, 0)
+
+
+def test_a_model_that_raises_on_learn_from_a_label_is_reset():
+    w = worker()
+    send(w, "d1", "reading", {"seq": 0, "x": [0, 0, 0]})
+
+    class LearnFails(GaussianNB):
+        def learn_one(self, x, y):
+            raise FloatingPointError("overflow in variance")
+
+    w.devices["d1"].slots[0].learner = LearnFails()
+    send(w, "d1", "label", {"seq": 0, "y": "a"})
+    assert [e["kind"] for e in w.client.on("error")] == ["model_reset"]
+    assert type(w.devices["d1"].slots[0].learner) is GaussianNB and w.n_learned == 1
+
+
+def test_any_other_exception_after_parsing_is_reported_as_internal():
+    w = worker()
+    w.client = Recorder(fail_on="/prediction")
+    send(w, "d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})
+    errors = w.client.on("error")
+    assert [(e["kind"], e["seq"], e["topic"]) for e in errors] == [("internal", 0, "eb/d1/reading")]
+    assert "RuntimeError: cannot publish on eb/d1/prediction" in errors[0]["error"]
+    assert w.n_internal_errors == 1 and w.errors["internal"] == 1
+
+
+def test_a_poisoned_model_recovers_through_mosquitto(broker, tmp_path):
+    rt = Runtime(load_config(write_config(tmp_path / "c.toml", broker, extra="[output]\nerror_interval_s = 0\n")))
+    rt.start()
+    try:
+        wait_for(rt.client.subscribed.is_set, what="runtime subscription")
+        dev = Device(broker)
+        dev.publish("d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})
+        wait_for(lambda: rt.worker.n_learned == 1, what="the first reading learned")
+        rt.worker.devices["d1"].slots[0].learner = Broken()
+        for seq in (1, 2, 3):
+            dev.publish("d1", "reading", {"seq": seq, "x": [seq, 0, 0], "y": "b"})
+        wait_for(lambda: len(dev.predictions()) == 4 and rt.worker.n_learned == 4, what="every reading served")
+        wait_for(lambda: dev.got("error"), what="the model_reset report")
+        assert [(e["kind"], e["seq"]) for e in dev.got("error")] == [("model_reset", 1)]
+        assert [dev.predictions()[s]["y_pred"] for s in (1, 2, 3)] == [None, "b", "b"]
+        assert rt.worker.metrics()["n_model_resets"] == 1
+    finally:
+        rt.stop(timeout_s=5)
+
+
+# --- 2, 4. ints the runtime would echo or store are bounded ----------------------------------
+
+P = Parser(("a", "b", "c"), "y")
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"seq": 1000000000000000000000000000000, "x": [1, 2, 3]}',
+    b'{"seq": 9007199254740992, "x": [1, 2, 3]}',                     # 2**53
+    msgpack.packb({"seq": 2**64 - 1, "x": [1, 2, 3]}),
+    b'{"seq": 1, "ts": ' + str(10**400).encode() + b', "x": [1, 2, 3]}',
+    b'{"seq": 1, "x": [1, 2, 3], "y": 999999999999999999999999999999}',
+    b'{"seq": 1, "x": [1, 2, 3], "y": 9223372036854775808}',          # 2**63
+    b'{"seq": 1, "x": [1, 2, 3], "y": -9223372036854775809}',         # -2**63 - 1
+])
+def test_out_of_range_ints_are_field_errors(payload):
+    with pytest.raises(ProtocolError) as err:
+        P.parse_reading("d", payload)
+    assert err.value.kind == "field"
+
+
+@pytest.mark.parametrize("payload", [b'{"seq": 9007199254740992, "y": "a"}', b'{"seq": 1, "y": 18446744073709551615}'])
+def test_out_of_range_ints_in_labels_are_field_errors(payload):
+    with pytest.raises(ProtocolError) as err:
+        P.parse_label("d", payload)
+    assert err.value.kind == "field"
+
+
+def test_ints_at_the_bounds_are_accepted():
+    r = P.parse_reading("d", b'{"seq": 9007199254740991, "ts": 1e30, "x": [1, 2, 3], "y": 9223372036854775807}')
+    assert (r.seq, r.ts, r.y) == (2**53 - 1, 1e30, 2**63 - 1)
+    assert P.parse_label("d", b'{"seq": 0, "y": -9223372036854775808}').y == -2**63
+
+
+def test_a_huge_label_never_reaches_the_device(tmp_path):
+    w = worker(store=CheckpointStore(tmp_path / "ck", FEATURES))
+    send(w, "d1", "reading", b'{"seq": 0, "x": [0, 0, 0], "y": 999999999999999999999999999999}')
+    send(w, "d1", "reading", b'{"seq": 10000000000000000000000000000000, "x": [0, 0, 0]}')
+    send(w, "d1", "reading", {"seq": 1, "x": [0, 0, 0], "y": 1})
+    assert [e["kind"] for e in w.client.on("error")] == ["field", "field"]
+    assert [p["seq"] for p in w.client.on("prediction")] == [1]
+    assert w.checkpoint(all_devices=True) == 1 and w.n_internal_errors == 0
+
+
+# --- 3. checkpoints are validated before a device is restored --------------------------------
+
+def _saved_state(tmp_path):
+    w = worker(store=CheckpointStore(tmp_path / "ck", FEATURES))
+    for seq in range(4):
+        send(w, "d1", "reading", {"seq": seq, "x": [seq, 1, 2], "y": "ab"[seq % 2]})
+    return w.devices["d1"].state()
+
+
+def _restore(tmp_path, name, state):
+    store = CheckpointStore(tmp_path / "ck", FEATURES)
+    store.save(name, state)
+    w = worker(store=store)
+    send(w, name, "reading", {"seq": 1, "x": [0, 0, 0]})
+    return w, sorted(p.name.split(".corrupt-")[0] for p in (tmp_path / "ck").glob(f"{name}.ckpt.corrupt-*"))
+
+
+def _nan_mean(s):
+    s["models"][0]["learner"]["means"][0][0] = math.nan
+
+
+def _negative_count(s):
+    s["models"][0]["learner"]["counts"][0][0] = -1.0
+
+
+def _garbage_models(s):
+    s["models"] = "nonsense"
+
+
+@pytest.mark.parametrize("spoil", [_nan_mean, _negative_count, _garbage_models])
+def test_a_checkpoint_with_bad_values_is_moved_aside(tmp_path, spoil, caplog):
+    state = _saved_state(tmp_path)
+    spoil(state)
+    with caplog.at_level(logging.ERROR, logger="edgebayes.runtime.checkpoint"):
+        w, aside = _restore(tmp_path, "d2", state | {"device": "d2"})
+    assert aside == ["d2.ckpt"] and "d2" in caplog.text
+    dev = w.devices["d2"]
+    assert dev.last_seq == 1 and dev.slots[0].learner.state() == GaussianNB().state()
+    assert [p["seq"] for p in w.client.on("prediction")] == [1]
+
+
+def test_a_checkpoint_of_another_device_is_not_loaded(tmp_path, caplog):
+    state = _saved_state(tmp_path)
+    with caplog.at_level(logging.ERROR, logger="edgebayes.runtime.checkpoint"):
+        w, aside = _restore(tmp_path, "mismatch", state | {"device": "other"})
+    assert aside == ["mismatch.ckpt"] and "'other'" in caplog.text
+    assert w.devices["mismatch"].slots[0].learner.state() == GaussianNB().state()
+
+
+def test_a_good_checkpoint_is_still_restored(tmp_path):
+    state = _saved_state(tmp_path)
+    w, aside = _restore(tmp_path, "d1", copy.deepcopy(state))
+    assert aside == [] and w.devices["d1"].slots[0].learner.state() == state["models"][0]["learner"]
+    assert [e["kind"] for e in w.client.on("error")] == ["duplicate"]  # seq 1 <= the restored last seq 3
+
+
+# --- 5. one label type per device ------------------------------------------------------------
+
+def test_a_label_of_another_type_is_refused():
+    w = worker()
+    send(w, "d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": 1})
+    send(w, "d1", "reading", {"seq": 1, "x": [5, 5, 5], "y": "1"})  # refused whole: not predicted
+    send(w, "d1", "reading", {"seq": 2, "x": [5, 5, 5]})
+    send(w, "d1", "label", {"seq": 2, "y": "2"})                      # refused: stays pending
+    send(w, "d1", "label", {"seq": 2, "y": 2})
+    errors = w.client.on("error")
+    assert [(e["kind"], e["seq"]) for e in errors] == [("label_type", 1), ("label_type", 2)]
+    assert "int" in errors[0]["error"] and "str" in errors[0]["error"]
+    assert [p["seq"] for p in w.client.on("prediction")] == [0, 2]
+    assert w.devices["d1"].slots[0].learner.classes_ == [1, 2] and w.n_learned == 2
+    send(w, "d2", "reading", {"seq": 0, "x": [0, 0, 0], "y": "1"})  # another device, its own type
+    assert w.devices["d2"].slots[0].learner.classes_ == ["1"]
+
+
+def test_the_label_type_survives_a_checkpoint(tmp_path):
+    store = CheckpointStore(tmp_path / "ck", FEATURES)
+    w = worker(store=store)
+    send(w, "d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})
+    w.checkpoint(all_devices=True)
+    w2 = worker(store=store)
+    send(w2, "d1", "reading", {"seq": 1, "x": [0, 0, 0], "y": 7})
+    assert [e["kind"] for e in w2.client.on("error")] == ["label_type"]
+
+
+# --- 6. retained readings are stale ----------------------------------------------------------
+
+def test_a_retained_reading_is_skipped_counted_and_reported_through_mosquitto(broker, tmp_path):
+    dev = Device(broker)
+    dev.client.publish("eb/d1/reading", msgpack.packb({"seq": 0, "x": [0, 0, 0], "y": "a"}), qos=1,
+                       retain=True).wait_for_publish(5)
+    dev.client.publish("eb/d1/label", msgpack.packb({"seq": 0, "y": "a"}), qos=1, retain=True).wait_for_publish(5)
+    rt = Runtime(load_config(write_config(tmp_path / "c.toml", broker, extra="[output]\nerror_interval_s = 0\n")))
+    rt.start()
+    try:
+        wait_for(lambda: rt.worker.errors["retained"] == 2, what="both retained messages counted")
+        wait_for(lambda: len(dev.got("error")) == 2, what="both reported")
+        assert sorted((e["kind"], e["topic"]) for e in dev.got("error")) == [
+            ("retained", "eb/d1/label"), ("retained", "eb/d1/reading")]
+        dev.publish("d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})  # the same, live: served
+        wait_for(lambda: 0 in dev.predictions(), what="the live reading")
+        assert rt.worker.n_readings == 1 and rt.worker.n_learned == 1
+    finally:
+        rt.stop(timeout_s=5)
+
+
+# --- 7. one-line errors, a visible retry -----------------------------------------------------
+
+def _run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "edgebayes", "run", *args], capture_output=True, text=True,
+                          timeout=30, cwd=ROOT)
+
+
+def test_a_binary_config_is_one_line_not_a_traceback(tmp_path):
+    path = tmp_path / "binary.toml"
+    path.write_bytes(b"\xff\xfe[broker]\n")
+    out = _run_cli("--config", str(path))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip() == f"edgebayes run: {path}: cannot read: not UTF-8 text (byte 0xff at offset 0)"
+
+
+def test_a_checkpoint_dir_that_is_a_file_is_one_line(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[schema]\nfeatures = ["a"]\n[[models]]\nname = "nb"\nkind = "gaussian_nb"\n')
+    (tmp_path / "ck").write_text("not a folder")
+    out = _run_cli("--config", str(cfg), "--checkpoint-dir", str(tmp_path / "ck"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip() == f"edgebayes run: checkpoint dir {tmp_path / 'ck'} is not a directory"
+
+
+def test_an_unreachable_broker_is_logged_as_retrying(caplog):
+    port = free_port()
+    cfg = BrokerConfig(host="127.0.0.1", port=port, client_id="nobody", reconnect_min_s=0.1, reconnect_max_s=0.2)
+    c = MqttClient(cfg, subscriptions=["x/y"], status_topic="x/status", on_message=lambda t, p, m, q: None)
+    with caplog.at_level(logging.INFO, logger="edgebayes.runtime.mqtt"):
+        c.start()
+        try:
+            wait_for(lambda: sum("retrying" in r.getMessage() for r in caplog.records) >= 2,
+                     what="two retries logged")
+        finally:
+            c.stop()
+    msgs = [r for r in caplog.records if "retrying" in r.getMessage()]
+    assert msgs[0].levelno == logging.WARNING and f"127.0.0.1:{port}" in msgs[0].getMessage()
