@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import math
 import sys
+from array import array
+from struct import pack_into as _pack_into
 
 _log = math.log
 _sqrt = math.sqrt
 _TWO_THIRDS = 2.0 / 3  # MOA's ``(double) 2 / 3``
 _SIZES = tuple(float(1 << i) for i in range(64))  # bucket size of each row, as floats
-_LIST_BYTES = sys.getsizeof([])  # empty list header
-_FLOAT_BYTES = sys.getsizeof(0.0)
+_ZERO = array("d", [0.0])
+_ONE_COUNT = array("q", [0])
+_ARRAY_BYTES = sys.getsizeof(array("d"))  # header of an empty array; items are 8 bytes each
 
 
 def _as_input(x) -> float:
@@ -29,46 +32,86 @@ def _as_input(x) -> float:
 _CONVERT = {int: float, bool: float}
 
 
-def _insert(totals: list, variances: list, xs: list, limit: int) -> None:
+def _zeros(n: int) -> array:
+    """``n`` zero doubles, allocated exactly (``array * n`` does not over-allocate)."""
+    return array("d", _ZERO) * n
+
+
+def _insert(adwin: "ADWIN", xs: list) -> None:
     """Append inputs ``xs`` to the histogram and compress it (MOA ``compressBuckets``).
 
     Whenever a row holds ``limit + 1`` buckets its two oldest merge into one bucket of the next
     row: totals add, variances add plus n1 n2 (u1 - u2)^2 / (n1 + n2) (casebook C23). A row's
     merges depend only on the sequence of buckets it receives, so rows are processed one after
     the other on whole batches: the same pairs, in the same order, with the same arithmetic as
-    inserting the inputs one by one. Row 0 holds raw inputs, whose variances are all 0.0 and
-    are not stored (``variances[0]`` stays empty).
+    inserting the inputs one by one. The low rows, which a batch of b inputs mostly touches
+    (about log2(b) + 1 of them), are copied out of the flat buffers into lists once, worked on
+    there, and written back once: per-item access to an array costs more than to a list.
     """
-    row = totals[0]
-    row += xs
-    k = (len(row) - limit + 1) // 2 * 2  # one-by-one insertion merges this many, oldest first
+    limit = adwin.max_buckets
+    counts = adwin._counts
+    rows = len(counts)
+    hot = min(rows, len(xs).bit_length() + 1)
+    t = adwin._totals[: hot * limit].tolist()
+    v = adwin._variances[: (hot - 1) * limit].tolist()
+    cnt = counts[:hot].tolist()
+    c = cnt[0]
+    row = t[:c] + xs
+    n = len(row)
+    k = (n - limit + 1) // 2 * 2  # one-by-one insertion merges this many, oldest first
+    i = 0  # the highest row changed
     if k <= 0:
-        return
-    a, b = row[0:k:2], row[1:k:2]
-    del row[:k]
-    if len(totals) == 1:
-        totals.append([])
-        variances.append([])
-    totals[1] += [x + y for x, y in zip(a, b)]
-    variances[1] += [(x - y) * (x - y) / 2.0 for x, y in zip(a, b)]  # n = 1: du * du / 2
-    i = 1
-    while len(totals[i]) > limit:  # upper rows get few buckets: plain loops beat comprehensions
-        row, vrow = totals[i], variances[i]
-        if i + 1 == len(totals):
-            totals.append([])
-            variances.append([])
-        up, vup = totals[i + 1], variances[i + 1]
-        k = (len(row) - limit + 1) // 2 * 2
-        n = _SIZES[i]
-        nn, n2 = n * n, n + n
-        for j in range(0, k, 2):
-            x = row[j]
-            y = row[j + 1]
-            du = x / n - y / n
-            up.append(x + y)
-            vup.append(vrow[j] + vrow[j + 1] + nn * du * du / n2)
-        del row[:k], vrow[:k]
-        i += 1
+        t[c:n] = xs
+        cnt[0] = n
+    else:
+        a, b = row[0:k:2], row[1:k:2]
+        t[: n - k] = row[k:]
+        cnt[0] = n - k
+        ups = [x + y for x, y in zip(a, b)]
+        vups = [(x - y) * (x - y) / 2.0 for x, y in zip(a, b)]  # n = 1: du * du / 2
+        i = 1
+        while True:
+            if i == hot:  # one more row: the next stored one, or a new top row
+                if hot < rows:
+                    t += adwin._totals[hot * limit : (hot + 1) * limit].tolist()
+                    v += adwin._variances[(hot - 1) * limit : hot * limit].tolist()
+                    cnt.append(counts[hot])
+                else:
+                    t += [0.0] * limit
+                    v += [0.0] * limit
+                    cnt.append(0)
+                hot += 1
+            base, c = i * limit, cnt[i]
+            vbase, m = base - limit, c + len(ups)
+            if m <= limit:  # no merge: the new buckets land in free slots
+                t[base + c : base + m] = ups
+                v[vbase + c : vbase + m] = vups
+                cnt[i] = m
+                break
+            row = t[base : base + c] + ups
+            vrow = v[vbase : vbase + c] + vups
+            k = (m - limit + 1) // 2 * 2
+            n = _SIZES[i]
+            nn, n2 = n * n, n + n
+            ups, vups = [], []
+            for j in range(0, k, 2):  # upper rows get few buckets: plain loops beat comprehensions
+                x = row[j]
+                y = row[j + 1]
+                du = x / n - y / n
+                ups.append(x + y)
+                vups.append(vrow[j] + vrow[j + 1] + nn * du * du / n2)
+            t[base : base + m - k] = row[k:]
+            v[vbase : vbase + m - k] = vrow[k:]
+            cnt[i] = m - k
+            i += 1
+    if hot > rows:  # grew a row: new buffers, allocated exactly
+        adwin._totals, adwin._variances, adwin._counts = array("d", t), array("d", v), array("q", cnt)
+    else:  # rows 0..i in place; struct packs a list faster than array() converts it
+        end = (i + 1) * limit
+        _pack_into(f"{end}d", adwin._totals, 0, *t[:end])
+        if i:
+            _pack_into(f"{end - limit}d", adwin._variances, 0, *v[: end - limit])
+        _pack_into(f"{i + 1}q", adwin._counts, 0, *cnt[: i + 1])
 
 
 class ADWIN:
@@ -109,15 +152,21 @@ class ADWIN:
         grace_period: no cut test while the window holds ``grace_period`` inputs or fewer
             (int >= 0).
 
-    Memory is O(max_buckets * log2(width / max_buckets)) floats; one input costs O(1)
-    amortised, one cut test O(max_buckets * log2(width)).
+    Memory is O(max_buckets * log2(width / max_buckets)): the histogram lives in flat float64
+    arrays with ``max_buckets`` slots per row, 2 * (max_buckets + 1) * 8 bytes per row (about
+    3.4 kB in all for a window of 2**32 inputs with the defaults); ``max_memory_bytes(max_width)``
+    gives the exact worst case. One input costs O(1) amortised, one cut test
+    O(max_buckets * log2(width)).
 
-    Implementation: inputs wait in a list until the next cut test (or read-out) and are then
+    Implementation: inputs wait in a buffer until the next cut test (or read-out) and are then
     inserted row by row; the cut test screens each boundary with a cheap necessary condition
     before MOA's exact test. Neither changes a single bit of MOA's buckets, sums or decisions
     (``tests/test_adwin.py`` checks both against a plain port of MOA). MOA multiplies bucket
     sizes as Java ints, which overflow once a window passes about 330,000 inputs; here they
-    are exact. Floats in are fastest; ints and bools are converted.
+    are exact. Floats in are fastest; ints and bools are converted. Most of the time goes to
+    the interpreter: the per-input call, the batched insertion (copying the low rows out of the
+    arrays and back costs about a third more than lists of floats did) and the cut test's walk
+    over all buckets (``bench/adwin.py``).
 
     For an error stream, wrap it in :class:`~edgebayes.drift.ErrorDetector`, which signals only
     the cuts across which ``estimation`` rose above ``estimation_before_drift``.
@@ -137,7 +186,8 @@ class ADWIN:
     __slots__ = (
         "delta", "clock", "max_buckets", "min_window_length", "grace_period",
         "_width", "_total", "_variance", "_ticks", "_drifted", "_n_detections",
-        "_estimation_before_drift", "_abs_max", "_totals", "_variances", "_pending",
+        "_estimation_before_drift", "_abs_max", "_totals", "_variances", "_counts", "_pending",
+        "_top",
     )  # fmt: skip
 
     def __init__(
@@ -175,13 +225,19 @@ class ADWIN:
         self._n_detections = 0
         self._estimation_before_drift = 0.0
         self._abs_max = 0.0  # largest |input| since reset: bounds rounding in the cut test
-        # Histogram rows, newest row (bucket size 1) first; within a row, oldest bucket first.
-        self._totals: list[list[float]] = [[]]
-        self._variances: list[list[float]] = [[]]
-        # Inputs not yet in the histogram. Folding them in at the next cut test (or read-out)
-        # yields the same buckets, totals and variances as inserting them one by one, without
-        # the per-input method calls and attribute round trips.
-        self._pending: list[float] = []
+        # Histogram in flat float64 buffers, ``max_buckets`` slots per row, newest row (bucket
+        # size 1) first; within a row, oldest bucket first. Row i's totals live in
+        # _totals[i*M : i*M + _counts[i]], its variances (rows >= 1: row 0 holds single inputs,
+        # variance 0) in _variances[(i-1)*M : ...]. Buffers are re-allocated exactly when a row
+        # is added or removed, so the bytes held follow from the number of rows alone.
+        self._totals = _zeros(self.max_buckets)
+        self._variances = array("d")
+        self._counts = array("q", _ONE_COUNT)
+        # Inputs not yet in the histogram, newest at the lowest index: _pending[_ticks:_top].
+        # Folding them in at the next cut test (or read-out) yields the same buckets, totals
+        # and variances as inserting them one by one, without per-input method calls.
+        self._pending = _zeros(self.clock)
+        self._top = self.clock
 
     # -- the hot path -------------------------------------------------------------------------
 
@@ -205,38 +261,43 @@ class ADWIN:
                 raise ValueError(f"ADWIN input too large for a float: {x!r}") from None
         if x - x:  # NaN for NaN and +/-inf, 0.0 otherwise
             raise ValueError(f"ADWIN input must be finite, got {x}")
-        self._pending.append(x)
         ticks = self._ticks - 1
+        self._pending[ticks] = x
+        self._ticks = ticks
         if ticks:
-            self._ticks = ticks
             return False
-        self._ticks = self.clock
         return self._check()
 
     def _flush(self) -> tuple[float, float]:
         """Insert the pending inputs in order (MOA ``insertElement``); return the window's
         width and total as they were before the last of them (0, 0.0 if none pending)."""
-        pending = self._pending
-        if not pending:
+        low, top = self._ticks, self._top
+        if low == top:
             return 0.0, 0.0
+        pending = self._pending[low:top].tolist()
+        pending.reverse()  # oldest first
+        self._top = low
         self._abs_max = max(self._abs_max, max(pending), -min(pending))
         w, total, var = float(self._width), self._total, self._variance
-        for x in pending:
+        total_before, rest = total, pending
+        if not w:  # the first input of an empty window adds no variance (MOA)
+            w, total, rest = 1.0, pending[0], pending[1:]
+        for x in rest:  # incremental sum of squared deviations, in MOA's operation order
             total_before = total
-            if w:  # incremental sum of squared deviations, in MOA's operation order
-                d = x - total / w
-                var += w * d * d / (w + 1.0)
-            w += 1.0
+            d = x - total / w
+            w1 = w + 1.0
+            var += w * d * d / w1
+            w = w1
             total += x
         self._width, self._total, self._variance = int(w), total, var
-        _insert(self._totals, self._variances, pending, self.max_buckets)
-        self._pending = []
+        _insert(self, pending)
         return w - 1.0, total_before
 
     def _check(self) -> bool:
         """Fold in the pending inputs, then MOA's reduce-window loop: drop the oldest bucket
         while some split passes the cut test."""
         width_before, total_before = self._flush()
+        self._ticks = self._top = self.clock
         cut = False
         if self._width > self.grace_period:
             while self._has_cut():
@@ -271,12 +332,13 @@ class ADWIN:
         vdd = v * dd
         floor = _TWO_THIRDS * dd - 1e-10 * (fw * self._abs_max + dd)  # c - rounding slack
         mean = self._total / fw
-        totals = self._totals
+        totals, counts, mb = self._totals, self._counts, self.max_buckets
         d, n0 = 0.0, 0.0
-        for i in range(len(totals) - 1, -1, -1):
+        for i in range(len(counts) - 1, -1, -1):
             size = _SIZES[i]
-            row = totals[i]
-            end = n0 + size * len(row)
+            c = counts[i]
+            row = totals[i * mb : i * mb + c]
+            end = n0 + size * c
             low, rest = n0 + size, fw - end  # the row's smallest n0 and smallest n1
             if rest < low:
                 low = rest
@@ -300,11 +362,11 @@ class ADWIN:
     def _cuts_at(self, row: int, position: int, v: float, dd: float) -> bool:
         """MOA's exact test at the boundary after bucket ``position`` of ``row``, with u0 and
         u1 summed bucket by bucket from the oldest, as MOA does."""
-        totals = self._totals
+        totals, counts, mb = self._totals, self._counts, self.max_buckets
         n0, u0, u1 = 0, 0.0, self._total
-        for i in range(len(totals) - 1, row - 1, -1):
+        for i in range(len(counts) - 1, row - 1, -1):
             size = 1 << i
-            for b in totals[i] if i > row else totals[i][: position + 1]:
+            for b in totals[i * mb : i * mb + (counts[i] if i > row else position + 1)]:
                 n0 += size
                 u0 += b
                 u1 -= b
@@ -319,19 +381,25 @@ class ADWIN:
 
     def _drop_oldest(self) -> None:
         """Remove the oldest bucket and its share of width, total and variance (MOA)."""
-        last = len(self._totals) - 1
-        row, vrow = self._totals[last], self._variances[last]
+        totals, variances, counts = self._totals, self._variances, self._counts
+        last = len(counts) - 1
+        mb, c = self.max_buckets, counts[last]
+        base, vbase = last * mb, (last - 1) * mb
         n = 1 << last
-        t = row[0]
+        t = totals[base]
         w = self._width - n
         total = self._total - t
         d = t / n - total / w
-        self._variance -= (vrow[0] if last else 0.0) + n * w * d * d / (n + w)
+        self._variance -= (variances[vbase] if last else 0.0) + n * w * d * d / (n + w)
         self._width = w
         self._total = total
-        del row[0], vrow[:1]
-        if not row and last:
-            del self._totals[last], self._variances[last]
+        if c == 1 and last:  # the top row empties: buffers re-allocated one row shorter
+            self._totals, self._variances, self._counts = totals[:base], variances[:vbase], counts[:last]
+            return
+        totals[base : base + c - 1] = totals[base + 1 : base + c]
+        if last:
+            variances[vbase : vbase + c - 1] = variances[vbase + 1 : vbase + c]
+        counts[last] = c - 1
 
     # -- read-outs (they fold pending inputs in first) ----------------------------------------
 
@@ -378,18 +446,48 @@ class ADWIN:
     def n_buckets(self) -> int:
         """Buckets in the histogram."""
         self._flush()
-        return sum(len(row) for row in self._totals)
+        return sum(self._counts)
+
+    def _bytes_for(self, rows: int) -> int:
+        """Bytes held with ``rows`` histogram rows: the object, four array headers, and 8-byte
+        items: ``max_buckets`` totals per row, ``max_buckets`` variances per row above row 0,
+        one count per row, ``clock`` pending inputs. The buffers are allocated exactly."""
+        items = (2 * rows - 1) * self.max_buckets + rows + self.clock
+        return sys.getsizeof(self) + 4 * _ARRAY_BYTES + 8 * items
 
     def memory_bytes(self) -> int:
-        """Bytes held, counted from shapes: per histogram row two lists (totals, variances) of
-        ``max_buckets + 1`` pointers, two floats per bucket, the pending-input list
-        (``clock`` pointers and floats), and the object itself."""
-        rows = len(self._totals)
-        per_row = 2 * (_LIST_BYTES + 8 * (self.max_buckets + 1))
-        outer = 2 * (_LIST_BYTES + 8 * rows)
-        pending = _LIST_BYTES + self.clock * (8 + _FLOAT_BYTES)
-        buckets = 2 * _FLOAT_BYTES * self.n_buckets
-        return sys.getsizeof(self) + outer + rows * per_row + buckets + pending
+        """Bytes held, from the shapes of the buffers (see ``max_memory_bytes``): 2 (M + 1) * 8
+        bytes per histogram row (M = ``max_buckets``) plus a constant."""
+        return self._bytes_for(len(self._counts))
+
+    def max_memory_bytes(self, max_width: int = 2**32) -> int:
+        """The most bytes ``memory_bytes()`` can report while the window holds at most
+        ``max_width`` inputs (with these parameters, whatever the inputs).
+
+        Memory depends only on the number of histogram rows. Below the top row every row holds
+        M - 1 or M buckets (a row that overflows to M + 1 merges back to M - 1; cuts only take
+        buckets from the top row), and the top row at least one, so a window with R rows holds
+        at least (M - 1) (2**(R-1) - 1) + 2**(R-1) = M 2**(R-1) - M + 1 inputs. The bound is
+        the size with the largest such R; a detector that reaches that width by inserting
+        inputs without a cut has exactly that many rows.
+
+        Args:
+            max_width: largest window length to allow for (int >= 0). The window can only
+                reach it after that many inputs without a cut; 2**32 inputs take 1.4 years at
+                100 per second.
+
+        Returns:
+            bytes (int).
+
+        Raises:
+            ValueError: ``max_width`` is not an int >= 0.
+        """
+        if isinstance(max_width, bool) or not isinstance(max_width, int) or max_width < 0:
+            raise ValueError(f"max_width must be an int >= 0, got {max_width!r}")
+        m, rows = self.max_buckets, 1
+        while (m << rows) - m + 1 <= max_width:  # the least width with rows + 1 rows fits
+            rows += 1
+        return self._bytes_for(rows)
 
     # -- copies and checkpoints ---------------------------------------------------------------
 
@@ -409,6 +507,7 @@ class ADWIN:
     def state(self) -> dict:
         """Plain-data state (``"kind": "adwin"``); floats are stored exactly."""
         self._flush()
+        counts, mb = self._counts, self.max_buckets
         return {
             "kind": "adwin",
             "params": self._params(),
@@ -420,8 +519,9 @@ class ADWIN:
             "n_detections": self._n_detections,
             "estimation_before_drift": self._estimation_before_drift,
             "abs_max": self._abs_max,
-            "totals": [list(row) for row in self._totals],
-            "variances": [[0.0] * len(self._totals[0])] + [list(r) for r in self._variances[1:]],
+            "totals": [self._totals[i * mb : i * mb + c].tolist() for i, c in enumerate(counts)],
+            "variances": [[0.0] * counts[0]]
+            + [self._variances[(i - 1) * mb : (i - 1) * mb + c].tolist() for i, c in enumerate(counts) if i],
         }
 
     @classmethod
@@ -441,6 +541,8 @@ class ADWIN:
             or [len(r) for r in totals] != [len(r) for r in variances]
             or any(variances[0])  # row 0 holds single inputs
             or any(len(r) > out.max_buckets for r in totals)
+            or any(not out.max_buckets - 1 <= len(r) for r in totals[:-1])  # see max_memory_bytes
+            or (len(totals) > 1 and not totals[-1])
             or sum(len(r) << i for i, r in enumerate(totals)) != state["width"]
         ):
             raise ValueError("ADWIN state: histogram rows do not match width and max_buckets")
@@ -454,8 +556,11 @@ class ADWIN:
         out._n_detections = int(state["n_detections"])
         out._estimation_before_drift = float(state["estimation_before_drift"])
         out._abs_max = float(state["abs_max"])
-        out._totals = totals
-        out._variances = [[]] + variances[1:]
+        mb = out.max_buckets
+        out._totals = array("d", [t for r in totals for t in r + [0.0] * (mb - len(r))])
+        out._variances = array("d", [v for r in variances[1:] for v in r + [0.0] * (mb - len(r))])
+        out._counts = array("q", [len(r) for r in totals])
+        out._top = out._ticks
         return out
 
     def __repr__(self) -> str:

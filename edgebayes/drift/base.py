@@ -9,6 +9,9 @@ A detector is a plain object fed one real number at a time:
 - ``n_detections`` (int): changes seen since construction or the last ``reset()``.
 - ``reset()``: forget everything (same parameters). ``clone()``: a fresh detector, same parameters.
 - ``memory_bytes() -> int``: bytes held, counted from shapes.
+- optional ``max_memory_bytes(max_width) -> int``: the most bytes ``memory_bytes()`` can reach
+  while the window holds at most ``max_width`` inputs (memory budgets reserve this); a
+  detector without it is taken to have a constant size.
 - ``state() -> dict``: plain lists/numbers/strings, msgpack-serialisable, with a ``"kind"`` key
   naming a :data:`DETECTOR_KINDS` entry; ``cls.from_state(state)`` rebuilds an identical
   detector (:func:`detector_from_state` dispatches on ``kind``).
@@ -135,6 +138,18 @@ class ErrorDetector:
     def memory_bytes(self) -> int:
         """Bytes held: this wrapper plus the wrapped detector."""
         return sys.getsizeof(self) + self.detector.memory_bytes()
+
+    def max_memory_bytes(self, max_width: int = 2**32) -> int:
+        """The most bytes ``memory_bytes()`` can report while the wrapped detector's window holds
+        at most ``max_width`` inputs; a detector without ``max_memory_bytes`` is taken to have
+        a constant size (its ``memory_bytes()`` now).
+
+        Raises:
+            ValueError: ``max_width`` is not an int >= 0 (from the wrapped detector).
+        """
+        bound = getattr(self.detector, "max_memory_bytes", None)
+        inner = bound(max_width) if bound is not None else self.detector.memory_bytes()
+        return sys.getsizeof(self) + inner
 
     def state(self) -> dict:
         """Plain-data state with ``"kind": "error_detector"`` and the wrapped detector's state."""
