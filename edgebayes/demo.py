@@ -77,7 +77,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds of readings (default 40; the whole demo takes a few more)",
     )
     parser.add_argument(
-        "--rate", type=float, default=50.0, metavar="HZ", help="readings per second per device"
+        "--rate",
+        type=float,
+        default=50.0,
+        metavar="HZ",
+        help="readings per second per device (default 50)",
     )
     parser.add_argument(
         "--devices", type=int, default=3, metavar="N", help="simulated devices (default 3)"
@@ -104,9 +108,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", default=".", metavar="DIR", help="where edgebayes-demo.json/.png go"
     )
     parser.add_argument(
-        "--refresh-s", type=float, default=2.0, metavar="S", help="live table period (0: none)"
+        "--refresh-s",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="live table period in seconds (default 2; 0: none)",
     )
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--seed", type=int, default=1, help="seed of SRP and of a synth: stream (default 1)"
+    )
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -313,10 +323,13 @@ class RuntimeProcess:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(self.sock_path)
         self.log_path = workdir / "runtime.log"
-        command = [sys.executable, "-m", "edgebayes", "run", "--config", str(config_path)]
+        # -P and cwd: an ``edgebayes/`` folder in the caller's cwd (a checkout) would otherwise
+        # be imported as a namespace package instead of the installed edgebayes
+        command = [sys.executable, "-P", "-m", "edgebayes", "run", "--config", str(config_path)]
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [*command, "--log-level", "WARNING"],
+                cwd=workdir,
                 env={**os.environ, "NOTIFY_SOCKET": self.sock_path},
                 stdout=log,
                 stderr=log,
@@ -393,13 +406,35 @@ def _live_line(summary: dict, readings_per_s: float) -> str:
     return f"models: {models or '-'} | {readings_per_s:.0f} readings/s{mem}"
 
 
+def choose_source(data: str | None, default: Path, say=print) -> str:
+    """``--data`` if given, else ``default`` if it exists, else FALLBACK_SOURCE (said aloud)."""
+    if data:
+        return data
+    if default.exists():
+        return str(default)
+    say(
+        f"{_shown(default)} not found; replaying {FALLBACK_SOURCE} instead — pass --data PATH"
+    )
+    return FALLBACK_SOURCE
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the cwd when below it or its parent (../shared/...), else absolute."""
+    for base, prefix in ((Path.cwd(), ""), (Path.cwd().parent, "../")):
+        try:
+            return prefix + str(path.relative_to(base))
+        except ValueError:
+            continue
+    return str(path)
+
+
 def run_demo(args, out: Path, workdir: Path, say=print) -> dict:
     """Run everything; return the summary (see the module docstring)."""
     from firmware_sim import Monitor, SimConfig, Simulator
 
     t_start = time.monotonic()
     n_per_device = max(2, round(args.rate * args.duration))
-    source = args.data or (str(DEFAULT_DATA) if DEFAULT_DATA.exists() else FALLBACK_SOURCE)
+    source = choose_source(args.data, DEFAULT_DATA, say)
     drop = (
         tuple(args.drop) if args.drop is not None else (DEFAULT_DROP if args.data is None else ())
     )

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from edgebayes.cli import main
-from edgebayes.demo import DEFAULT_DATA, baselines, mosquitto_path, prepare_data
+from edgebayes.demo import (
+    DEFAULT_DATA,
+    FALLBACK_SOURCE,
+    RuntimeProcess,
+    baselines,
+    choose_source,
+    mosquitto_path,
+    prepare_data,
+)
 from edgebayes.streams import open_stream
 
 DURATION_S, RATE_HZ, DEVICES = 5, 80, 3
@@ -121,3 +129,35 @@ def test_bad_arguments_exit_2(tmp_path, capsys):
     assert main(["demo", "--duration", "0", "--out", str(tmp_path)]) == 2
     assert main(["demo", "--data", str(tmp_path / "missing.csv"), "--out", str(tmp_path)]) == 2
     assert "edgebayes demo:" in capsys.readouterr().err
+
+
+def test_missing_default_data_is_said_aloud(tmp_path, monkeypatch):
+    said = []
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path.parent / "shared" / "data" / "occupancy_uci" / "occupancy.csv.gz"
+    assert choose_source(None, missing, said.append) == FALLBACK_SOURCE
+    assert said == [
+        "../shared/data/occupancy_uci/occupancy.csv.gz not found; "
+        "replaying synth:AGRAWAL instead — pass --data PATH"
+    ]
+    here = tmp_path / "here.csv"
+    here.write_text("f,class\n1,a\n")
+    assert choose_source(None, here, said.append) == str(here)
+    assert choose_source("x.csv", missing, said.append) == "x.csv"
+    assert len(said) == 1
+
+
+def test_runtime_starts_from_a_folder_holding_an_edgebayes_checkout(broker, tmp_path, monkeypatch):
+    # `cd ~ && edgebayes demo` with ~/edgebayes a clone: the child must import the installed package
+    (tmp_path / "edgebayes").mkdir()
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "rt.toml"
+    config.write_text(
+        f'[broker]\nhost = "{broker.host}"\nport = {broker.port}\n'
+        '[schema]\nfeatures = ["a"]\n[[models]]\nname = "nb"\nkind = "gaussian_nb"\n'
+    )
+    runtime = RuntimeProcess(config, tmp_path)
+    try:
+        runtime.wait_ready()
+    finally:
+        assert runtime.stop() == 0
