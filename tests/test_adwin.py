@@ -6,10 +6,11 @@ import doctest
 import json
 import math
 import random
+import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from edgebayes import codec
@@ -115,6 +116,8 @@ class MoaADWIN:
                     n = self.width
                     dd = math.log(2 * math.log(n) / self.delta)
                     v = self.var / n
+                    if v < 0.0:  # rounded below zero: Java's sqrt gives NaN, NaN never cuts
+                        continue
                     m = 1.0 / (n0 - self.mwl + 1) + 1.0 / (n1 - self.mwl + 1)
                     eps = math.sqrt(2 * m * v * dd) + 2.0 / 3 * dd * m
                     if abs(u0 / n0 - u1 / n1) > eps:
@@ -135,6 +138,8 @@ def _stream(draw_seed, n, kind):
 
 
 @settings(max_examples=40, deadline=None)
+@example(seed=422001977, n=1024, kind="bits", delta=0.5, clock=1, max_buckets=3,
+         min_window_length=1, grace_period=0, read_every=0)  # variance rounds below 0
 @given(
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(1, 1500),
@@ -396,3 +401,60 @@ def test_docstring_examples():
 
     for module in (edgebayes.drift, edgebayes.drift.adwin):
         assert doctest.testmod(module).failed == 0
+
+
+def held_by_buffers(adwin):
+    """What the detector object and its four buffers really allocate (arrays: header + items)."""
+    bufs = (adwin._totals, adwin._variances, adwin._counts, adwin._pending)
+    return sys.getsizeof(adwin) + sum(sys.getsizeof(b) for b in bufs)
+
+
+@pytest.mark.parametrize("max_buckets", [2, 5])
+def test_max_memory_bytes_is_reached_exactly_by_a_window_of_that_width(max_buckets):
+    adwin, rows = ADWIN(max_buckets=max_buckets), 10
+    least = max_buckets * 2 ** (rows - 1) - max_buckets + 1  # the least width with 10 rows
+    for i in range(1, least + 1):
+        adwin.update(0.5)  # constant: never cut
+        if i % 97 == 0 or i >= least - 1:
+            assert adwin.memory_bytes() <= adwin.max_memory_bytes(adwin.width)
+    assert adwin.width == least and len(adwin.state()["totals"]) == rows
+    assert adwin.memory_bytes() == adwin.max_memory_bytes(least) == held_by_buffers(adwin)
+    one_row = 8 * (2 * max_buckets + 1)  # totals, variances and a count
+    assert adwin.max_memory_bytes(least - 1) == adwin.max_memory_bytes(least) - one_row
+    assert adwin.max_memory_bytes(0) == ADWIN(max_buckets=max_buckets).memory_bytes()
+
+
+def test_memory_bytes_is_what_the_buffers_hold_and_stays_under_the_bound_through_cuts():
+    adwin = ADWIN(delta=0.05, clock=7)
+    for i, x in enumerate(_stream(3, 6000, "bits") + [1.0] * 2000):
+        adwin.update(x)
+        if i % 50 == 0:
+            assert adwin.memory_bytes() == held_by_buffers(adwin)
+            assert adwin.memory_bytes() <= adwin.max_memory_bytes(adwin.width)
+    assert adwin.n_detections > 0
+    copy = ADWIN.from_state(adwin.state())
+    assert copy.memory_bytes() == held_by_buffers(copy) == adwin.memory_bytes()
+
+
+def test_max_memory_bytes_for_2_to_the_32_inputs():
+    adwin, signal = ADWIN(), ErrorDetector(ADWIN(delta=1e-5))
+    # 30 rows: 5 * 2**29 - 4 <= 2**32 < 5 * 2**30 - 4
+    assert adwin.max_memory_bytes(2**32) == adwin.max_memory_bytes(5 * 2**29 - 4)
+    assert adwin.max_memory_bytes(5 * 2**29 - 5) == adwin.max_memory_bytes(2**32) - 88
+    assert adwin.max_memory_bytes() == adwin.max_memory_bytes(2**32) < 3500
+    assert signal.max_memory_bytes() == sys.getsizeof(signal) + adwin.max_memory_bytes()
+    for bad in (-1, 2.0, True, None):
+        with pytest.raises(ValueError, match="max_width"):
+            adwin.max_memory_bytes(bad)
+
+
+def test_from_state_refuses_rows_the_algorithm_cannot_produce():
+    adwin = ADWIN()
+    for x in [0.0, 1.0] * 40:
+        adwin.update(x)
+    state = adwin.state()
+    assert [len(r) for r in state["totals"]] == [4, 4, 5, 4, 1]
+    state["totals"][1], state["variances"][1] = [], []  # a short middle row: more rows per input
+    state["width"] -= 8
+    with pytest.raises(ValueError, match="width and max_buckets"):
+        ADWIN.from_state(state)
