@@ -12,7 +12,7 @@ import pytest
 from paho.mqtt.client import topic_matches_sub
 
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
-from edgebayes.runtime.config import ConfigError, load_config, parse_config
+from edgebayes.runtime.config import ConfigError, check_files, load_config, parse_config
 from edgebayes.runtime.pending import Pending, PendingLabels
 from edgebayes.runtime.protocol import Parser, ProtocolError, Topics
 
@@ -122,6 +122,35 @@ def test_cli_exits_2_with_the_problem_on_stderr(tmp_path):
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 2
     assert "[labels] unknown key 'max_age'" in out.stderr
+
+
+def test_unreadable_broker_files_are_named_by_key_at_start(tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not parsed here\n")
+    path = tmp_path / "c.toml"
+    path.write_text(BASE.replace("keepalive_s = 30\n", (
+        f'keepalive_s = 30\nusername = "edgebayes"\npassword_file = "{tmp_path}/mqtt-password"\n'
+        f'tls_ca_file = "{ca}"\ntls_cert_file = "{tmp_path}"\n'
+        f'tls_key_file = "{tmp_path}/client.key"\n'), 1))
+    cfg = load_config(path)  # the config itself is valid
+    with pytest.raises(ConfigError) as err:
+        check_files(cfg, "c.toml")
+    assert err.value.problems == [
+        f"[broker] password_file {tmp_path}/mqtt-password: no such file "
+        "(create it, see deploy/install.sh, or remove username/password_file)",
+        f"[broker] tls_cert_file {tmp_path}: a folder, not a file",
+        f"[broker] tls_key_file {tmp_path}/client.key: no such file",
+    ]
+    out = subprocess.run([sys.executable, "-m", "edgebayes", "run", "--config", str(path)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"edgebayes run: {path}: 3 problems:\n  [broker] password_file ")
+    (tmp_path / "mqtt-password").write_text("secret\n")
+    (tmp_path / "client.key").write_text("key\n")
+    cert = tmp_path / "client.crt"
+    cert.write_text("cert\n")
+    path.write_text(path.read_text().replace(f'tls_cert_file = "{tmp_path}"', f'tls_cert_file = "{cert}"'))
+    check_files(load_config(path), "c.toml")  # all readable: no problem
 
 
 # --- topics (casebook C32) ----------------------------------------------------------------

@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 
-from edgebayes.runtime.config import ConfigError, load_config
+from edgebayes.runtime.config import ConfigError, check_files, load_config
 
 log = logging.getLogger("edgebayes.runtime")
 
@@ -31,6 +31,7 @@ def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = load_config(args.config).with_overrides(args.broker, args.checkpoint_dir)
+        check_files(config, args.config)
     except ConfigError as exc:
         print(f"edgebayes run: {exc}", file=sys.stderr)
         return 2

@@ -175,6 +175,35 @@ class Config:
         return cfg
 
 
+#: what to do about a missing file named by a [broker] key
+_FILE_HINTS = {"password_file": " (create it, see deploy/install.sh, or remove username/password_file)"}
+
+
+def check_files(config: "Config", source: str = "config") -> None:
+    """Check that the files the config names (``[broker] password_file``, ``tls_*_file``) can be
+    read now, at start, rather than failing on the first connection attempt.
+
+    Raises:
+        ConfigError: one line per file: the key, the path and why it cannot be read.
+    """
+    problems = []
+    for key in ("password_file", "tls_ca_file", "tls_cert_file", "tls_key_file"):
+        path = getattr(config.broker, key)
+        if path is None:
+            continue
+        try:
+            with open(path, "rb"):
+                pass
+        except FileNotFoundError:
+            problems.append(f"[broker] {key} {path}: no such file{_FILE_HINTS.get(key, '')}")
+        except IsADirectoryError:
+            problems.append(f"[broker] {key} {path}: a folder, not a file")
+        except OSError as exc:
+            problems.append(f"[broker] {key} {path}: cannot read ({exc.strerror})")
+    if problems:
+        raise ConfigError(problems, source)
+
+
 # --- checks: each returns an error message or None -------------------------------------------
 
 def _positive(v):
