@@ -13,7 +13,7 @@ Run natively and inside the emulated root (deploy/pi/check.sh). Under qemu user 
 RSS includes qemu's translated code and its own heap: an upper bound, not a Pi's figure; and
 emulated times say nothing about a Pi's speed.
 
-    python deploy/pi/footprint.py                      # gaussian_nb and srp (10 models)
+    python deploy/pi/footprint.py                      # gaussian_nb and srp (10 models, seed 1)
     python deploy/pi/footprint.py gaussian_nb srp:n_models=10,subspace_size=0.6 --runtime nb
 """
 
@@ -34,7 +34,7 @@ DEFAULT_DATA = REPO / ".." / "shared" / "data" / "elec2" / "elec2.csv.gz"
 #: runtime model sets by name: [[models]] tables of the config
 RUNTIME_MODELS = {
     "nb": [("nb", "gaussian_nb", "")],
-    "nb+srp10": [("nb", "gaussian_nb", ""), ("srp", "srp", "n_models = 10")],
+    "nb+srp10": [("nb", "gaussian_nb", ""), ("srp", "srp", "n_models = 10\nseed = 1")],
 }
 
 
@@ -133,7 +133,7 @@ def runtime_footprint(name: str, rows: list, features: list[str], timeout_s: flo
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("learners", nargs="*", default=["gaussian_nb", "srp:n_models=10"])
+    parser.add_argument("learners", nargs="*", default=["gaussian_nb", "srp:n_models=10,seed=1"])
     parser.add_argument("--data", default=str(DEFAULT_DATA), help="CSV data set (default elec2)")
     parser.add_argument("--n", type=int, default=2000, help="rows learned per learner")
     parser.add_argument("--runtime", nargs="*", default=list(RUNTIME_MODELS),
