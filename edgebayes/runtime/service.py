@@ -41,8 +41,9 @@ class Runtime:
         self.worker = Worker(config, self.topics, store)
         router = make_router(config, self.topics, self.worker)  # [[sources]], [homeassistant]
         self.ready_hooks: list[Callable[[], None]] = []
+        self.source_filters = router.filters if router else []  # [[sources]], [homeassistant]
         self.client = MqttClient(
-            config.broker, subscriptions=self.topics.subscriptions + (router.filters if router else []),
+            config.broker, subscriptions=self.topics.subscriptions + self.source_filters,
             status_topic=self.topics.status,
             on_message=self.worker.submit, receive_maximum=config.queue.max_size,
             max_queued_out=config.queue.max_size, on_connected=self._connected,
@@ -58,7 +59,13 @@ class Runtime:
     def start(self) -> None:
         self.worker.start()
         self.client.start()
-        log.info("serving %s and %s as %s", *self.topics.subscriptions, self.config.broker.client_id)
+        sources = ""
+        if self.source_filters:
+            tables = [t for t, on in (("[[sources]]", self.config.sources),
+                                      ("[homeassistant]", self.config.homeassistant)) if on]
+            sources = f"; {' and '.join(tables)}: {', '.join(self.source_filters)}"
+        log.info("serving %s and %s%s as %s", *self.topics.subscriptions, sources,
+                 self.config.broker.client_id)
 
     def stop(self, timeout_s: float = 10.0) -> bool:
         """Clean shutdown; True when ``offline`` was acknowledged by the broker."""

@@ -257,7 +257,7 @@ class Worker:
         self.n_learned += 1
         for alert in alerts:
             self.n_drift_alerts += 1
-            log.info("drift on device %s: %s", dev.device, alert)
+            log.info("%s", describe_alert(dev.device, alert))
             self.client.publish(self.topics.device_topic(dev.device, "drift"), encode(alert, self._fmt), qos=1)
 
     def _error(self, out_topic: str, topic: str, exc: ProtocolError, logged: bool = False) -> None:
@@ -311,14 +311,18 @@ class Worker:
         if refusal:
             raise ProtocolError("device_limit", refusal)
         dev = self._new_device(device)
+        restored = False
         if state is not None:
             try:
                 dev.load_state(state, len(self.config.schema.features))
-                log.info("device %s restored from its checkpoint (last seq %d)", device, dev.last_seq)
+                restored = True
             except Exception as exc:
                 self.store.move_aside(device, f"{type(exc).__name__}: {exc}")
                 dev = self._new_device(device)
         self.devices[device] = dev
+        how = f"restored from its checkpoint (last seq {dev.last_seq})" if restored else "new"
+        log.info("device %s admitted, %s; %d of at most %d devices", device, how, len(self.devices),
+                 self.config.memory.max_devices)
         return dev
 
     # --- periodic work --------------------------------------------------------------------
@@ -392,3 +396,13 @@ class Worker:
             "rss_bytes": rss_bytes(), "models": models,
             **({"sources": dict(self.sources.counts)} if self.sources is not None else {}),
         }
+
+
+def describe_alert(device: str, alert: dict) -> str:
+    """One readable log line for a drift alert (docs/protocol.md "Drift alert"), e.g.
+    ``device sim-0: model srp member 8 warning (adwin), accuracy 0.91 -> 0.72 at seq 223``."""
+    member = "" if alert["member"] is None else f" member {alert['member']}"
+    before, after = (f"{a:.2f}" if a is not None else "?"
+                     for a in (alert["accuracy_before"], alert["accuracy_after"]))
+    return (f"device {device}: model {alert['model']}{member} {alert['level']} ({alert['detector']}), "
+            f"accuracy {before} -> {after} at seq {alert['seq']}")
