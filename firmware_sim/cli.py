@@ -210,7 +210,9 @@ def run_main(args) -> int:
     t = stats.totals()
     print(
         f"firmware-sim: {len(stats.devices)} device(s), {t['samples']} samples, "
-        f"{t['readings_published']} readings and {t['labels_published']} labels published, "
+        f"{t['readings_published']} readings and "
+        f"{t['labels_inline'] + t['labels_published']} labels published ({t['labels_inline']} "
+        f"inline, {t['labels_published']} label messages), "
         f"{t['lost']} lost, {t['duplicated']} duplicated, "
         f"{sum(t['malformed'].values())} malformed, "
         f"{t['reboots']} reboots, {t['bursts']} bursts in {stats.elapsed_s:.1f} s "

@@ -39,6 +39,9 @@ class DeviceStats:
 
     ``samples`` counts every sample taken (lost ones included); ``readings_published`` counts
     the reading messages handed to MQTT (a duplicated reading twice, a lost one never).
+    ``labels_inline`` counts the labels sent inside a reading (the edgebayes format, once per
+    sample not lost); ``labels_published`` the label messages handed to MQTT: delayed labels,
+    and with another format the label message sent beside each labelled reading.
     """
 
     samples: int = 0
@@ -278,11 +281,11 @@ class Simulator:
         s = self.stats.devices[m.device]
         s.samples += 1
         s.bursts += m.burst_start
-        if m.labelled and self.config.labels == "inline":
-            s.labels_inline += 1
         if m.delivery == "lost":
             s.lost += 1
             return
+        if m.labelled and self.config.labels == "inline" and self.config.format == "edgebayes":
+            s.labels_inline += 1
         if m.delivery == "malformed":
             s.malformed[m.malformed] += 1
         payload = self._publish(i, m, wall)
@@ -300,6 +303,8 @@ class Simulator:
             s.publish_failed += 1
         elif m.kind == "reading":
             s.readings_published += 1
+            if m.labelled and self.config.labels == "inline" and self.config.format != "edgebayes":
+                s.labels_published += 1  # other formats: the label goes in a message of its own
         else:
             s.labels_published += 1
         if self.sent is not None:

@@ -736,3 +736,16 @@ def test_a_full_publish_queue_waits_instead_of_dropping(broker, collector):
     collector.wait_count(n)
     seqs = [decode(p)["seq"] for p in collector.by_topic()["edgebayes/q/reading"]]
     assert seqs == list(range(n))
+
+
+@pytest.mark.parametrize("fmt, inline, messages", [
+    ("edgebayes", 12, 0),  # the label is a key of the reading
+    ("tasmota", 0, 12),  # the label is a message of its own beside the reading
+])
+def test_cli_run_counts_inline_labels_and_label_messages(broker, capsys, fmt, inline, messages):
+    code = cli_main(["run", "--broker", broker.address, "--source", PIMA, "--rate", "500",
+                     "--limit", "12", "--labels", "inline", "--format", fmt])
+    assert code == 0
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"firmware-sim: 1 device(s), 12 samples, 12 readings and 12 labels "
+                           f"published ({inline} inline, {messages} label messages), 0 lost, "), last
