@@ -48,7 +48,7 @@ def learned(model, data):
 
 
 def adwin_after(n):
-    a = ADWIN()
+    a = ADWIN(max_buckets=10)  # 2.5 kB: the default 5 holds under the 2000 bytes checked for
     for v in (np.random.default_rng(0).random(n) < 0.3).astype(float).tolist():
         a.update(v)
     return a
@@ -87,7 +87,7 @@ def test_a_tree_that_split_is_accounted_with_its_nodes(agr_2000):
 
 def run_srp(data, max_size_bytes, every=1000):
     """Test-then-train accuracy and memory_bytes() read every ``every`` samples."""
-    srp = SRPClassifier(n_models=10, seed=1, max_size_bytes=max_size_bytes, disable_detector="warning")
+    srp = SRPClassifier(n_models=10, seed=1, max_size_bytes=max_size_bytes)
     correct, sizes = 0, []
     for i, (x, y) in enumerate(data, 1):
         correct += srp.predict_one(x) == y
@@ -100,7 +100,7 @@ def run_srp(data, max_size_bytes, every=1000):
 @pytest.mark.slow
 def test_srp_of_10_stays_in_256_kib_over_agr_a_within_3_points_of_unbounded():
     # 10,000 samples with AGR_A's three abrupt drifts (bench/memory.py runs the 200,000 version).
-    # Without warning detectors: SRP's reserve for 20 ADWINs alone exceeds 256 KiB (test below).
+    # Default warning and drift detectors: 20 ADWINs reserve 68 kB (3.4 kB each, 2**32 inputs).
     data = agr(10_000)
     acc, sizes, srp = run_srp(data, 256 * 1024)
     free_acc, free_sizes, _ = run_srp(data, None)
@@ -111,8 +111,8 @@ def test_srp_of_10_stays_in_256_kib_over_agr_a_within_3_points_of_unbounded():
 
 
 def test_srp_budget_that_cannot_hold_its_detectors_is_refused_with_the_figures():
-    with pytest.raises(ValueError, match=r"max_size_bytes=262144 is too small: detectors and bookkeeping reserve"):
-        SRPClassifier(n_models=10, max_size_bytes=256 * 1024)
+    with pytest.raises(ValueError, match=r"max_size_bytes=65536 is too small: detectors and bookkeeping reserve"):
+        SRPClassifier(n_models=10, max_size_bytes=64 * 1024)
 
 
 # --- the runtime's plan ----------------------------------------------------------------------
