@@ -7,7 +7,8 @@ No broker: one device's model set is built exactly as ``edgebayes run`` builds i
 ``model_budget_bytes / max_devices``, passed down as ``max_size_bytes`` where the kind takes
 it), and learns every sample test-then-train (labels inline). Prints, per model, the peak of
 ``memory_bytes()`` (read every ``--every`` samples and at the end) against its share, the peak
-total against the device's share, the process's peak RSS against ``rss_limit_mb``, and the
+of all models together ("device total") against the device's share (the model shares plus any
+part no model was given, "unassigned"), the process's peak RSS against ``rss_limit_mb``, and the
 verdict. Exit 0 within budget, 1 over it (also when the budget cannot even hold the models),
 2 for a bad config or unreadable data. A progress bar goes to stderr when it is a terminal.
 """
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="file columns that are not features")
     parser.add_argument("--seed", type=int, default=1, metavar="S", help="seed of a synthetic stream (default 1)")
     parser.add_argument("--every", type=int, default=100, metavar="K",
-                        help="read memory_bytes() every K samples (default 100)")
+                        help="measure the models' memory every K samples, and at the end (default 100)")
 
 
 def _fail(message: str) -> int:
@@ -125,10 +126,15 @@ def _report(config, plan, device, peaks: dict, n: int, rss: int, args) -> bool:
         acc = f"{slot.n_correct / slot.n_labels:.4f}" if slot.n_labels else "-"
         print(f"{slot.name:<16}{slot.kind:<16}{acc:>10}{peaks[slot.name]:>14,}"
               f"{'-' if share is None else f'{share:,}':>14}  {v}")
+    if plan.model_bytes:
+        # a model with its own max_size_bytes leaves part of the device share to nobody
+        unassigned = plan.device_bytes - sum(plan.model_bytes.values())
+        if unassigned:
+            print(f"{'unassigned':<42}{'':>14}{unassigned:>14,}")
     v = _verdict(peaks["total"], plan.device_bytes)
     verdicts.append(v)
     share = "-" if plan.device_bytes is None else f"{plan.device_bytes:,}"
-    print(f"{'total':<32}{'':>10}{peaks['total']:>14,}{share:>14}  {v}")
+    print(f"{'device total':<42}{peaks['total']:>14,}{share:>14}  {v}")
     if plan.budget_bytes is not None:
         print(f"model_budget_bytes {plan.budget_bytes:,} = {plan.device_bytes:,} per device x {mem.max_devices}")
     limit = None if mem.rss_limit_mb is None else int(mem.rss_limit_mb * 2**20)

@@ -322,11 +322,28 @@ def test_budget_within_prints_peaks_per_model_total_rss_and_verdict(tmp_path, ca
     assert tree[:2] == ["tree", "hoeffding_tree"] and tree[4] == f"{40_000 - share_nb:,}" and tree[5] == "ok"
     peak_tree = int(tree[3].replace(",", ""))
     assert 4000 < peak_tree <= 40_000 - share_nb
-    assert total[0] == "total" and total[2] == "40,000" and total[3] == "ok"
-    assert int(total[1].replace(",", "")) <= int(nb[3].replace(",", "")) + peak_tree
+    # the whole device share went to the models: no unassigned row, the shares add up to it
+    assert total[:2] == ["device", "total"] and total[3] == "40,000" and total[4] == "ok"
+    assert int(total[2].replace(",", "")) <= int(nb[3].replace(",", "")) + peak_tree
     assert lines[5] == "model_budget_bytes 400,000 = 40,000 per device x 10"
     assert lines[6].startswith("peak RSS ") and lines[6].endswith("(rss_limit_mb 4000: ok)")
     assert lines[7] == "verdict: within budget"
+
+
+def test_budget_shares_add_up_to_the_device_share(tmp_path, capsys):
+    # tree has its own max_size_bytes: part of the device share goes to no model
+    cfg = budget_config(tmp_path, "[memory]\nmodel_budget_bytes = 400000\nmax_devices = 10\n", models=(
+        '[[models]]\nname = "nb"\nkind = "gaussian_nb"\n'
+        '[[models]]\nname = "tree"\nkind = "hoeffding_tree"\nmax_size_bytes = 20000\n'))
+    code, out, _ = budget(capsys, "--config", cfg, "--data", "synth:AGR_A", "--samples", "300")
+    share_nb = plan_memory(load_config(cfg)).model_bytes["nb"]
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[1].split() == ["model", "kind", "accuracy", "peak", "bytes", "share", "bytes", "verdict"]
+    assert [line.split()[4] for line in lines[2:4]] == [f"{share_nb:,}", "20,000"]
+    assert lines[4].split() == ["unassigned", f"{40_000 - share_nb - 20_000:,}"]
+    assert lines[5].split()[:2] == ["device", "total"] and lines[5].split()[3:] == ["40,000", "ok"]
+    assert lines[6] == "model_budget_bytes 400,000 = 40,000 per device x 10"
 
 
 def test_budget_over_the_rss_limit_exits_1(tmp_path, capsys):
