@@ -4,7 +4,9 @@ A learner is a plain object (DESIGN.md 3):
 
 - ``learn_one(x, y, w=1.0)``: learn one sample. ``x`` is a 1-D sequence of floats (numpy array
   or list) in the stream's schema order, fixed length (the first sample fixes it); ``y`` any
-  hashable label (str or int); ``w`` a non-negative sample weight (SRP's Poisson k).
+  hashable label (str or int); ``w`` a non-negative sample weight (SRP's Poisson k). Learning
+  refuses a feature of magnitude above `MAX_ABS_X` and a weight above `MAX_WEIGHT`: beyond
+  them the learned sums of squares could overflow to inf (prediction takes any finite x).
 - ``predict_proba_one(x) -> dict[label, float]``: an empty dict before any learning.
 - ``predict_one(x) -> label | None``.
 - ``learn_many(X, y)``, ``predict_proba_many(X) -> ndarray (n, n_classes)`` in the order of
@@ -14,13 +16,16 @@ A learner is a plain object (DESIGN.md 3):
 - ``state() -> dict``: plain lists/numbers/strings, msgpack-serialisable, with a ``"kind"`` key
   naming the registry entry; ``cls.from_state(state)`` rebuilds an identical learner.
 
-Bad input (wrong length, non-numeric, +/-inf, a None or NaN label) raises ``ValueError`` and
-leaves the model unchanged. The registry maps the config's ``kind`` names to classes, so the
+Bad input (wrong length, non-numeric, +/-inf, out of range, a None or NaN label) raises
+``ValueError`` and leaves the model unchanged; so does a malformed state given to ``from_state``.
+Labels are dict keys, compared by Python equality: ``True``, ``1`` and ``1.0`` are one class
+(the first one seen names it), as are ``0``, ``0.0`` and ``False``. The registry maps the config's ``kind`` names to classes, so the
 runtime, the budget tool and checkpoints build learners without importing them all.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import math
@@ -28,6 +33,12 @@ import numbers
 from typing import Any
 
 import numpy as np
+
+#: Largest feature magnitude a learner learns: squared deviations (< 4e200) times the weight
+#: learned stay far below the float64 maximum (~1.8e308) for any realistic stream.
+MAX_ABS_X = 1e100
+#: Largest sample weight (a Poisson k times the caller's weight, in the ensembles).
+MAX_WEIGHT = 1e50
 
 #: config ``kind`` -> "module:Class". Modules are imported on first use.
 KINDS: dict[str, str] = {
@@ -47,7 +58,7 @@ def learner_class(kind: str) -> type:
     """
     try:
         module, name = KINDS[kind].split(":")
-    except KeyError:
+    except (KeyError, TypeError):
         raise ValueError(f"unknown model kind {kind!r}; known: {', '.join(sorted(KINDS))}") from None
     return getattr(importlib.import_module(module), name)
 
@@ -72,11 +83,47 @@ def learner_from_state(state: dict) -> "Learner":
     """Rebuild any registered learner from the dict its ``state()`` returned.
 
     Raises:
-        ValueError: the state has no known ``kind``.
+        ValueError: the state has no known ``kind``, or is malformed (a missing key, a value of
+            the wrong type or out of range; the message names the kind).
     """
     if not isinstance(state, dict) or "kind" not in state:
         raise ValueError("not a learner state: no 'kind' key")
-    return learner_class(state["kind"]).from_state(state)
+    cls = learner_class(state["kind"])
+    try:
+        return cls.from_state(state)
+    except STATE_ERRORS as exc:
+        raise ValueError(f"invalid {state['kind']} state: {exc!r}") from None
+
+
+#: What reading a malformed state raises before a check catches it; `from_state` methods turn
+#: these into ``ValueError("invalid <kind> state: ...")``.
+STATE_ERRORS = (KeyError, TypeError, IndexError, AttributeError, OverflowError)
+
+
+def refuse_malformed(kind: str):
+    """Decorator for a ``from_state``: the `STATE_ERRORS` that reading a malformed state raises
+    (a missing key, a value of the wrong type or size) become ``ValueError("invalid <kind>
+    state: ...")``."""
+
+    def wrap(from_state):
+        @functools.wraps(from_state)
+        def checked(cls, state):
+            try:
+                return from_state(cls, state)
+            except STATE_ERRORS as exc:
+                raise ValueError(f"invalid {kind} state: {exc!r}") from None
+
+        return checked
+
+    return wrap
+
+
+def check_finite(name: str, values, low: float = -math.inf, high: float = math.inf) -> None:
+    """Raise ``ValueError`` unless every number of ``values`` (a number or a flat sequence) is
+    finite and in [``low``, ``high``]; for the value checks of ``from_state``."""
+    for v in values if isinstance(values, (list, tuple)) else [values]:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (math.isfinite(v) and low <= v <= high):
+            raise ValueError(f"invalid state: {name} holds {v!r} (must be finite, in [{low:g}, {high:g}])")
 
 
 def check_label(y: Any) -> None:
@@ -92,28 +139,56 @@ def check_label(y: Any) -> None:
 
 
 def check_weight(w: float) -> float:
-    """Return ``w`` as a float; raise ``ValueError`` unless it is finite and >= 0."""
+    """Return ``w`` as a float; raise ``ValueError`` unless it is a real number (not a bool or
+    a string) in [0, `MAX_WEIGHT`]."""
+    if isinstance(w, bool) or not isinstance(w, numbers.Real):
+        raise ValueError(f"sample weight {w!r} is not a number")
     try:
         w = float(w)
-    except (TypeError, ValueError):
-        raise ValueError(f"sample weight {w!r} is not a number") from None
-    if not (w >= 0.0 and math.isfinite(w)):
-        raise ValueError(f"sample weight must be finite and >= 0, got {w}")
+    except OverflowError:
+        raise ValueError(f"sample weight {w!r} is out of range (max {MAX_WEIGHT:g})") from None
+    if not 0.0 <= w <= MAX_WEIGHT:
+        raise ValueError(f"sample weight must be in [0, {MAX_WEIGHT:g}], got {w}")
+    return w
+
+
+def check_weights(w, n: int) -> np.ndarray:
+    """``w`` (n sample weights) as a float64 array; ``ValueError`` unless each is a real number
+    in [0, `MAX_WEIGHT`] (as `check_weight`; no bools, no strings)."""
+    w = np.asarray(w)
+    if w.dtype.kind not in "fiu":
+        raise ValueError(f"sample weights must be numbers, got dtype {w.dtype}")
+    w = w.astype(np.float64).reshape(-1)
+    if len(w) != n:
+        raise ValueError(f"X has {n} rows but w has {len(w)} weights")
+    if not np.all((w >= 0.0) & (w <= MAX_WEIGHT)):
+        raise ValueError(f"sample weights must be in [0, {MAX_WEIGHT:g}]")
     return w
 
 
 def _number(v, j: int) -> float:
     if isinstance(v, numbers.Real):
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # an int beyond the float range
+            raise ValueError(f"x[{j}] = {v:.3g} is out of range") from None
     raise ValueError(f"x[{j}] = {v!r} is not a number")
 
 
-def as_floats(x, d: int | None) -> tuple[list, bool]:
+def _out_of_range(xs: list) -> ValueError:
+    j = next(j for j, v in enumerate(xs) if abs(v) > MAX_ABS_X)
+    return ValueError(f"x[{j}] = {xs[j]:.3g} is out of range: learning takes |x| <= {MAX_ABS_X:g}")
+
+
+def as_floats(x, d: int | None, learning: bool = False) -> tuple[list, bool]:
     """``x`` (a 1-D numpy array or sequence of real numbers) as a list of Python floats, and
     whether it holds a NaN (a missing value). ``d`` is the expected length (None: any, not 0).
+    ``learning``: also refuse a value of magnitude above `MAX_ABS_X` (the learner's sums of
+    squares could overflow); prediction takes any finite value.
 
     Raises:
-        ValueError: not a 1-D sequence of numbers, wrong length (``d``), empty, or +/-inf.
+        ValueError: not a 1-D sequence of numbers (None and strings included), wrong length
+            (``d``), empty, +/-inf, or (``learning``) out of range.
     """
     if type(x) is np.ndarray:
         if x.ndim != 1:
@@ -136,11 +211,15 @@ def as_floats(x, d: int | None) -> tuple[list, bool]:
     elif len(xs) != d:
         raise ValueError(f"x has {len(xs)} features, the model {d}")
     s = sum(xs)
-    if s - s == 0.0:
+    if s - s == 0.0:  # no inf, no NaN: max and min are exact
+        if learning and not -MAX_ABS_X <= min(xs) <= max(xs) <= MAX_ABS_X:
+            raise _out_of_range(xs)
         return xs, False
     for j, v in enumerate(xs):
         if v == math.inf or v == -math.inf:
             raise ValueError(f"x[{j}] is {v}: features must be finite (NaN marks a missing value)")
+    if learning and any(abs(v) > MAX_ABS_X for v in xs):
+        raise _out_of_range(xs)
     return xs, any(v != v for v in xs)
 
 

@@ -22,7 +22,16 @@ import sys
 
 import numpy as np
 
-from edgebayes.base import Learner, as_floats, check_label, check_weight
+from edgebayes.base import (
+    MAX_ABS_X,
+    STATE_ERRORS,
+    Learner,
+    as_floats,
+    check_finite,
+    check_label,
+    check_weight,
+    check_weights,
+)
 
 __all__ = ["GaussianNB"]
 
@@ -180,8 +189,9 @@ class GaussianNB(Learner):
 
     Per-sample methods keep the statistics in Python lists: for a handful of features plain
     floats beat numpy's per-call overhead (DESIGN.md 3); batch methods use numpy and give the
-    same model (to rounding) as the per-sample path. Features of magnitude above ~1e150
-    overflow the variance.
+    same model (to rounding) as the per-sample path. Learning refuses features of magnitude
+    above `edgebayes.base.MAX_ABS_X` (1e100), whose squares could overflow the variance;
+    prediction takes any finite x.
 
     Example:
         >>> nb = GaussianNB()
@@ -238,12 +248,13 @@ class GaussianNB(Learner):
             w: sample weight >= 0; equals w repeated updates; 0 leaves the model unchanged.
 
         Raises:
-            ValueError: bad x (length, non-numeric, +/-inf), None/NaN/unhashable label, bad
-                weight. The model is unchanged.
+            ValueError: bad x (length, non-numeric, +/-inf, magnitude above
+                `edgebayes.base.MAX_ABS_X`), None/NaN/unhashable label, bad weight (see
+                `edgebayes.base.check_weight`). The model is unchanged.
         """
-        if w != 1.0:
+        if type(w) is not float or w != 1.0:  # the default skips the check; True does not
             w = check_weight(w)
-        xs, has_nan = as_floats(x, self.n_features_in_)
+        xs, has_nan = as_floats(x, self.n_features_in_, learning=True)
         try:
             k = self._index.get(y)
         except TypeError:
@@ -289,11 +300,7 @@ class GaussianNB(Learner):
         if len(labels) != len(X):
             raise ValueError(f"X has {len(X)} rows but y has {len(labels)} labels")
         if w is not None:
-            w = np.asarray(w, dtype=float).reshape(-1)
-            if len(w) != len(X):
-                raise ValueError(f"X has {len(X)} rows but w has {len(w)} weights")
-            if not np.all((w >= 0) & np.isfinite(w)):
-                raise ValueError("sample weights must be finite and >= 0")
+            w = check_weights(w, len(X))
             keep = w > 0
             if not keep.all():  # zero weight: validated, not learned (as learn_one)
                 for v, k in zip(labels, keep.tolist()):
@@ -399,6 +406,8 @@ class GaussianNB(Learner):
             raise ValueError(f"X must have shape (n, {d or 'n_features'}), got {X.shape}")
         if np.isinf(X).any():
             raise ValueError("X holds +/-inf: features must be finite (NaN marks a missing value)")
+        if learning and (np.abs(X) > MAX_ABS_X).any():
+            raise ValueError(f"X holds a value out of range: learning takes |x| <= {MAX_ABS_X:g}")
         return X
 
     # ------------------------------------------------------------------ prediction
@@ -617,22 +626,47 @@ class GaussianNB(Learner):
         """Rebuild the learner that `state` described (predictions identical, learning goes on).
 
         Raises:
-            ValueError: not a gaussian_nb state, or inconsistent shapes.
+            ValueError: not a gaussian_nb state, or a malformed one: a missing key, a value of
+                the wrong type, inconsistent shapes, a bad label, a non-finite number, a
+                negative count, prior or variance, or priors not summing to 1.
         """
         if not isinstance(state, dict) or state.get("kind") != "gaussian_nb":
             raise ValueError("not a gaussian_nb state")
         try:
-            model = cls(state["learning_rate"], state["var_smoothing"])
-            classes = list(state["classes"])
-            K, d = len(classes), state["n_features_in"]
-            rows = [[float(v) for v in r] for key in ("counts", "means", "variances") for r in state[key]]
-            feats = [[float(v) for v in state[key]] for key in ("feature_counts", "feature_means", "feature_variances")]
-            priors = [float(p) for p in state["priors"]]
-            n = float(state["n"])
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"bad gaussian_nb state: {exc!r}") from None
+            return cls._from_state(state)
+        except STATE_ERRORS as exc:
+            raise ValueError(f"invalid gaussian_nb state: {exc!r}") from None
+
+    @classmethod
+    def _from_state(cls, state: dict) -> "GaussianNB":
+        model = cls(state["learning_rate"], state["var_smoothing"])
+        classes = list(state["classes"])
+        K, d = len(classes), state["n_features_in"]
+        rows = [[float(v) for v in r] for key in ("counts", "means", "variances") for r in state[key]]
+        feats = [[float(v) for v in state[key]] for key in ("feature_counts", "feature_means", "feature_variances")]
+        priors = [float(p) for p in state["priors"]]
+        n = float(state["n"])
+        if (d is None) != (K == 0) or not (d is None or type(d) is int and d >= 1):
+            raise ValueError(f"invalid gaussian_nb state: n_features_in {d!r} with {K} classes")
         if len(priors) != K or len(rows) != 3 * K or any(len(r) != d for r in rows + (feats if K else [])):
-            raise ValueError("bad gaussian_nb state: shapes do not match classes and n_features_in")
+            raise ValueError("invalid gaussian_nb state: shapes do not match classes and n_features_in")
+        for c in classes:
+            check_label(c)
+        if len({c: None for c in classes}) != K:
+            raise ValueError("invalid gaussian_nb state: two classes are equal labels")
+        check_finite("n", n, 0.0)
+        check_finite("priors", priors, 0.0)
+        if K and abs(math.fsum(priors) - 1.0) > 1e-6:
+            raise ValueError(f"invalid gaussian_nb state: priors sum to {math.fsum(priors)}, not 1")
+        # the bounds of learning (edgebayes.base.MAX_ABS_X): a mean or variance past them
+        # would overflow at the next update
+        bounds = ((0.0, _INF), (-MAX_ABS_X, MAX_ABS_X), (0.0, 4.0 * MAX_ABS_X * MAX_ABS_X))
+        for name, rs, (low, high) in zip(("counts", "means", "variances"), (rows[:K], rows[K:2 * K], rows[2 * K:]), bounds):
+            for r in rs:
+                check_finite(name, r, low, high)
+        if K:
+            for name, r, (low, high) in zip(("feature_counts", "feature_means", "feature_variances"), feats, bounds):
+                check_finite(name, r, low, high)
         model.classes_ = classes
         model._index = {c: k for k, c in enumerate(classes)}
         model.n_features_in_ = d

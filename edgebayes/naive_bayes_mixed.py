@@ -33,7 +33,7 @@ import sys
 
 import numpy as np
 
-from edgebayes.base import Learner, as_floats, check_weight
+from edgebayes.base import MAX_ABS_X, STATE_ERRORS, Learner, as_floats, check_finite, check_weight
 from edgebayes.naive_bayes import GaussianNB, update_rate
 
 __all__ = ["MixedNB", "ZERO_FREQUENCY", "split_columns"]
@@ -172,12 +172,13 @@ class MixedNB(Learner):
             w: sample weight >= 0; equals w repeated updates; 0 leaves the model unchanged.
 
         Raises:
-            ValueError: bad x (length, non-numeric, +/-inf, nominal index out of range), bad
-                label or weight. The model is unchanged.
+            ValueError: bad x (length, non-numeric, +/-inf, magnitude above
+                `edgebayes.base.MAX_ABS_X`, nominal index out of range), bad label or weight.
+                The model is unchanged.
         """
-        if w != 1.0:
+        if type(w) is not float or w != 1.0:  # the default skips the check; True does not
             w = check_weight(w)
-        xs, _ = as_floats(x, self.n_features_in_)
+        xs, _ = as_floats(x, self.n_features_in_, learning=True)
         nominal, numeric = self._layout(len(xs))
         self._gnb.learn_one(self._numeric_part(xs, numeric), y, w)  # validates y, keeps priors
         if w == 0.0:
@@ -206,6 +207,8 @@ class MixedNB(Learner):
             raise ValueError(f"X has {X.shape[1]} features, the model {self.n_features_in_}")
         if np.isinf(X).any():
             raise ValueError("X holds +/-inf: features must be finite (NaN marks a missing value)")
+        if (np.abs(X) > MAX_ABS_X).any():
+            raise ValueError(f"X holds a value out of range: learning takes |x| <= {MAX_ABS_X:g}")
         nominal, numeric = self._layout(X.shape[1])
         self._gnb.learn_many(X[:, numeric] if numeric else np.full((len(X), 1), _NAN), y, w)
         labels = y.tolist() if isinstance(y, np.ndarray) else list(y)
@@ -426,22 +429,46 @@ class MixedNB(Learner):
         """Rebuild the learner that `state` described (predictions identical, learning goes on).
 
         Raises:
-            ValueError: not a mixed_nb state, or inconsistent shapes.
+            ValueError: not a mixed_nb state, or a malformed one: a missing key, a value of
+                the wrong type, shapes that do not match the classes and nominal features, a
+                non-finite number or a negative count.
         """
         if not isinstance(state, dict) or state.get("kind") != "mixed_nb":
             raise ValueError("not a mixed_nb state")
         try:
-            model = cls(**state["params"])
-            model._gnb = GaussianNB.from_state(state["gaussian"])
-            d = state["n_features_in"]
-            if d is not None:
-                model._start(int(d), *split_columns(model.nominal_attributes, int(d)))
-                model._values = [{float(v): c for c, v in enumerate(vs)} for vs in state["values"]]
-                model._counts = [[[float(c) for c in r] for r in rows] for rows in state["counts"]]
-                model._totals = [[float(t) for t in ts] for ts in state["totals"]]
-                model._seen = [[float(s) for s in ss] for ss in state["seen"]]
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"bad mixed_nb state: {exc!r}") from None
+            return cls._from_state(state)
+        except STATE_ERRORS as exc:
+            raise ValueError(f"invalid mixed_nb state: {exc!r}") from None
+
+    @classmethod
+    def _from_state(cls, state: dict) -> "MixedNB":
+        model = cls(**state["params"])
+        model._gnb = GaussianNB.from_state(state["gaussian"])
+        if model._gnb.learning_rate != model.learning_rate or model._gnb.var_smoothing != model.var_smoothing:
+            raise ValueError("invalid mixed_nb state: the Gaussian part's parameters differ")
+        d, gd = state["n_features_in"], model._gnb.n_features_in_
+        if (d is None) != (gd is None):
+            raise ValueError("invalid mixed_nb state: n_features_in does not match the Gaussian part")
+        if d is not None:
+            n_nominal = len(model.nominal_attributes or ())
+            if type(d) is not int or not 1 <= d <= n_nominal + gd:  # before building range(d)
+                raise ValueError(f"invalid mixed_nb state: n_features_in {d!r}")
+            model._start(d, *split_columns(model.nominal_attributes, d))
+            if (len(model._numeric) or 1) != gd:
+                raise ValueError("invalid mixed_nb state: n_features_in does not match the Gaussian part")
+            values = [[float(v) for v in vs] for vs in state["values"]]
+            model._values = [{v: c for c, v in enumerate(vs)} for vs in values]
+            model._counts = [[[float(c) for c in r] for r in rows] for rows in state["counts"]]
+            model._totals = [[float(t) for t in ts] for ts in state["totals"]]
+            model._seen = [[float(s) for s in ss] for ss in state["seen"]]
+            for vs, unique in zip(values, model._values):
+                check_finite("values", vs, -MAX_ABS_X, MAX_ABS_X)
+                if len(unique) != len(vs):
+                    raise ValueError("invalid mixed_nb state: a nominal value appears twice")
+            for name in ("_counts", "_totals", "_seen"):
+                for rows in getattr(model, name):
+                    for r in rows if name == "_counts" else [rows]:
+                        check_finite(name[1:], r, 0.0)
         K = len(model._gnb.classes_)
         model._index = {c: k for k, c in enumerate(model._gnb.classes_)}
         shapes = [len(model._values), len(model._counts), len(model._totals), len(model._seen)]
@@ -449,5 +476,5 @@ class MixedNB(Learner):
             len(rows) != K or any(len(r) != len(v) for r in rows) or len(t) != K or len(s) != K
             for rows, v, t, s in zip(model._counts, model._values, model._totals, model._seen)
         ):
-            raise ValueError("bad mixed_nb state: shapes do not match classes and nominal features")
+            raise ValueError("invalid mixed_nb state: shapes do not match classes and nominal features")
         return model

@@ -12,6 +12,8 @@ import sys
 from array import array
 from struct import pack_into as _pack_into
 
+from edgebayes.base import check_finite, refuse_malformed
+
 _log = math.log
 _sqrt = math.sqrt
 _TWO_THIRDS = 2.0 / 3  # MOA's ``(double) 2 / 3``
@@ -525,11 +527,13 @@ class ADWIN:
         }
 
     @classmethod
+    @refuse_malformed("adwin")
     def from_state(cls, state: dict) -> "ADWIN":
         """Rebuild the detector ``state()`` described.
 
         Raises:
-            ValueError: not an ADWIN state, or its histogram does not fit its parameters.
+            ValueError: not an ADWIN state, a malformed one (missing key, wrong type, a
+                non-finite number), or its histogram does not fit its parameters.
         """
         if not isinstance(state, dict) or state.get("kind") != "adwin":
             raise ValueError("not an ADWIN state (kind must be 'adwin')")
@@ -556,6 +560,9 @@ class ADWIN:
         out._n_detections = int(state["n_detections"])
         out._estimation_before_drift = float(state["estimation_before_drift"])
         out._abs_max = float(state["abs_max"])
+        check_finite("ADWIN state", [out._total, out._variance, out._estimation_before_drift, out._abs_max])
+        for row in totals + variances:
+            check_finite("ADWIN state", row)
         mb = out.max_buckets
         out._totals = array("d", [t for r in totals for t in r + [0.0] * (mb - len(r))])
         out._variances = array("d", [v for r in variances[1:] for v in r + [0.0] * (mb - len(r))])

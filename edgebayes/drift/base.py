@@ -23,6 +23,8 @@ import importlib
 import sys
 from typing import Protocol, runtime_checkable
 
+from edgebayes.base import STATE_ERRORS, refuse_malformed
+
 #: state ``kind`` -> "module:Class". Modules are imported on first use.
 DETECTOR_KINDS: dict[str, str] = {
     "adwin": "edgebayes.drift.adwin:ADWIN",
@@ -57,7 +59,7 @@ def detector_from_state(state: dict) -> DriftDetector:
     """Rebuild any registered detector from the dict its ``state()`` returned.
 
     Raises:
-        ValueError: the state is not a dict with a known ``"kind"``.
+        ValueError: the state is not a dict with a known ``"kind"``, or is malformed.
     """
     if not isinstance(state, dict) or "kind" not in state:
         raise ValueError("not a detector state: no 'kind' key")
@@ -66,7 +68,11 @@ def detector_from_state(state: dict) -> DriftDetector:
     except (KeyError, TypeError):
         known = ", ".join(sorted(DETECTOR_KINDS))
         raise ValueError(f"unknown detector kind {state['kind']!r}; known: {known}") from None
-    return getattr(importlib.import_module(module), name).from_state(state)
+    cls = getattr(importlib.import_module(module), name)
+    try:
+        return cls.from_state(state)
+    except STATE_ERRORS as exc:
+        raise ValueError(f"invalid {state['kind']} state: {exc!r}") from None
 
 
 class ErrorDetector:
@@ -161,9 +167,11 @@ class ErrorDetector:
         }
 
     @classmethod
+    @refuse_malformed("error_detector")
     def from_state(cls, state: dict) -> "ErrorDetector":
-        """Rebuild from ``state()``. Raises ``ValueError`` for a state of another kind."""
-        if state.get("kind") != "error_detector":
+        """Rebuild from ``state()``. Raises ``ValueError`` for a state of another kind or a
+        malformed one."""
+        if not isinstance(state, dict) or state.get("kind") != "error_detector":
             raise ValueError(f"not an error_detector state: kind {state.get('kind')!r}")
         out = cls(detector_from_state(state["detector"]))
         out.drift_detected = bool(state["drift_detected"])

@@ -152,9 +152,9 @@ class NaiveBayesCommittee(Learner):
             ValueError: bad x, label, weight, or nominal indices out of x's range; the model
                 is unchanged.
         """
-        if w != 1.0:
+        if type(w) is not float or w != 1.0:  # the default skips the check; True does not
             w = check_weight(w)
-        xs, _ = as_floats(x, self.n_features_in_)
+        xs, _ = as_floats(x, self.n_features_in_, learning=True)
         check_label(y)
         if self.n_features_in_ is None:
             split_columns(self.nominal_attributes, len(xs))
