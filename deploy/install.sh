@@ -70,7 +70,8 @@ systemctl_or_note() {
   fi
 }
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+# the comment block at the top of this file, up to its first line of code
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 
 parse_args() {
   while [ $# -gt 0 ]; do

@@ -11,6 +11,9 @@ import argparse
 import importlib
 import sys
 
+#: what ``edgebayes --help`` says first
+DESCRIPTION = "Online naive Bayes and Streaming Random Patches on a Raspberry Pi, over MQTT."
+
 #: sub-command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("edgebayes.evaluate_cli", "prequential (test-then-train) evaluation of a model on a stream"),
@@ -21,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="edgebayes", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="edgebayes", description=DESCRIPTION)
     from edgebayes import __version__
 
     parser.add_argument("--version", action="version", version=f"edgebayes {__version__}")

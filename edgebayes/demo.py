@@ -96,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--target", metavar="COLUMN", help="label column of --data (default: the last)"
     )
     parser.add_argument(
-        "--drop", nargs="*", metavar="COLUMN", help="columns of --data that are not features"
+        "--drop", nargs="*", metavar="COLUMN", help="columns of --data that are not features (default: date for the built-in data set)"
     )
     parser.add_argument(
         "--broker",
@@ -105,7 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="auto: Mosquitto if installed, else the embedded amqtt broker",
     )
     parser.add_argument(
-        "--out", default=".", metavar="DIR", help="where edgebayes-demo.json/.png go"
+        "--out", default=".", metavar="DIR", help="where edgebayes-demo.json/.png go (default: the current folder)"
     )
     parser.add_argument(
         "--refresh-s",

@@ -13,6 +13,7 @@ import argparse
 import csv
 import inspect
 import json
+import re
 import sys
 
 from edgebayes.base import learner_class, make_learner
@@ -25,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=sorted(MODELS), default="nb",
                         help="nb: Gaussian naive Bayes, ht: Hoeffding tree, srp: Streaming Random Patches (default nb)")
     parser.add_argument("--learning-rate", type=float, metavar="ALPHA",
-                        help="nb: constant learning rate in (0, 1) (seed 001, Algorithm 2); default exact")
+                        help="nb: constant learning rate in (0, 1) (Wu & Xiong 2023); default: exact "
+                             "running estimates")
     parser.add_argument("--data", required=True, metavar="PATH",
                         help="a .csv, .csv.gz or .arff file with a header, or synth:NAME")
     parser.add_argument("--target", metavar="NAME", help="label column (default: the last one)")
@@ -49,6 +51,16 @@ def _model(args):
     return make_learner(kind, **params)
 
 
+#: the streams' error for text in a feature column (a date, an id): the column is named last
+_NON_NUMERIC = re.compile(r"non-numeric value .* in feature column (['\"])(?P<name>.*)\1\Z")
+
+
+def _drop_hint(message: str) -> str:
+    """" (drop it with --drop NAME)" when ``message`` names a non-numeric feature column."""
+    m = _NON_NUMERIC.search(message)
+    return f" (drop it with --drop {m['name']})" if m else ""
+
+
 def main(args: argparse.Namespace) -> int:
     from edgebayes.evaluate import prequential
     from edgebayes.streams import open_stream
@@ -60,7 +72,7 @@ def main(args: argparse.Namespace) -> int:
         if result.n_samples == 0:
             raise ValueError(f"{args.data}: no samples")
     except (OSError, ValueError, csv.Error) as exc:
-        print(f"edgebayes evaluate: error: {exc}", file=sys.stderr)
+        print(f"edgebayes evaluate: error: {exc}{_drop_hint(str(exc))}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"model": args.model, "learner": repr(model), "data": args.data, **result.as_dict()}))

@@ -95,15 +95,28 @@ def _monitor_arguments(p: argparse.ArgumentParser) -> None:
     _broker_arguments(p, "firmware-sim-monitor")
 
 
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Adds "(default: X)" only where there is a default and the help does not already say it."""
+
+    def _get_help_string(self, action):
+        default = action.default
+        if default is None or default is False or default == [] or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="firmware-sim",
-        description="Simulated sensor devices and a monitor, over MQTT, in the edgebayes protocol.",
+        description="Simulated sensor devices publishing over MQTT (in the edgebayes protocol, or "
+                    "as Tasmota, Zigbee2MQTT, ESPHome or Shelly devices with --format), and a "
+                    "monitor scoring the runtime's predictions.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    fmt = _DefaultsFormatter
     run = sub.add_parser("run", help="simulated devices publishing readings and labels",
-                         description="Simulated sensor devices publishing readings and labels.",
+                         description="Simulated sensor devices publishing readings and labels "
+                                     "(payload shape: --format).",
                          formatter_class=fmt)
     _run_arguments(run)
     run.set_defaults(_main=run_main)

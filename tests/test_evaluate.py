@@ -199,3 +199,14 @@ def test_cli_bad_input_one_line_exit_2(capsys, tmp_path, case):
     assert out == ""
     assert err.startswith("edgebayes evaluate: error: ") and err.count("\n") == 1
     assert needle in err
+
+
+def test_cli_text_in_a_feature_column_suggests_drop(capsys, tmp_path):
+    dated = tmp_path / "dated.csv"
+    dated.write_text("date,t,class\n2015-02-02 14:19:00,21.5,1\n")
+    code, out, err = _run(capsys, "--data", dated)
+    assert code == 2 and out == ""
+    assert err == (f"edgebayes evaluate: error: {dated}, line 2: non-numeric value '2015-02-02 14:19:00' "
+                   "in feature column 'date' (drop it with --drop date)\n")
+    code, _, err = _run(capsys, "--data", IRIS, "--target", "species")  # other errors: no hint
+    assert code == 2 and "--drop" not in err

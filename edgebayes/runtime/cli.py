@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--broker", metavar="HOST:PORT", help="override [broker] host and port")
     parser.add_argument("--checkpoint-dir", metavar="DIR", help="override [checkpoint] dir")
     parser.add_argument("--log-level", default="INFO", type=str.upper,
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+                        help="messages logged to stderr from this level up (default INFO)")
 
 
 def main(args: argparse.Namespace) -> int:
