@@ -31,6 +31,7 @@ import math
 import os
 import platform
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -381,6 +382,11 @@ def plot(path: Path, title: str, series: dict, ylabel: str) -> list[str]:
     return ["", f"![{title}]({path.name})"]
 
 
+def reproduce_command(argv: list[str]) -> str:
+    """The shell command that reruns this report; arguments quoted ("MOA SRP" has a space)."""
+    return shlex.join(["python", "-m", "bench.report", *argv])
+
+
 def write_report(out: Path, args, command: str, rows, cv, drifts, moa_note, elapsed_s) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     acc, res = {}, {}
@@ -578,7 +584,7 @@ def main(argv=None) -> int:
         return 0
     args.samples = args.samples or (5_000 if args.quick else 100_000)
     args.streams = args.streams or (["AGR_G", "LED_A", "ELEC"] if args.quick else list(PRESETS) + list(REAL))
-    command = "python -m bench.report " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = reproduce_command(argv if argv is not None else sys.argv[1:])
     start = time.perf_counter()
     note = moa_problem() if "MOA SRP" in args.systems else None
     systems = [s for s in args.systems if not (s == "MOA SRP" and note)]
@@ -587,7 +593,7 @@ def main(argv=None) -> int:
     print("naive Bayes cross-validation and drift curves", file=sys.stderr)
     cv = cross_validation()
     drifts = drift_curves(args.samples)
-    path = write_report(args.out, args, command.strip(), rows, cv, drifts, note, time.perf_counter() - start)
+    path = write_report(args.out, args, command, rows, cv, drifts, note, time.perf_counter() - start)
     print(path)
     return 0
 
