@@ -15,7 +15,16 @@ import sys
 
 import numpy as np
 
-from edgebayes.base import Learner, check_label, check_weight, learner_from_state
+from edgebayes.base import (
+    MAX_WEIGHT,
+    STATE_ERRORS,
+    Learner,
+    as_floats,
+    check_finite,
+    check_label,
+    check_weight,
+    learner_from_state,
+)
 from edgebayes.drift.base import ErrorDetector, detector_from_state
 from edgebayes.ensemble.subspaces import (
     check_subspace_size,
@@ -351,26 +360,15 @@ class SRPClassifier(Learner):
 
     # ------------------------------------------------------------------ input checks
 
-    def _check_x(self, x) -> np.ndarray:
-        """``x`` as a float64 vector of n_features_ values (NaN = missing).
+    def _check_x(self, x, learning: bool = False) -> np.ndarray:
+        """``x`` as a float64 vector of n_features_ values (NaN = missing), by the rule of
+        `edgebayes.base.as_floats`.
 
         Raises:
-            ValueError: not 1-D numbers, wrong length, empty, or +/-inf.
+            ValueError: not 1-D numbers (None included), wrong length, empty, +/-inf, or
+                (``learning``) a magnitude above `edgebayes.base.MAX_ABS_X`.
         """
-        if isinstance(x, (str, bytes, dict)):
-            raise ValueError(f"x must be a 1-D sequence of numbers, got {type(x).__name__}")
-        try:
-            v = np.asarray(x, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError("x must be a 1-D sequence of numbers") from None
-        if v.ndim != 1 or not len(v):
-            raise ValueError(f"x must be a non-empty 1-D sequence, got shape {v.shape}")
-        if self.n_features_ is not None and len(v) != self.n_features_:
-            raise ValueError(f"x has {len(v)} features, the model {self.n_features_}")
-        s = float(v.sum())
-        if s - s != 0.0 and np.isinf(v).any():  # the sum is finite unless some value is not
-            raise ValueError("x holds +/-inf: features must be finite (NaN marks a missing value)")
-        return v
+        return np.array(as_floats(x, self.n_features_, learning)[0], dtype=np.float64)
 
     # ------------------------------------------------------------------ learning
 
@@ -384,16 +382,27 @@ class SRPClassifier(Learner):
                 the sample.
 
         Raises:
-            ValueError: bad x, label or weight; the model is unchanged.
+            ValueError: bad x, label or weight, or a weight k * w above
+                `edgebayes.base.MAX_WEIGHT`; checked before any member learns, the model
+                (generators included) is unchanged.
         """
-        v = self._check_x(x)
+        v = self._check_x(x, learning=True)
         check_label(y)
-        if w != 1.0:
+        if type(w) is not float or w != 1.0:  # the default skips the check; True does not
             w = check_weight(w)
+        if w == 0.0:
+            self.last_events = []
+            return
+        if self.training_method_ == "subspaces":
+            ks = [1] * self.n_models
+        else:
+            saved = self._poisson.bit_generator.state if w > 1.0 else None  # k * w may be refused
+            ks = self._poisson.poisson(self.lam, self.n_models).tolist()
+            if saved is not None and max(ks) * w > MAX_WEIGHT:
+                self._poisson.bit_generator.state = saved
+                raise ValueError(f"sample weight {w} times a Poisson draw {max(ks)} exceeds {MAX_WEIGHT:g}")
         if self.last_events:
             self.last_events = []
-        if w == 0.0:
-            return
         if isinstance(y, np.generic):
             y = y.item()
         if not self._members:
@@ -411,10 +420,6 @@ class SRPClassifier(Learner):
         self._version += 1
         self._cache_key = None
         self.n_samples_seen_ += 1
-        if self.training_method_ == "subspaces":
-            ks = [1] * len(members)
-        else:
-            ks = self._poisson.poisson(self.lam, len(members)).tolist()
         for i, m in enumerate(members):
             correct = preds[i] == y  # no prediction yet counts as wrong
             m.n_tested += w
@@ -612,7 +617,9 @@ class SRPClassifier(Learner):
         """Rebuild the ensemble `state` described: same predictions, same future learning.
 
         Raises:
-            ValueError: not an srp state, or a malformed one.
+            ValueError: not an srp state, or a malformed one (a missing key, a value of the
+                wrong type, counts that are not ints >= 0, members that do not match
+                n_models, n_features or the classes).
         """
         if not isinstance(state, dict) or state.get("kind") != "srp":
             raise ValueError("not an srp state")
@@ -634,11 +641,49 @@ class SRPClassifier(Learner):
             out._rng = _rng_from_state(state["rng"])
             out._poisson = _rng_from_state(state["poisson_rng"])
             out._members = [_member_from_state(out, s) for s in state["members"]]
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"bad srp state: {exc!r}") from None
-        if out._members and len(out._members) != out.n_models:
-            raise ValueError(f"bad srp state: {len(out._members)} members for n_models={out.n_models}")
+        except STATE_ERRORS as exc:
+            raise ValueError(f"invalid srp state: {exc!r}") from None
+        _check_state(out, state)
         return out
+
+
+def _check_state(srp: SRPClassifier, state: dict) -> None:
+    """ValueError unless the rebuilt ensemble is one `learn_one` could have grown."""
+    def bad(what):
+        return ValueError(f"invalid srp state: {what}")
+
+    for c in srp.classes_:
+        check_label(c)
+    if len(srp._index) != len(srp.classes_):
+        raise bad("two classes are equal labels")
+    for name in ("n_samples_seen", "n_warnings", "n_drifts"):
+        if type(state[name]) is not int or state[name] < 0:
+            raise bad(f"{name} must be an int >= 0")
+    if srp.training_method_ not in TRAINING_METHODS:
+        raise bad(f"training_method_ {srp.training_method_!r}")
+    d, k = srp.n_features_, srp.subspace_size_
+    if not srp._members:
+        if d is not None or k is not None or srp.classes_:
+            raise bad("no members but features or classes")
+        return
+    if len(srp._members) != srp.n_models:
+        raise bad(f"{len(srp._members)} members for n_models={srp.n_models}")
+    if type(d) is not int or d < 1 or type(k) is not int or not 1 <= k <= d:
+        raise bad(f"n_features {d!r} and subspace_size_ {k!r}")
+    known = set(srp._index)
+    for m in srp._members:
+        check_finite("n_tested", m.n_tested, 0.0)
+        check_finite("n_correct", m.n_correct, 0.0, m.n_tested)
+        for learner, f in ((m.learner, m.features), (m.bkg, m.bkg_features)):
+            if learner is None:
+                continue
+            if type(learner) is not type(srp._proto) or not set(learner.classes_) <= known:
+                raise bad("a member's learner does not match the model or the classes")
+            if f is not None and (f.ndim != 1 or not len(f) or f.min() < 0 or f.max() >= d):
+                raise bad("a member's subspace is out of range")
+            seen = getattr(learner, "n_features_in_", None)
+            if seen is not None and seen != (d if f is None or srp._has_features else len(f)):
+                raise bad("a member's learner does not match its subspace")
 
 
 def _member_from_state(srp: SRPClassifier, s: dict) -> _Member:
