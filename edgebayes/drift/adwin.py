@@ -155,7 +155,7 @@ class ADWIN:
             (int >= 0).
 
     Memory is O(max_buckets * log2(width / max_buckets)): the histogram lives in flat float64
-    arrays with ``max_buckets`` slots per row, 2 * (max_buckets + 1) * 8 bytes per row (about
+    arrays with ``max_buckets`` slots per row, (2 * max_buckets + 1) * 8 bytes per row (about
     3.4 kB in all for a window of 2**32 inputs with the defaults); ``max_memory_bytes(max_width)``
     gives the exact worst case. One input costs O(1) amortised, one cut test
     O(max_buckets * log2(width)).
@@ -165,10 +165,11 @@ class ADWIN:
     before MOA's exact test. Neither changes a single bit of MOA's buckets, sums or decisions
     (``tests/test_adwin.py`` checks both against a plain port of MOA). MOA multiplies bucket
     sizes as Java ints, which overflow once a window passes about 330,000 inputs; here they
-    are exact. Floats in are fastest; ints and bools are converted. Most of the time goes to
-    the interpreter: the per-input call, the batched insertion (copying the low rows out of the
-    arrays and back costs about a third more than lists of floats did) and the cut test's walk
-    over all buckets (``bench/adwin.py``).
+    are exact. Floats in are fastest; ints and bools are converted. The time goes to the
+    interpreter: the per-input call, the batched insertion and the cut test's walk over all
+    buckets. Reading floats out of arrays and back costs more than keeping them in lists: the
+    arrays made an update about 1.6x slower than lists did, for a quarter of the bytes
+    (``bench/adwin.py``).
 
     For an error stream, wrap it in :class:`~edgebayes.drift.ErrorDetector`, which signals only
     the cuts across which ``estimation`` rose above ``estimation_before_drift``.
@@ -458,7 +459,7 @@ class ADWIN:
         return sys.getsizeof(self) + 4 * _ARRAY_BYTES + 8 * items
 
     def memory_bytes(self) -> int:
-        """Bytes held, from the shapes of the buffers (see ``max_memory_bytes``): 2 (M + 1) * 8
+        """Bytes held, from the shapes of the buffers (see ``max_memory_bytes``): (2 M + 1) * 8
         bytes per histogram row (M = ``max_buckets``) plus a constant."""
         return self._bytes_for(len(self._counts))
 
