@@ -322,6 +322,52 @@ def test_casebook_C25_the_member_whose_error_rose_is_replaced():
     assert not any(fired_b) and signal_b.estimation == 0.0
 
 
+def test_detectors_judge_the_member_as_trained_on_the_sample():
+    # the paper's code (MOA's correctlyClassifies after trainOnInstance): a fresh member has no
+    # test prediction (wrong, counted in its accuracy) but classifies the sample right once
+    # trained on it, so its detectors get 0, not 1
+    srp = SRPClassifier(model=GaussianNB(), n_models=1, training_method="subspaces", seed=0)
+    srp.learn_one([0.0, 1.0, 2.0], "a")
+    assert srp.last_member_predictions == [None] and srp.member_accuracies == [0.0]
+    warning, drift = srp.member_detectors[0]
+    assert (warning.detector.width, warning.estimation) == (1, 0.0)
+    assert (drift.detector.width, drift.estimation) == (1, 0.0)
+
+
+class _AlwaysWarns:
+    """A detector that signals on every input."""
+
+    estimation = 1.0
+
+    def update(self, x):
+        return True
+
+    def reset(self):
+        pass
+
+    def clone(self):
+        return _AlwaysWarns()
+
+    def state(self):
+        return {"kind": "always"}
+
+    def memory_bytes(self):
+        return 0
+
+
+def test_each_warning_starts_a_fresh_background_learner():
+    # MOA's triggerWarning: a warning replaces a running background learner, so that a drift
+    # swaps in a learner of the latest concept, not one started at an older warning
+    srp = SRPClassifier(model=GaussianNB(), n_models=1, training_method="subspaces",
+                        warning_detector=_AlwaysWarns(), seed=0)
+    srp.learn_one([0.0, 1.0, 2.0], "a")
+    first = srp._members[0].bkg
+    srp.learn_one([0.1, 1.1, 2.1], "a")
+    second = srp._members[0].bkg
+    assert srp.n_warnings == 2 and second is not first
+    assert first.n_samples_seen_ == 1 and second.n_samples_seen_ == 0
+
+
 def test_abrupt_change_warns_grows_background_learners_and_replaces_members():
     X, y = _flip_stream(2000, 2000, seed=3)
     srp = SRPClassifier(model=GaussianNB(), n_models=5, seed=3)
@@ -383,8 +429,17 @@ def test_last_events_is_cleared_by_the_next_learn_one():
 # ---------------------------------------------------------------------------- state, labels
 
 
+def _noisy_change_stream(n_before, n_after, seed=0, share=0.3):
+    """Two Gaussian classes; from ``n_before`` on, ``share`` of the labels are swapped: a
+    change slow enough for warnings to come before drifts."""
+    X, y = _blobs(n_before + n_after, seed=seed)
+    rng = np.random.default_rng(seed)
+    swap = {"a": "b", "b": "a"}
+    return X, y[:n_before] + [swap[v] if rng.random() < share else v for v in y[n_before:]]
+
+
 def test_state_round_trip_mid_warning_continues_identically():
-    X, y = _flip_stream(1000, 1000, seed=3)
+    X, y = _noisy_change_stream(1000, 1000, seed=3)
     srp = SRPClassifier(model=GaussianNB(), n_models=5, seed=3)
     i = 0
     while srp.n_background_learners == 0:
