@@ -297,7 +297,7 @@ class SRPClassifier(Learner):
         self._members: list[_Member] = []
         self._last_predictions: list = []
         self._version = 0  # bumped by every learn_one; keys the prediction cache
-        self._cache_key = None  # x.tobytes() of the latest predict_proba_one
+        self._cache_x = None  # the checked x of the latest predict_proba_one
         self._cache_version = -1
         self._cache_predictions: list = []
 
@@ -367,15 +367,21 @@ class SRPClassifier(Learner):
 
     # ------------------------------------------------------------------ input checks
 
-    def _check_x(self, x, learning: bool = False) -> np.ndarray:
-        """``x`` as a float64 vector of n_features_ values (NaN = missing), by the rule of
-        `edgebayes.base.as_floats`.
+    def _check_x(self, x, learning: bool = False) -> tuple[list, np.ndarray | None]:
+        """``x`` checked once per sample for every member: (list of n_features_ floats, NaN =
+        missing, by the rule of `edgebayes.base.as_floats`; the same as a float64 array when
+        members take a slice of it, else None).
+
+        Members that get the whole ``x`` (our tree, whose subspace is its ``features``, or any
+        learner in resampling) get the list: the tree's own check of a float list is one
+        ``sum``, where an array costs a ``tolist`` per member and call.
 
         Raises:
             ValueError: not 1-D numbers (None included), wrong length, empty, +/-inf, or
                 (``learning``) a magnitude above `edgebayes.base.MAX_ABS_X`.
         """
-        return np.array(as_floats(x, self.n_features_, learning)[0], dtype=np.float64)
+        xs = as_floats(x, self.n_features_, learning)[0]
+        return xs, None if self._has_features else np.array(xs, dtype=np.float64)
 
     # ------------------------------------------------------------------ learning
 
@@ -393,7 +399,7 @@ class SRPClassifier(Learner):
                 `edgebayes.base.MAX_WEIGHT`; checked before any member learns, the model
                 (generators included) is unchanged.
         """
-        v = self._check_x(x, learning=True)
+        xs, v = self._check_x(x, learning=True)
         check_label(y)
         if type(w) is not float or w != 1.0:  # the default skips the check; True does not
             w = check_weight(w)
@@ -413,19 +419,18 @@ class SRPClassifier(Learner):
         if isinstance(y, np.generic):
             y = y.item()
         if not self._members:
-            self._init_members(len(v))
+            self._init_members(len(xs))
         if y not in self._index:
             self._index[y] = len(self.classes_)
             self.classes_.append(y)
         members = self._members
-        key = v.tobytes()
-        if self._cache_key == key and self._cache_version == self._version:
+        if self._cache_version == self._version and self._cache_x == xs:
             preds = self._cache_predictions
         else:
-            preds = [m.learner.predict_one(v if m.take is None else v[m.take]) for m in members]
+            preds = [m.learner.predict_one(xs if m.take is None else v[m.take]) for m in members]
         self._last_predictions = preds
         self._version += 1
-        self._cache_key = None
+        self._cache_x = None
         self.n_samples_seen_ += 1
         for i, m in enumerate(members):
             correct = preds[i] == y  # no prediction yet counts as wrong
@@ -436,10 +441,10 @@ class SRPClassifier(Learner):
             if not k:
                 continue  # neither trained nor detectors fed (casebook C28)
             kw = k * w
-            xm = v if m.take is None else v[m.take]
+            xm = xs if m.take is None else v[m.take]
             m.learner.learn_one(xm, y, kw)
             if m.bkg is not None:
-                m.bkg.learn_one(v if m.bkg_take is None else v[m.bkg_take], y, kw)
+                m.bkg.learn_one(xs if m.bkg_take is None else v[m.bkg_take], y, kw)
             if m.drift is None:
                 continue
             # the detectors judge the member as trained on this sample (MOA's and the paper's
@@ -503,11 +508,11 @@ class SRPClassifier(Learner):
         """
         if not self._members:
             return {}
-        v = self._check_x(x)
-        votes = [m.learner.predict_proba_one(v if m.take is None else v[m.take]) for m in self._members]
+        xs, v = self._check_x(x)
+        votes = [m.learner.predict_proba_one(xs if m.take is None else v[m.take]) for m in self._members]
         # the members' test predictions for a learn_one on this same x (the prequential loop)
         self._cache_predictions = [max(p, key=p.get) if p else None for p in votes]
-        self._cache_key = v.tobytes()
+        self._cache_x = xs
         self._cache_version = self._version
         return combine_votes(votes, self._weights(), self.classes_, self._index)
 
