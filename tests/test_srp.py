@@ -199,6 +199,10 @@ class _ForcedPoisson:
         ({"seed": -1}, "seed"),
         ({"drift_detector": "adwin"}, "drift_detector"),
         ({"model": "tree"}, "model"),
+        ({"model": {"var_smoothing": 1e-9}}, "kind"),
+        ({"model": {"kind": "no_such_learner"}}, "no_such_learner"),
+        ({"model": {"kind": "gaussian_nb", "grace_period": 50}}, "grace_period"),
+        ({"model": {"kind": "srp"}}, "srp"),
         ({"max_size_bytes": 10_000}, "max_size_bytes"),  # GaussianNB takes no budget
     ],
 )
@@ -213,6 +217,24 @@ def test_arguments_are_stored_unchanged_and_predict_does_not_initialise():
     assert (srp.n_models, srp.subspace_size, srp.drift_detector, srp.seed) == (4, "sqrt", None, 7)
     assert srp.predict_proba_one([0.0, 1.0]) == {}
     assert srp.members == [] and srp.n_features_ is None  # River initialises in predict; we do not
+
+
+def test_model_given_as_a_config_dict_is_stored_unchanged_and_round_trips():
+    # a TOML config chooses the base learner: {"kind": ..., **params} built by make_learner
+    config = {"kind": "hoeffding_tree", "grace_period": 20, "leaf_prediction": "mc"}
+    X, y = _blobs(300, seed=8)
+    srp = SRPClassifier(model=config, n_models=3, seed=8)
+    assert srp.model is config and config == {"kind": "hoeffding_tree", "grace_period": 20, "leaf_prediction": "mc"}
+    srp.learn_many(X, y)
+    assert [(m.grace_period, m.leaf_prediction) for m in srp.members] == [(20, "mc")] * 3
+    restored = learner_from_state(decode(encode(srp.state())))
+    assert restored.model == config
+    assert restored.predict_proba_many(X).tolist() == srp.predict_proba_many(X).tolist()
+    assert encode(restored.state()) == encode(srp.state())
+    nb = SRPClassifier(model={"kind": "gaussian_nb"}, n_models=2, seed=8)
+    nb.learn_many(X, y)
+    assert all(type(m) is GaussianNB for m in nb.members)
+    assert nb.clone().model == {"kind": "gaussian_nb"}
 
 
 def test_subspaces_every_feature_means_resampling():

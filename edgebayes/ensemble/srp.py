@@ -24,6 +24,7 @@ from edgebayes.base import (
     check_label,
     check_weight,
     learner_from_state,
+    make_learner,
 )
 from edgebayes.drift.base import ErrorDetector, detector_from_state
 from edgebayes.ensemble.subspaces import (
@@ -159,8 +160,10 @@ class SRPClassifier(Learner):
 
     Args:
         model: prototype base learner, cloned for every member and background learner (never
-            trained itself). Default: ``HoeffdingTreeClassifier(grace_period=50, delta=0.01,
-            leaf_prediction="nba")``, the paper's. A learner with a ``features`` parameter (our
+            trained itself), or its config as a plain dict ``{"kind": KIND, **params}`` (a
+            TOML table; built with `edgebayes.base.make_learner`, stored unchanged). Default:
+            ``HoeffdingTreeClassifier(grace_period=50, delta=0.01, leaf_prediction="nba")``,
+            the paper's. A learner with a ``features`` parameter (our
             tree) gets its subspace through it and sees the whole ``x``; any other learner
             (GaussianNB) is fed ``x`` restricted to its subspace. Parameters ``seed`` and
             ``max_size_bytes``, when the learner has them, are set per member.
@@ -230,8 +233,7 @@ class SRPClassifier(Learner):
         max_size_bytes: int | None = None,
         seed: int | None = None,
     ):
-        if model is not None and not isinstance(model, Learner):
-            raise ValueError(f"model must be an edgebayes Learner, got {type(model).__name__}")
+        proto = _prototype(model)
         if isinstance(n_models, bool) or not isinstance(n_models, numbers.Integral) or n_models < 1:
             raise ValueError(f"n_models must be an int >= 1, got {n_models!r}")
         check_subspace_size(subspace_size)
@@ -264,7 +266,7 @@ class SRPClassifier(Learner):
         self.max_size_bytes = max_size_bytes
         self.seed = seed
 
-        self._proto = model if model is not None else _default_tree()
+        self._proto = proto
         accepted = inspect.signature(type(self._proto)).parameters
         self._has_features = "features" in accepted
         self._has_seed = "seed" in accepted
@@ -586,13 +588,16 @@ class SRPClassifier(Learner):
         def opt(obj):
             return None if obj is None else obj.state()
 
+        def model():  # a config dict is kept as given, tagged apart from a learner's state
+            return {"config": dict(self.model)} if isinstance(self.model, dict) else opt(self.model)
+
         def idx(f):
             return None if f is None else f.tolist()
 
         return {
             "kind": "srp",
             "params": {
-                "model": opt(self.model),
+                "model": model(),
                 "n_models": self.n_models,
                 "subspace_size": self.subspace_size,
                 "training_method": self.training_method,
@@ -641,10 +646,14 @@ class SRPClassifier(Learner):
             raise ValueError("not an srp state")
         try:
             p = dict(state["params"])
-            for name, rebuild in (("model", learner_from_state), ("drift_detector", detector_from_state),
-                                  ("warning_detector", detector_from_state)):  # fmt: skip
+            model = p["model"]
+            if isinstance(model, dict) and "kind" not in model:  # a config dict, as given
+                p["model"] = _model_config(model["config"])
+            elif model is not None:
+                p["model"] = learner_from_state(model)
+            for name in ("drift_detector", "warning_detector"):
                 if p[name] is not None:
-                    p[name] = rebuild(p[name])
+                    p[name] = detector_from_state(p[name])
             out = cls(**p)
             out.classes_ = list(state["classes"])
             out._index = {c: i for i, c in enumerate(out.classes_)}
@@ -716,6 +725,34 @@ def _member_from_state(srp: SRPClassifier, s: dict) -> _Member:
         m.bkg_features = idx(s["bkg_features"])
         m.bkg, m.bkg_take = learner_from_state(s["bkg"]), srp._take(m.bkg_features)
     return m
+
+
+def _prototype(model) -> Learner:
+    """The base learner ``model`` stands for: the learner itself, one built from a config dict,
+    or the paper's tree (None).
+
+    Raises:
+        ValueError: neither a Learner nor a dict with a registered ``kind`` and parameters the
+            learner takes (`edgebayes.base.make_learner` names the problem).
+    """
+    if model is None:
+        return _default_tree()
+    if isinstance(model, Learner):
+        return model
+    if isinstance(model, dict):
+        kind = model.get("kind")
+        if not isinstance(kind, str):
+            raise ValueError(f"model config needs a 'kind' string (e.g. 'gaussian_nb'), got {model!r}")
+        if kind == "srp":
+            raise ValueError("model config kind 'srp': an SRP member cannot be an SRP")
+        return make_learner(kind, **{k: v for k, v in model.items() if k != "kind"})
+    raise ValueError(f"model must be an edgebayes Learner or a config dict, got {type(model).__name__}")
+
+
+def _model_config(config) -> dict:
+    if not isinstance(config, dict):
+        raise ValueError(f"invalid srp state: model config {config!r} is not a dict")
+    return dict(config)
 
 
 def _adwin(delta: float):
