@@ -171,7 +171,7 @@ def _number(v, j: int) -> float:
         try:
             return float(v)
         except OverflowError:  # an int beyond the float range
-            raise ValueError(f"x[{j}] = {v:.3g} is out of range") from None
+            raise ValueError(f"x[{j}] is an int beyond the float range: out of range") from None
     raise ValueError(f"x[{j}] = {v!r} is not a number")
 
 

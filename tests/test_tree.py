@@ -198,7 +198,8 @@ def test_nan_is_not_learned_and_follows_the_heavier_branch():
     assert after["stats"] == before["stats"]  # the NaN taught no observer
     assert after["floats"][5 + 1] == before["floats"][5 + 1] + 1.0  # the heavier child (1) got it
     assert tree.predict_one([math.nan]) == "L"
-    assert tree.predict_one([None]) == "L"
+    with pytest.raises(ValueError, match="not a number"):  # None is refused, as GaussianNB does
+        tree.predict_one([None])
 
 
 # ---------------------------------------------------------------- bad input

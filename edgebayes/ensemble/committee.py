@@ -22,7 +22,16 @@ import zlib
 
 import numpy as np
 
-from edgebayes.base import Learner, as_floats, check_label, check_weight, learner_from_state
+from edgebayes.base import (
+    MAX_WEIGHT,
+    STATE_ERRORS,
+    Learner,
+    as_floats,
+    check_finite,
+    check_label,
+    check_weight,
+    learner_from_state,
+)
 from edgebayes.ensemble.srp import _rng_from_state, _rng_state
 from edgebayes.naive_bayes import GaussianNB
 from edgebayes.naive_bayes_mixed import ZERO_FREQUENCY, MixedNB, split_columns
@@ -45,7 +54,7 @@ class NaiveBayesCommittee(Learner):
         sampling: ``"bootstrap"`` (weight Poisson(sample_fraction)) or ``"monte_carlo"``
             (weight 1 with probability sample_fraction).
         sample_fraction: the paper's training-set percentage / 100: in (0, 1] for
-            ``"monte_carlo"``, finite and > 0 for ``"bootstrap"``.
+            ``"monte_carlo"``, in (0, 1e18] for ``"bootstrap"`` (numpy's Poisson sampler).
         learning_rate: the members' (None = exact, see `GaussianNB`).
         nominal_attributes: indices of nominal features; when given the members are `MixedNB`
             (counts for those, Gaussians for the rest), else `GaussianNB`.
@@ -95,14 +104,14 @@ class NaiveBayesCommittee(Learner):
             raise ValueError(f"n_models must be an int >= 1, got {n_models!r}")
         if sampling not in SAMPLINGS:
             raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
-        top = 1.0 if sampling == "monte_carlo" else math.inf
+        top = 1.0 if sampling == "monte_carlo" else 1e18  # numpy's Poisson takes lam < ~9.2e18
         if (
             isinstance(sample_fraction, bool)
             or not isinstance(sample_fraction, numbers.Real)
             or not 0.0 < sample_fraction <= top
             or sample_fraction == math.inf
         ):
-            bound = "(0, 1]" if sampling == "monte_carlo" else "(0, inf)"
+            bound = "(0, 1]" if sampling == "monte_carlo" else "(0, 1e18]"
             raise ValueError(f"sample_fraction must be in {bound} for {sampling}, got {sample_fraction!r}")
         if zero_frequency not in ZERO_FREQUENCY:
             raise ValueError(f"zero_frequency must be one of {ZERO_FREQUENCY}, got {zero_frequency!r}")
@@ -149,8 +158,9 @@ class NaiveBayesCommittee(Learner):
                 (no weights are drawn).
 
         Raises:
-            ValueError: bad x, label, weight, or nominal indices out of x's range; the model
-                is unchanged.
+            ValueError: bad x (as `GaussianNB.learn_one`), label, weight, a weight k * w above
+                `edgebayes.base.MAX_WEIGHT`, or nominal indices out of x's range; all checked
+                before any member learns: the model (generator included) is unchanged.
         """
         if type(w) is not float or w != 1.0:  # the default skips the check; True does not
             w = check_weight(w)
@@ -160,6 +170,11 @@ class NaiveBayesCommittee(Learner):
             split_columns(self.nominal_attributes, len(xs))
         if w == 0.0:
             return
+        saved = self._rng.bit_generator.state if w > 1.0 else None  # k * w may be refused
+        ks = self._weights()
+        if saved is not None and max(ks) * w > MAX_WEIGHT:
+            self._rng.bit_generator.state = saved
+            raise ValueError(f"sample weight {w} times a Poisson draw {max(ks)} exceeds {MAX_WEIGHT:g}")
         if isinstance(y, np.generic):
             y = y.item()
         self.n_features_in_ = len(xs)
@@ -168,7 +183,7 @@ class NaiveBayesCommittee(Learner):
             self.classes_.append(y)
         self.n_samples_seen_ += w
         self._n_learned += 1
-        for member, k in zip(self._members, self._weights()):
+        for member, k in zip(self._members, ks):
             if k:
                 member.learn_one(xs, y, k * w)
 
@@ -268,11 +283,15 @@ class NaiveBayesCommittee(Learner):
         """Rebuild the committee `state` described: same votes, same future draws.
 
         Raises:
-            ValueError: not an nb_committee state, or a malformed one.
+            ValueError: not an nb_committee state, or a malformed one (a missing key, a value
+                of the wrong type, counts out of range, members that do not match n_models,
+                the features or the classes).
         """
         if not isinstance(state, dict) or state.get("kind") != "nb_committee":
             raise ValueError("not an nb_committee state")
         try:
+            if state["params"]["n_models"] != len(state["members"]):  # before building that many
+                raise ValueError("invalid nb_committee state: members do not match n_models")
             out = cls(**state["params"])
             out.classes_ = list(state["classes"])
             out._index = {c: k for k, c in enumerate(out.classes_)}
@@ -282,9 +301,22 @@ class NaiveBayesCommittee(Learner):
             out._rng = _rng_from_state(state["rng"])
             out._tie_key = int(state["tie_key"])
             members = [learner_from_state(s) for s in state["members"]]
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"bad nb_committee state: {exc!r}") from None
+        except STATE_ERRORS as exc:
+            raise ValueError(f"invalid nb_committee state: {exc!r}") from None
         if len(members) != out.n_models or any(type(m) is not type(out._members[0]) for m in members):
-            raise ValueError(f"bad nb_committee state: members do not match n_models={out.n_models}")
+            raise ValueError(f"invalid nb_committee state: members do not match n_models={out.n_models}")
+        for c in out.classes_:
+            check_label(c)
+        d, known = out.n_features_in_, set(out._index)
+        check_finite("n_samples_seen", out.n_samples_seen_, 0.0)
+        if (
+            len(known) != len(out.classes_)
+            or (d is None) != (not known)
+            or not (d is None or type(d) is int and d >= 1)
+            or not 0 <= out._n_learned
+            or not 0 <= out._tie_key < 1 << 32  # a SeedSequence word
+            or any(m.classes_ and (not set(m.classes_) <= known or m.n_features_in_ != d) for m in members)
+        ):
+            raise ValueError("invalid nb_committee state: classes, features or counts do not fit the members")
         out._members = members
         return out

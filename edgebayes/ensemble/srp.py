@@ -175,7 +175,7 @@ class SRPClassifier(Learner):
         training_method: ``"patches"`` (subspace + Poisson resampling: SRP), ``"subspaces"``
             (subspace, every sample weight 1: SRS in the paper), ``"resampling"`` (all
             features + Poisson: BAG in the paper).
-        lam: Poisson mean of the resampling weights (float > 0; the paper's 6).
+        lam: Poisson mean of the resampling weights (float in (0, 1e18]; the paper's 6).
         drift_detector: prototype drift detector (default ``ADWIN(delta=1e-5)``).
         warning_detector: prototype warning detector (default ``ADWIN(delta=1e-4)``). Each
             member signals when its detector cuts and its error estimate rose (DESIGN.md 2.4).
@@ -239,8 +239,8 @@ class SRPClassifier(Learner):
         check_subspace_size(subspace_size)
         if training_method not in TRAINING_METHODS:
             raise ValueError(f"training_method must be one of {TRAINING_METHODS}, got {training_method!r}")
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not 0.0 < lam < math.inf:
-            raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
+        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not 0.0 < lam <= 1e18:
+            raise ValueError(f"lam must be in (0, 1e18] (numpy's Poisson sampler), got {lam!r}")
         for name, det in (("drift_detector", drift_detector), ("warning_detector", warning_detector)):
             if det is not None and not all(hasattr(det, a) for a in ("update", "clone", "state")):
                 raise ValueError(f"{name} must be a drift detector (update, clone, state), got {det!r}")

@@ -13,14 +13,16 @@ from array import array
 
 import numpy as np
 
-from edgebayes.base import Learner, check_label, check_weight
+from edgebayes.base import MAX_ABS_X, Learner, as_floats, check_finite, check_label, check_weight, refuse_malformed
 from edgebayes.tree import storage
 from edgebayes.tree.criterion import MAX_SHARE_TO_SPLIT, hoeffding_bound, merit_range
 from edgebayes.tree.observers import (
     INV2VAR,
     LOGNORM,
     MAX,
+    MEAN,
     MIN,
+    W,
     N_FIELDS,
     nominal_split,
     numeric_splits,
@@ -39,29 +41,8 @@ MIN_SIZE_BYTES = 4096
 #: Learned samples between two rankings of the leaves by promise (bounded trees only).
 REBALANCE_PERIOD = 1000
 _LOG_2PI = math.log(2.0 * math.pi)
-
-
-def _check_x_array(x) -> np.ndarray:
-    """``x`` as a 1-D float64 array; None becomes NaN. ValueError for anything non-numeric."""
-    xa = np.asarray(x) if not isinstance(x, np.ndarray) else x
-    if xa.dtype != np.float64:
-        if xa.dtype.kind in "iub" or xa.dtype.kind == "f":
-            xa = xa.astype(np.float64)
-        elif xa.dtype.kind == "O":
-            vals = []
-            for v in xa.ravel():
-                if v is None:
-                    vals.append(math.nan)
-                elif isinstance(v, (bool, int, float, np.number)) and not isinstance(v, complex):
-                    vals.append(float(v))
-                else:
-                    raise ValueError(f"feature value {v!r} is not a number")
-            xa = np.array(vals, dtype=np.float64).reshape(xa.shape)
-        else:
-            raise ValueError(f"x must hold numbers, got dtype {xa.dtype}")
-    if xa.ndim != 1:
-        raise ValueError(f"x must be 1-D, got shape {xa.shape}")
-    return xa
+#: Largest ``n_features_in`` a state may claim (its feature lists are built before any size check).
+_MAX_FEATURES = 1 << 24
 
 
 class HoeffdingTreeClassifier(Learner):
@@ -407,8 +388,11 @@ class HoeffdingTreeClassifier(Learner):
 
     # ------------------------------------------------------------------ input
 
-    def _check_x(self, x) -> list:
-        # fast path: a float64 vector or a list of numbers, checked by one Python sum
+    def _check_x(self, x, learning: bool = False) -> list:
+        """``x`` as a list of numbers, by the rule of `edgebayes.base.as_floats` (the same
+        errors; ``learning`` also refuses |x| > MAX_ABS_X)."""
+        # fast path: a float64 vector or a list of floats without NaN, checked by one Python
+        # sum (finite: no inf, no NaN) and, to learn, a min and a max; the rest: as_floats
         if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1:
             xl = x.tolist()
         elif type(x) is list:
@@ -418,20 +402,12 @@ class HoeffdingTreeClassifier(Learner):
         if xl is not None and (self.n_features_in_ is None or len(xl) == self.n_features_in_):
             try:
                 total = sum(xl)
-            except TypeError:
+            except (TypeError, OverflowError):
                 total = None
-            if type(total) is float or type(total) is int:
-                if total - total == 0.0 or not any(v in (math.inf, -math.inf) for v in xl):
+            if type(total) is float and total - total == 0.0:
+                if not learning or -MAX_ABS_X <= min(xl) <= max(xl) <= MAX_ABS_X:
                     return xl
-        return self._check_x_slow(x)
-
-    def _check_x_slow(self, x) -> list:
-        xa = _check_x_array(x)
-        if self.n_features_in_ is not None and xa.shape[0] != self.n_features_in_:
-            raise ValueError(f"x has {xa.shape[0]} features, expected {self.n_features_in_}")
-        if not math.isfinite(xa.sum()) and np.isinf(xa).any():
-            raise ValueError("x holds +/-inf")
-        return xa.tolist()
+        return as_floats(x, self.n_features_in_, learning)[0]
 
     def _init_features(self, n: int) -> None:
         """Fix the schema from the first sample and allocate the root."""
@@ -493,20 +469,21 @@ class HoeffdingTreeClassifier(Learner):
         """Learn one sample: route it to its leaf, update the leaf, maybe split (VFDT).
 
         Args:
-            x: 1-D sequence of floats (list or numpy array), fixed length; NaN or None means
-                missing (skipped by the observers; at a split on it the sample follows the
-                branch that has seen more weight).
+            x: 1-D sequence of floats (list or numpy array), fixed length; NaN means missing
+                (skipped by the observers; at a split on it the sample follows the branch that
+                has seen more weight).
             y: any hashable label; a class first seen mid-stream is added.
             w: sample weight >= 0 (SRP's Poisson k); weight k equals k repeated learns.
 
         Raises:
-            ValueError: wrong length, non-numeric or infinite x, a None/NaN/unhashable label,
-                a negative or non-finite weight, or ``features`` out of range; the tree is
-                unchanged.
+            ValueError: wrong length, non-numeric (None included) or infinite x, a value of
+                magnitude above `edgebayes.base.MAX_ABS_X`, a None/NaN/unhashable label, a
+                bad weight (`edgebayes.base.check_weight`), or ``features`` out of range; the
+                tree is unchanged.
         """
         check_label(y)
         w = check_weight(w)
-        xl = self._check_x(x)
+        xl = self._check_x(x, learning=True)
         if self.n_features_in_ is None:
             self._init_features(len(xl))
         if w == 0.0:
@@ -839,17 +816,23 @@ class HoeffdingTreeClassifier(Learner):
         }
 
     @classmethod
+    @refuse_malformed("hoeffding_tree")
     def from_state(cls, state: dict) -> "HoeffdingTreeClassifier":
         """Rebuild the tree ``state()`` described.
 
         Raises:
-            ValueError: not a hoeffding_tree state.
+            ValueError: not a hoeffding_tree state, or a malformed one: a missing key, a
+                value of the wrong type, sizes that do not match the capacities, a node
+                record that is not a tree (`_check_records`), a non-finite statistic.
         """
         if not isinstance(state, dict) or state.get("kind") != "hoeffding_tree":
             raise ValueError("not a hoeffding_tree state")
         tree = cls(**state["params"])
-        if state["n_features_in"] is not None:
-            tree._init_features(state["n_features_in"])
+        n_in = state["n_features_in"]
+        if n_in is not None:
+            if type(n_in) is not int or not 1 <= n_in <= _MAX_FEATURES:
+                raise ValueError(f"invalid hoeffding_tree state: n_features_in {n_in!r}")
+            tree._init_features(n_in)
         for c in state["classes"]:
             tree._cidx[c] = len(tree.classes_)
             tree.classes_.append(c)
@@ -872,7 +855,75 @@ class HoeffdingTreeClassifier(Learner):
         tree._free = storage.filled("i", slot_cap)
         tree._n_free = len(state["free"])
         tree._free[: tree._n_free] = array("i", state["free"])
+        tree._check_records(state)
         return tree
+
+    def _check_records(self, state: dict) -> None:
+        """ValueError unless the rebuilt arrays are a tree this class could have grown: sizes
+        match the capacities, children come after their parent and lie inside the records,
+        split features are learned ones, slots are unique, statistics finite (min/max of an
+        empty estimator excepted) and within the range learning keeps (MAX_ABS_X)."""
+
+        def bad(what):
+            return ValueError(f"invalid hoeffding_tree state: {what}")
+
+        n, K = self._n_nodes, len(self.classes_)
+        for c in self.classes_:
+            check_label(c)
+        if len(self._cidx) != K:
+            raise bad("two classes are equal labels")
+        for name in ("n_learned", "n_skipped"):
+            if type(state[name]) is not int or state[name] < 0:
+                raise bad(f"{name} must be an int >= 0")
+        caps = [self._node_cap, self._slot_cap, self._ccap, *self._vcaps]
+        if any(type(c) is not int or c < 0 for c in caps) or len(self._vcaps) != len(self._gnom):
+            raise bad("capacities must be ints >= 0, one per nominal feature")
+        if (n > 0) != (K > 0) or type(n) is not int or not n <= self._node_cap <= max(1, 2 * n):
+            raise bad(f"{n!r} nodes for {K} classes and node capacity {self._node_cap}")
+        if self._ccap < K or any(len(v) > c for v, c in zip(self._vocab, self._vcaps)):
+            raise bad("fewer class or value columns than classes or values")
+        if len(state["vocab"]) != len(self._gnom) or any(len(v) != len(r) for v, r in zip(self._vocab, state["vocab"])):
+            raise bad("vocabularies do not match the nominal features")
+        for values in state["vocab"]:
+            check_finite("vocab", values, -MAX_ABS_X, MAX_ABS_X)
+        sizes = [len(state["ints"]), len(state["floats"]), len(state["class_weights"]), len(self._st)]
+        sizes += [len(a) for a in self._nc]
+        slab = self._slot_cap * self._ccap
+        want = [n * _NI, n * _NF, n * self._ccap, slab * len(self._gnum) * N_FIELDS]
+        want += [slab * v for v in self._vcaps]
+        if sizes != want or len(self._nc) != len(self._gnom):
+            raise bad("array sizes do not match the capacities")
+        ints, floats = self._ints(), self._floats()
+        feat, child, nbr, depth, slot = (ints[:, i].astype(np.int64) for i in range(_NI))
+        split = feat >= 0
+        nominal = np.isin(feat, self._gnom) if self._gnom else np.zeros(n, bool)
+        width = np.where(nominal, nbr, 2)
+        if (
+            (feat < -1).any() or not np.isin(feat[split], self._gnum + self._gnom).all()
+            or (split & ((child <= np.arange(n)) | (child + width > n) | (slot != -1))).any()
+            or (split & ~nominal & (nbr != 0)).any() or (nominal & (nbr < 1)).any()
+            or (depth < 0).any() or (slot < -1).any() or (slot >= self._slot_cap).any()
+        ):
+            raise bad("node records do not form a tree")
+        used = np.concatenate([slot[slot >= 0], np.asarray(state["free"], dtype=np.int64)])
+        if len(np.unique(used)) != len(used) or ((used < 0) | (used >= self._slot_cap)).any():
+            raise bad("stats slots are not unique")
+        if not np.isfinite(floats).all() or (floats[:, _NW:] < 0).any():
+            raise bad("node weights must be finite and >= 0")
+        cc = storage.view(self._cc)
+        if not (np.isfinite(cc).all() and (cc >= 0).all()):
+            raise bad("class weights must be finite and >= 0")
+        st = storage.view(self._st, (-1, N_FIELDS))
+        finite = np.delete(st, [MIN, MAX], axis=1)
+        bounds = np.abs(st[:, [MEAN, MIN, MAX]])
+        if not np.isfinite(finite).all() or (st[:, W] < 0).any() or ((bounds > MAX_ABS_X) & np.isfinite(bounds)).any():
+            raise bad("Gaussian statistics must be finite, weights >= 0, means within MAX_ABS_X")
+        if np.isnan(st).any():
+            raise bad("Gaussian statistics hold NaN")
+        for a in self._nc:
+            v = storage.view(a)
+            if not (np.isfinite(v).all() and (v >= 0).all()):
+                raise bad("nominal counts must be finite and >= 0")
 
 
 def _empty_stats(n_slots: int, ccap: int, n_num: int) -> np.ndarray:
