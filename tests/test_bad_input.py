@@ -121,3 +121,16 @@ def test_labels_equal_in_python_are_one_class():
     for y in (1, True, 1.0):
         m.learn_one([0.0], y)
     assert m.classes_ == [1] and m.n_samples_seen_ == 3.0
+
+
+@pytest.mark.parametrize("name", ["gaussian_nb", "gaussian_nb_lr", "mixed_nb", "mixed_nb_borrow_lr"])
+def test_learn_many_refuses_what_learn_one_refuses(name):
+    model = _trained(name)
+    before = encode(model.state())
+    X = np.array([[0.1, 0.2, 0.3, 0.4], [0.1, 1e101, 0.3, 0.4]])
+    with pytest.raises(ValueError, match="out of range"):
+        model.learn_many(X, ["a", "b"])
+    for w in (["1", "1"], [True, True], [1.0, MAX_WEIGHT * 2]):
+        with pytest.raises(ValueError, match="weights"):
+            model.learn_many(X[:1].repeat(2, axis=0), ["a", "b"], w=w)
+    assert encode(model.state()) == before
