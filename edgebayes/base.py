@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import json
 import math
 import numbers
 from typing import Any
@@ -223,6 +224,33 @@ def as_floats(x, d: int | None, learning: bool = False) -> tuple[list, bool]:
     return xs, any(v != v for v in xs)
 
 
+
+
+#: bit generators a saved state may name (numpy's own; nothing else is looked up by name)
+BIT_GENERATORS = ("PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937")
+
+
+def rng_state(rng: np.random.Generator) -> str:
+    """The state of ``rng`` as JSON text (its 128-bit integers are too big for msgpack)."""
+    return json.dumps(rng.bit_generator.state)
+
+
+def rng_from_state(text: str) -> np.random.Generator:
+    """The generator `rng_state` saved, continuing exactly where it was.
+
+    Raises:
+        ValueError: not such a state, or an unknown bit generator.
+    """
+    try:
+        state = json.loads(text)
+        name = state["bit_generator"]
+        if name not in BIT_GENERATORS:
+            raise ValueError(f"unknown bit generator {name!r}")
+        bitgen = getattr(np.random, name)()
+        bitgen.state = state
+    except (TypeError, KeyError, json.JSONDecodeError) as exc:
+        raise ValueError(f"invalid random generator state: {exc}") from None
+    return np.random.Generator(bitgen)
 
 class Learner:
     """Base class: the generic parts of the learner API, built on the three a learner writes.

@@ -31,8 +31,9 @@ from edgebayes.base import (
     check_label,
     check_weight,
     learner_from_state,
+    rng_from_state,
+    rng_state,
 )
-from edgebayes.ensemble.srp import _rng_from_state, _rng_state
 from edgebayes.naive_bayes import GaussianNB
 from edgebayes.naive_bayes_mixed import ZERO_FREQUENCY, MixedNB, split_columns
 
@@ -273,7 +274,7 @@ class NaiveBayesCommittee(Learner):
             "n_features_in": self.n_features_in_,
             "n_samples_seen": self.n_samples_seen_,
             "n_learned": self._n_learned,
-            "rng": _rng_state(self._rng),
+            "rng": rng_state(self._rng),
             "tie_key": self._tie_key,
             "members": [m.state() for m in self._members],
         }
@@ -298,7 +299,7 @@ class NaiveBayesCommittee(Learner):
             out.n_features_in_ = state["n_features_in"]
             out.n_samples_seen_ = float(state["n_samples_seen"])
             out._n_learned = int(state["n_learned"])
-            out._rng = _rng_from_state(state["rng"])
+            out._rng = rng_from_state(state["rng"])
             out._tie_key = int(state["tie_key"])
             members = [learner_from_state(s) for s in state["members"]]
         except STATE_ERRORS as exc:

@@ -8,7 +8,6 @@ where MOA and the design differ (noted below).
 from __future__ import annotations
 
 import inspect
-import json
 import math
 import numbers
 import sys
@@ -25,6 +24,8 @@ from edgebayes.base import (
     check_weight,
     learner_from_state,
     make_learner,
+    rng_from_state,
+    rng_state,
 )
 from edgebayes.drift.base import ErrorDetector, detector_from_state
 from edgebayes.ensemble.subspaces import (
@@ -72,18 +73,6 @@ def combine_votes(votes: list, weights: list, classes: list, index: dict) -> dic
         return {c: a / total for c, a in zip(classes, acc)}
     u = 1.0 / len(classes)
     return {c: u for c in classes}
-
-
-def _rng_state(rng: np.random.Generator) -> str:
-    # JSON text: the bit generator's state holds 128-bit ints, too big for msgpack
-    return json.dumps(rng.bit_generator.state)
-
-
-def _rng_from_state(text: str) -> np.random.Generator:
-    state = json.loads(text)
-    bitgen = getattr(np.random, state["bit_generator"])()
-    bitgen.state = state
-    return np.random.Generator(bitgen)
 
 
 def _error_signal(proto):
@@ -616,8 +605,8 @@ class SRPClassifier(Learner):
             "n_samples_seen": self.n_samples_seen_,
             "n_warnings": self.n_warnings,
             "n_drifts": self.n_drifts,
-            "rng": _rng_state(self._rng),
-            "poisson_rng": _rng_state(self._poisson),
+            "rng": rng_state(self._rng),
+            "poisson_rng": rng_state(self._poisson),
             "members": [
                 {
                     "learner": m.learner.state(),
@@ -663,8 +652,8 @@ class SRPClassifier(Learner):
             out.n_samples_seen_ = int(state["n_samples_seen"])
             out.n_warnings = int(state["n_warnings"])
             out.n_drifts = int(state["n_drifts"])
-            out._rng = _rng_from_state(state["rng"])
-            out._poisson = _rng_from_state(state["poisson_rng"])
+            out._rng = rng_from_state(state["rng"])
+            out._poisson = rng_from_state(state["poisson_rng"])
             out._members = [_member_from_state(out, s) for s in state["members"]]
         except STATE_ERRORS as exc:
             raise ValueError(f"invalid srp state: {exc!r}") from None
