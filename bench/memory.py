@@ -30,7 +30,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.broker import Broker  # noqa: E402
+from tests.broker import Broker
 
 FEATURES = [f"f{i}" for i in range(8)]
 MODELS = ('[[models]]\nname = "nb"\nkind = "gaussian_nb"\n'

@@ -118,7 +118,8 @@ def _ours(system: str, schema):
     nominal = schema.nominal or None
     if system == "HT":
         return HoeffdingTreeClassifier(**HT_PARAMS, nominal_attributes=nominal)
-    from bench.srp import PAPER as SRP_SETTINGS, TREE
+    from bench.srp import PAPER as SRP_SETTINGS
+    from bench.srp import TREE
     from edgebayes.ensemble import SRPClassifier
 
     return SRPClassifier(model=HoeffdingTreeClassifier(**TREE, nominal_attributes=nominal),
@@ -133,7 +134,8 @@ def _river(system: str, schema):
         return naive_bayes.GaussianNB()
     if system == "River HT":
         return tree.HoeffdingTreeClassifier(**HT_PARAMS, nominal_attributes=nominal)
-    from bench.srp import PAPER as SRP_SETTINGS, TREE
+    from bench.srp import PAPER as SRP_SETTINGS
+    from bench.srp import TREE
 
     detectors = {"drift_detector": drift.ADWIN(delta=1e-5), "warning_detector": drift.ADWIN(delta=1e-4)}
     if system == "River SRP":

@@ -135,8 +135,7 @@ def write_arff(path: Path, X, y, schema) -> None:
             else:
                 f.write(f"@attribute {feat.name} numeric\n")
         f.write(f"@attribute class {{{','.join(str(c) for c in classes)}}}\n\n@data\n")
-        for xi, yi in zip(X.tolist(), y):
-            f.write(",".join(str(int(v)) if j in nominal else repr(v) for j, v in enumerate(xi)) + f",{yi}\n")
+        f.writelines(",".join(str(int(v)) if j in nominal else repr(v) for j, v in enumerate(xi)) + f",{yi}\n" for xi, yi in zip(X.tolist(), y))
 
 
 def run_moa(X, y, schema, seed, tmp: Path) -> dict:

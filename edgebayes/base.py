@@ -64,7 +64,7 @@ def learner_class(kind: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
-def make_learner(kind: str, **params: Any) -> "Learner":
+def make_learner(kind: str, **params: Any) -> Learner:
     """Build a learner from its config ``kind`` and its API parameters.
 
     Raises:
@@ -80,7 +80,7 @@ def make_learner(kind: str, **params: Any) -> "Learner":
     return cls(**params)
 
 
-def learner_from_state(state: dict) -> "Learner":
+def learner_from_state(state: dict) -> Learner:
     """Rebuild any registered learner from the dict its ``state()`` returned.
 
     Raises:
@@ -295,7 +295,7 @@ class Learner:
     def _params(self) -> dict:
         return {name: getattr(self, name) for name in inspect.signature(type(self)).parameters}
 
-    def clone(self) -> "Learner":
+    def clone(self) -> Learner:
         """A fresh, untrained learner with the same parameters."""
         return type(self)(**self._params())
 

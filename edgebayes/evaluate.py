@@ -12,7 +12,7 @@ import dataclasses
 import itertools
 import sys
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from tqdm import tqdm
 

@@ -622,7 +622,7 @@ class GaussianNB(Learner):
         }
 
     @classmethod
-    def from_state(cls, state: dict) -> "GaussianNB":
+    def from_state(cls, state: dict) -> GaussianNB:
         """Rebuild the learner that `state` described (predictions identical, learning goes on).
 
         Raises:
@@ -638,7 +638,7 @@ class GaussianNB(Learner):
             raise ValueError(f"invalid gaussian_nb state: {exc!r}") from None
 
     @classmethod
-    def _from_state(cls, state: dict) -> "GaussianNB":
+    def _from_state(cls, state: dict) -> GaussianNB:
         model = cls(state["learning_rate"], state["var_smoothing"])
         classes = list(state["classes"])
         K, d = len(classes), state["n_features_in"]

@@ -36,7 +36,7 @@ import numpy as np
 from edgebayes.base import MAX_ABS_X, STATE_ERRORS, Learner, as_floats, check_finite, check_weight
 from edgebayes.naive_bayes import GaussianNB, update_rate
 
-__all__ = ["MixedNB", "ZERO_FREQUENCY", "split_columns"]
+__all__ = ["ZERO_FREQUENCY", "MixedNB", "split_columns"]
 
 ZERO_FREQUENCY = ("laplace", "borrow")
 _NAN = float("nan")
@@ -425,7 +425,7 @@ class MixedNB(Learner):
         }
 
     @classmethod
-    def from_state(cls, state: dict) -> "MixedNB":
+    def from_state(cls, state: dict) -> MixedNB:
         """Rebuild the learner that `state` described (predictions identical, learning goes on).
 
         Raises:
@@ -441,7 +441,7 @@ class MixedNB(Learner):
             raise ValueError(f"invalid mixed_nb state: {exc!r}") from None
 
     @classmethod
-    def _from_state(cls, state: dict) -> "MixedNB":
+    def _from_state(cls, state: dict) -> MixedNB:
         model = cls(**state["params"])
         model._gnb = GaussianNB.from_state(state["gaussian"])
         if model._gnb.learning_rate != model.learning_rate or model._gnb.var_smoothing != model.var_smoothing:

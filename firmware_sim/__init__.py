@@ -15,12 +15,12 @@ from firmware_sim.mqtt import BrokerOptions, parse_address
 from firmware_sim.runner import DeviceStats, SimStats, Simulator, run_devices
 
 __all__ = [
+    "MALFORMED_KINDS",
     "BrokerOptions",
     "Device",
     "DeviceStats",
     "Fault",
     "FaultRates",
-    "MALFORMED_KINDS",
     "Message",
     "Monitor",
     "Reboot",

@@ -20,7 +20,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 from firmware_sim.device import (
-    ENCODINGS, FORMATS, LABEL_MODES, MAX_DEVICES, REBOOT_SEQ, X_SHAPES, SimConfig,
+    ENCODINGS,
+    FORMATS,
+    LABEL_MODES,
+    MAX_DEVICES,
+    REBOOT_SEQ,
+    X_SHAPES,
+    SimConfig,
 )
 from firmware_sim.faults import MALFORMED_KINDS, FaultRates
 from firmware_sim.monitor import Monitor

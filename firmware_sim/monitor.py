@@ -53,7 +53,7 @@ COUNTS = (
 
 
 class _Record:
-    __slots__ = ("t_reading", "digest", "y", "has_y", "y_pred", "has_pred", "models", "scored")
+    __slots__ = ("digest", "has_pred", "has_y", "models", "scored", "t_reading", "y", "y_pred")
 
     def __init__(self):
         self.t_reading = None  # monotonic arrival time of the reading
@@ -245,7 +245,7 @@ class Monitor:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def start(self, timeout_s: float = 10.0) -> "Monitor":
+    def start(self, timeout_s: float = 10.0) -> Monitor:
         """Connect and wait until the subscriptions are acknowledged.
 
         Raises:
@@ -258,7 +258,7 @@ class Monitor:
     def stop(self) -> None:
         self.connection.disconnect()
 
-    def __enter__(self) -> "Monitor":
+    def __enter__(self) -> Monitor:
         return self.start()
 
     def __exit__(self, *exc) -> None:

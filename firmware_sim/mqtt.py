@@ -54,7 +54,7 @@ class BrokerOptions:
     keepalive_s: int = 60
 
     @classmethod
-    def from_address(cls, address: str, **options) -> "BrokerOptions":
+    def from_address(cls, address: str, **options) -> BrokerOptions:
         host, port = parse_address(address)
         return cls(host, port, **options)
 
@@ -66,7 +66,7 @@ class BrokerOptions:
         return lines[0] if lines else ""
 
 
-def as_options(broker: "BrokerOptions | str") -> BrokerOptions:
+def as_options(broker: BrokerOptions | str) -> BrokerOptions:
     """Accept ``"HOST:PORT"`` wherever `BrokerOptions` are expected."""
     return BrokerOptions.from_address(broker) if isinstance(broker, str) else broker
 

@@ -157,7 +157,7 @@ class Simulator:
         self.start()
         return self.join()
 
-    def start(self) -> "Simulator":
+    def start(self) -> Simulator:
         """Connect every device, then play the scripts in a background thread.
 
         Raises:

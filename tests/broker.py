@@ -64,7 +64,7 @@ class Broker:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def start(self) -> "Broker":
+    def start(self) -> Broker:
         self.proc = subprocess.Popen(
             [self.exe, "-c", str(self.config)],
             stdout=subprocess.DEVNULL,

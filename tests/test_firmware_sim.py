@@ -29,8 +29,7 @@ from firmware_sim import (
     run_devices,
 )
 from firmware_sim.cli import main as cli_main
-from firmware_sim.device import Message
-from firmware_sim.mqtt import Connection, BrokerOptions, parse_address
+from firmware_sim.mqtt import BrokerOptions, Connection, parse_address
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared"

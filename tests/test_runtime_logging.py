@@ -1,7 +1,6 @@
 """What ``edgebayes run`` logs for a person reading its journal: devices admitted, the topics
 served (edgebayes protocol and [[sources]]), drift alerts in one readable line."""
 
-import json
 import logging
 
 from edgebayes.naive_bayes import GaussianNB

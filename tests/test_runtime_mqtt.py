@@ -7,7 +7,7 @@ import time
 
 import paho.mqtt.client as paho
 import pytest
-from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+from paho.mqtt.enums import CallbackAPIVersion
 
 from edgebayes.runtime.config import BrokerConfig
 from edgebayes.runtime.mqtt import MqttClient

@@ -69,10 +69,10 @@ def test_zigbee2mqtt_fixtures():
     ads = adapters(Z2M, [{"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/#", "features": Z2M},
                          {"kind": "zigbee2mqtt", "topic": "zigbee/#", "features": Z2M}])
     aqara = ("values", "0x00158d0001e50d78", {"battery": 100.0, "illuminance": 0.0, "occupancy": 0.0})
-    window = lambda c: ("values", "window-a", {"battery": 100.0, "contact": c, "temperature": 23.0})  # noqa: E731
-    weather = lambda t: ("values", "humidity_xiaomi_bad_stefan",  # noqa: E731
+    window = lambda c: ("values", "window-a", {"battery": 100.0, "contact": c, "temperature": 23.0})
+    weather = lambda t: ("values", "humidity_xiaomi_bad_stefan",
                          {"battery": 97.0, "humidity": 58.5, "pressure": 1001.8, "temperature": t})
-    old = lambda lux: ("values", "0x00158d0002006aa6", {"illuminance": lux, "occupancy": 1.0})  # noqa: E731
+    old = lambda lux: ("values", "0x00158d0002006aa6", {"illuminance": lux, "occupancy": 1.0})
     assert run(ads, fixtures("zigbee2mqtt")) == [
         ("values", "FRIENDLY_NAME", {"temperature": 27.34, "humidity": 44.72}),
         ("values", "FRIENDLY_NAME", {"occupancy": 1.0}),
@@ -110,10 +110,10 @@ TASMOTA = {
 
 def test_tasmota_fixtures():
     ads = adapters(TASMOTA, [{"kind": "tasmota", "topic": "#", "features": TASMOTA}])
-    wemo = lambda h, p: ("values", "ESP-Wemo1-BedRoom",  # noqa: E731
+    wemo = lambda h, p: ("values", "ESP-Wemo1-BedRoom",
                          {"switch1": 0.0, "temperature": 24.4, "humidity": h, "pressure": p, "illuminance": 0.0})
-    dht = lambda t: ("values", "kidsbedmain", {"temperature": t, "humidity": 41.0})  # noqa: E731
-    rssi = lambda dev, v: ("values", dev, {"rssi": v})  # noqa: E731
+    dht = lambda t: ("values", "kidsbedmain", {"temperature": t, "humidity": 41.0})
+    rssi = lambda dev, v: ("values", dev, {"rssi": v})
     assert run(ads, fixtures("tasmota")) == [
         ("values", "_topic_", {"temperature": 24.6, "humidity": 58.2}),
         ("values", "_topic_", {"temperature": 21.7, "humidity": 66.6, "pressure": 988.6}),
@@ -338,7 +338,7 @@ def test_label_from_another_topic_with_value_map_and_windows(monkeypatch):
         {"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/motion", "device": "room", "label": "occupancy",
          "label_values": {"true": "occupied", "false": "empty"}, "label_window_before_s": 5, "label_window_after_s": 3},
     ])
-    t = lambda v, at: feed(w, "zigbee2mqtt/temp", {"temperature": v}, at=at, monkeypatch=monkeypatch)  # noqa: E731
+    t = lambda v, at: feed(w, "zigbee2mqtt/temp", {"temperature": v}, at=at, monkeypatch=monkeypatch)
     t(20.0, 0.0)
     t(21.0, 4.0)
     feed(w, "zigbee2mqtt/motion", {"occupancy": True, "battery": 90}, at=6.0, monkeypatch=monkeypatch)

@@ -5,7 +5,6 @@ import json
 import threading
 
 import paho.mqtt.client as paho
-import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
 from edgebayes.naive_bayes import GaussianNB

@@ -16,7 +16,6 @@ import pytest
 
 from edgebayes.base import learner_from_state
 from edgebayes.codec import decode, encode
-from edgebayes.drift import ADWIN, ErrorDetector
 from edgebayes.ensemble import SRPClassifier
 from edgebayes.ensemble.srp import UNKNOWN_ACCURACY_WEIGHT, combine_votes
 from edgebayes.ensemble.subspaces import (

@@ -140,8 +140,7 @@ def csv_as_arff(csv_path, arff_path, nominal=()):
             else:
                 out.write(f"@attribute '{name}' numeric\n")
         out.write("@data\n")
-        for r in rows:
-            out.write(",".join(v if v else "?" for v in r) + "\n")
+        out.writelines(",".join(v if v else "?" for v in r) + "\n" for r in rows)
     return names
 
 

@@ -4,8 +4,15 @@ visible in the label statistics."""
 import numpy as np
 import pytest
 
-from edgebayes.streams import (PRESETS, SEA, Agrawal, ConceptDriftStream, Sine, open_stream,
-                               srp_stream)
+from edgebayes.streams import (
+    PRESETS,
+    SEA,
+    Agrawal,
+    ConceptDriftStream,
+    Sine,
+    open_stream,
+    srp_stream,
+)
 from edgebayes.streams.drift import drift_probability
 from tests.test_streams_generators import DIGITS, agrawal_group_a
 

@@ -39,7 +39,7 @@ def _zeros(n: int) -> array:
     return array("d", _ZERO) * n
 
 
-def _insert(adwin: "ADWIN", xs: list) -> None:
+def _insert(adwin: ADWIN, xs: list) -> None:
     """Append inputs ``xs`` to the histogram and compress it (MOA ``compressBuckets``).
 
     Whenever a row holds ``limit + 1`` buckets its two oldest merge into one bucket of the next
@@ -187,10 +187,24 @@ class ADWIN:
     """
 
     __slots__ = (
-        "delta", "clock", "max_buckets", "min_window_length", "grace_period",
-        "_width", "_total", "_variance", "_ticks", "_drifted", "_n_detections",
-        "_estimation_before_drift", "_abs_max", "_totals", "_variances", "_counts", "_pending",
+        "_abs_max",
+        "_counts",
+        "_drifted",
+        "_estimation_before_drift",
+        "_n_detections",
+        "_pending",
+        "_ticks",
         "_top",
+        "_total",
+        "_totals",
+        "_variance",
+        "_variances",
+        "_width",
+        "clock",
+        "delta",
+        "grace_period",
+        "max_buckets",
+        "min_window_length",
     )  # fmt: skip
 
     def __init__(
@@ -343,8 +357,7 @@ class ADWIN:
             row = totals[i * mb : i * mb + c]
             end = n0 + size * c
             low, rest = n0 + size, fw - end  # the row's smallest n0 and smallest n1
-            if rest < low:
-                low = rest
+            low = min(low, rest)
             bound = _sqrt(vdd * low) + floor if low > 0.0 else floor
             step = size * mean
             start = d
@@ -503,7 +516,7 @@ class ADWIN:
             "grace_period": self.grace_period,
         }
 
-    def clone(self) -> "ADWIN":
+    def clone(self) -> ADWIN:
         """A fresh, empty detector with the same parameters."""
         return ADWIN(**self._params())
 
@@ -529,7 +542,7 @@ class ADWIN:
 
     @classmethod
     @refuse_malformed("adwin")
-    def from_state(cls, state: dict) -> "ADWIN":
+    def from_state(cls, state: dict) -> ADWIN:
         """Rebuild the detector ``state()`` described.
 
         Raises:

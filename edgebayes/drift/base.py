@@ -48,7 +48,7 @@ class DriftDetector(Protocol):
 
     def reset(self) -> None: ...
 
-    def clone(self) -> "DriftDetector": ...
+    def clone(self) -> DriftDetector: ...
 
     def memory_bytes(self) -> int: ...
 
@@ -93,7 +93,7 @@ class ErrorDetector:
             every change, rises and falls alike.
     """
 
-    __slots__ = ("detector", "drift_detected", "_n_detections")
+    __slots__ = ("_n_detections", "detector", "drift_detected")
 
     def __init__(self, detector: DriftDetector | None = None):
         if detector is None:
@@ -137,7 +137,7 @@ class ErrorDetector:
         self.drift_detected = False
         self._n_detections = 0
 
-    def clone(self) -> "ErrorDetector":
+    def clone(self) -> ErrorDetector:
         """A fresh signal over a fresh copy of the wrapped detector."""
         return ErrorDetector(self.detector.clone())
 
@@ -168,7 +168,7 @@ class ErrorDetector:
 
     @classmethod
     @refuse_malformed("error_detector")
-    def from_state(cls, state: dict) -> "ErrorDetector":
+    def from_state(cls, state: dict) -> ErrorDetector:
         """Rebuild from ``state()``. Raises ``ValueError`` for a state of another kind or a
         malformed one."""
         if not isinstance(state, dict) or state.get("kind") != "error_detector":

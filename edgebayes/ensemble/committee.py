@@ -37,7 +37,7 @@ from edgebayes.base import (
 from edgebayes.naive_bayes import GaussianNB
 from edgebayes.naive_bayes_mixed import ZERO_FREQUENCY, MixedNB, split_columns
 
-__all__ = ["NaiveBayesCommittee", "SAMPLINGS", "TIE_RTOL"]
+__all__ = ["SAMPLINGS", "TIE_RTOL", "NaiveBayesCommittee"]
 
 SAMPLINGS = ("bootstrap", "monte_carlo")
 #: A member's classes whose probabilities are within this relative distance of its best are
@@ -280,7 +280,7 @@ class NaiveBayesCommittee(Learner):
         }
 
     @classmethod
-    def from_state(cls, state: dict) -> "NaiveBayesCommittee":
+    def from_state(cls, state: dict) -> NaiveBayesCommittee:
         """Rebuild the committee `state` described: same votes, same future draws.
 
         Raises:

@@ -20,7 +20,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["pairwise_kappa", "average_depth", "DiversityMonitor"]
+__all__ = ["DiversityMonitor", "average_depth", "pairwise_kappa"]
 
 
 def pairwise_kappa(predictions) -> float:

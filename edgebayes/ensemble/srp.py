@@ -102,8 +102,16 @@ class _Member:
     """One ensemble slot: its learner and subspace, detectors, accuracy, background learner."""
 
     __slots__ = (
-        "learner", "features", "take", "warning", "drift", "n_tested", "n_correct",
-        "bkg", "bkg_features", "bkg_take",
+        "bkg",
+        "bkg_features",
+        "bkg_take",
+        "drift",
+        "features",
+        "learner",
+        "n_correct",
+        "n_tested",
+        "take",
+        "warning",
     )  # fmt: skip
 
     def __init__(self, learner, features, take, warning, drift):
@@ -623,7 +631,7 @@ class SRPClassifier(Learner):
         }
 
     @classmethod
-    def from_state(cls, state: dict) -> "SRPClassifier":
+    def from_state(cls, state: dict) -> SRPClassifier:
         """Rebuild the ensemble `state` described: same predictions, same future learning.
 
         Raises:

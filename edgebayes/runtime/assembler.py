@@ -35,7 +35,7 @@ _NAN = math.nan
 
 
 class _Device:
-    __slots__ = ("values", "times", "origins", "updated", "last_seq", "next_due", "label", "recent")
+    __slots__ = ("label", "last_seq", "next_due", "origins", "recent", "times", "updated", "values")
 
     def __init__(self, n: int):
         self.values = [_NAN] * n

@@ -31,9 +31,10 @@ import math
 import re
 import socket
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from edgebayes.base import make_learner
 
@@ -157,7 +158,7 @@ class Config:
     assembler: Any = None
     homeassistant: Any = None
 
-    def with_overrides(self, broker: str | None = None, checkpoint_dir: str | None = None) -> "Config":
+    def with_overrides(self, broker: str | None = None, checkpoint_dir: str | None = None) -> Config:
         """A copy with the command line's ``--broker HOST:PORT`` / ``--checkpoint-dir`` applied.
 
         Raises:
@@ -179,7 +180,7 @@ class Config:
 _FILE_HINTS = {"password_file": " (create it, see deploy/install.sh, or remove username/password_file)"}
 
 
-def check_files(config: "Config", source: str = "config") -> None:
+def check_files(config: Config, source: str = "config") -> None:
     """Check that the files the config names (``[broker] password_file``, ``tls_*_file``) can be
     read now, at start, rather than failing on the first connection attempt.
 

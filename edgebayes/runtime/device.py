@@ -24,7 +24,8 @@ import logging
 import math
 import sys
 from collections import deque
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from edgebayes.base import learner_from_state
 from edgebayes.drift.base import ErrorDetector, detector_from_state
@@ -37,8 +38,19 @@ log = logging.getLogger(__name__)
 class ModelSlot:
     """A learner with its recent-accuracy window and (unless it has its own) its detector."""
 
-    __slots__ = ("name", "kind", "build", "drift_delta", "learner", "window", "n_window_correct", "detector",
-                 "n_labels", "n_correct", "n_resets")
+    __slots__ = (
+        "build",
+        "detector",
+        "drift_delta",
+        "kind",
+        "learner",
+        "n_correct",
+        "n_labels",
+        "n_resets",
+        "n_window_correct",
+        "name",
+        "window",
+    )
 
     def __init__(self, name: str, kind: str, build: Callable[[], Any], accuracy_window: int, drift_delta: float):
         self.name = name

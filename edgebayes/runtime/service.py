@@ -12,7 +12,7 @@ READY notification; ``worker.tick_hooks`` run from the worker loop (a watchdog k
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import Config

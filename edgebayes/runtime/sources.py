@@ -62,7 +62,15 @@ from typing import Any
 from paho.mqtt.client import topic_matches_sub
 
 from edgebayes.runtime.config import NAME_RE
-from edgebayes.runtime.protocol import LABEL_LIMIT, LABEL_MIN, Label, Parser, ProtocolError, Reading, Retained
+from edgebayes.runtime.protocol import (
+    LABEL_LIMIT,
+    LABEL_MIN,
+    Label,
+    Parser,
+    ProtocolError,
+    Reading,
+    Retained,
+)
 
 log = logging.getLogger(__name__)
 

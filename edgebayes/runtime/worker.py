@@ -21,7 +21,7 @@ import queue
 import threading
 import time
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 from edgebayes.codec import encode
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore

@@ -18,8 +18,8 @@ which is what the command line and the configs use.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from edgebayes.streams.agrawal import Agrawal
 from edgebayes.streams.arff import ARFFStream
@@ -36,9 +36,24 @@ from edgebayes.streams.sea import SEA
 from edgebayes.streams.sine import Sine
 
 __all__ = [
-    "Stream", "Schema", "Feature", "Head", "CSVStream", "ARFFStream", "open_stream",
-    "Generator", "SEA", "Agrawal", "LED", "RandomRBF", "Hyperplane", "Sine", "ConceptDriftStream",
-    "PRESETS", "srp_stream", "synthetic",
+    "LED",
+    "PRESETS",
+    "SEA",
+    "ARFFStream",
+    "Agrawal",
+    "CSVStream",
+    "ConceptDriftStream",
+    "Feature",
+    "Generator",
+    "Head",
+    "Hyperplane",
+    "RandomRBF",
+    "Schema",
+    "Sine",
+    "Stream",
+    "open_stream",
+    "srp_stream",
+    "synthetic",
 ]
 
 

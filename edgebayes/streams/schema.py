@@ -57,6 +57,6 @@ class Schema:
         return [i for i, f in enumerate(self.features) if f.kind == "nominal"]
 
     @classmethod
-    def numeric(cls, names, target: str = "class", classes=None) -> "Schema":
+    def numeric(cls, names, target: str = "class", classes=None) -> Schema:
         """A schema of numeric features named ``names``."""
         return cls(tuple(Feature(n) for n in names), target, None if classes is None else tuple(classes))

@@ -13,7 +13,15 @@ from array import array
 
 import numpy as np
 
-from edgebayes.base import MAX_ABS_X, Learner, as_floats, check_finite, check_label, check_weight, refuse_malformed
+from edgebayes.base import (
+    MAX_ABS_X,
+    Learner,
+    as_floats,
+    check_finite,
+    check_label,
+    check_weight,
+    refuse_malformed,
+)
 from edgebayes.tree import storage
 from edgebayes.tree.criterion import MAX_SHARE_TO_SPLIT, hoeffding_bound, merit_range
 from edgebayes.tree.observers import (
@@ -22,8 +30,8 @@ from edgebayes.tree.observers import (
     MAX,
     MEAN,
     MIN,
-    W,
     N_FIELDS,
+    W,
     nominal_split,
     numeric_splits,
     softmax_log,
@@ -574,10 +582,8 @@ class HoeffdingTreeClassifier(Learner):
                 st[k + 1] = mu
                 m2 = st[k + 2] + w * d * (v - mu)
                 st[k + 2] = m2
-                if v < st[k + 3]:
-                    st[k + 3] = v
-                if v > st[k + 4]:
-                    st[k + 4] = v
+                st[k + 3] = min(st[k + 3], v)
+                st[k + 4] = max(st[k + 4], v)
                 if sw > 1.0 and m2 > 0.0:  # sample variance, as MOA's GaussianEstimator
                     var = m2 / (sw - 1.0)
                     st[k + 5] = -0.5 * (_LOG_2PI + log(var))
@@ -817,7 +823,7 @@ class HoeffdingTreeClassifier(Learner):
 
     @classmethod
     @refuse_malformed("hoeffding_tree")
-    def from_state(cls, state: dict) -> "HoeffdingTreeClassifier":
+    def from_state(cls, state: dict) -> HoeffdingTreeClassifier:
         """Rebuild the tree ``state()`` described.
 
         Raises:
