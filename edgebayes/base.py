@@ -31,6 +31,8 @@ import inspect
 import json
 import math
 import numbers
+import struct
+import sys
 from typing import Any
 
 import numpy as np
@@ -251,6 +253,12 @@ def rng_from_state(text: str) -> np.random.Generator:
     except (TypeError, KeyError, json.JSONDecodeError) as exc:
         raise ValueError(f"invalid random generator state: {exc}") from None
     return np.random.Generator(bitgen)
+
+#: memory accounting for learners that keep floats in Python lists (this platform's sizes:
+#: 32 and 56 bytes on 64-bit CPython, 20 and 28 on 32-bit armhf)
+FLOAT_IN_LIST_BYTES = sys.getsizeof(0.0) + struct.calcsize("P")  # the float object + its slot
+LIST_BYTES = sys.getsizeof([])
+
 
 class Learner:
     """Base class: the generic parts of the learner API, built on the three a learner writes.

@@ -23,6 +23,8 @@ import sys
 import numpy as np
 
 from edgebayes.base import (
+    FLOAT_IN_LIST_BYTES,
+    LIST_BYTES,
     MAX_ABS_X,
     STATE_ERRORS,
     Learner,
@@ -592,8 +594,9 @@ class GaussianNB(Learner):
         return self._n
 
     def memory_bytes(self) -> int:
-        """Bytes held, counted from the shapes: 32 per float in a list (pointer + object),
-        56 per list, the label index and labels, and the prediction cache."""
+        """Bytes held, counted from the shapes: per float in a list a pointer and a float object
+        (32 bytes on 64-bit CPython), per list its header (56), the label index and labels,
+        and the prediction cache. Sizes are this platform's (armhf: 20 and 28)."""
         K, d = len(self.classes_), self.n_features_in_ or 0
         floats = K * (3 * d + 1) + 3 * d
         lists = 3 * K + 6
@@ -601,7 +604,8 @@ class GaussianNB(Learner):
             floats += K * (d + 1)
             lists += K + 1
         labels = sum(sys.getsizeof(c) for c in self.classes_)
-        return int(sys.getsizeof(self) + 32 * floats + 56 * lists + sys.getsizeof(self._index) + labels)
+        return int(sys.getsizeof(self) + FLOAT_IN_LIST_BYTES * floats + LIST_BYTES * lists
+                   + sys.getsizeof(self._index) + labels)
 
     def state(self) -> dict:
         """Plain, msgpack-serialisable state with ``"kind": "gaussian_nb"`` (see `from_state`)."""

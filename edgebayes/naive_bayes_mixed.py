@@ -33,7 +33,16 @@ import sys
 
 import numpy as np
 
-from edgebayes.base import MAX_ABS_X, STATE_ERRORS, Learner, as_floats, check_finite, check_weight
+from edgebayes.base import (
+    FLOAT_IN_LIST_BYTES,
+    LIST_BYTES,
+    MAX_ABS_X,
+    STATE_ERRORS,
+    Learner,
+    as_floats,
+    check_finite,
+    check_weight,
+)
 from edgebayes.naive_bayes import GaussianNB, update_rate
 
 __all__ = ["ZERO_FREQUENCY", "MixedNB", "split_columns"]
@@ -400,9 +409,9 @@ class MixedNB(Learner):
         and the cached log tables."""
         floats = sum(len(r) for rows in self._counts for r in rows) + 2 * sum(map(len, self._totals))
         lists = sum(len(rows) for rows in self._counts) + 3 * len(self._counts) + 4
-        dicts = sum(sys.getsizeof(v) + 32 * len(v) for v in self._values) + sys.getsizeof(self._index)
+        dicts = sum(sys.getsizeof(v) + FLOAT_IN_LIST_BYTES * len(v) for v in self._values) + sys.getsizeof(self._index)
         tables = sum(t.nbytes + 112 for t in self._tables) if self._tables is not None else 0
-        return int(sys.getsizeof(self) + self._gnb.memory_bytes() + 32 * floats + 56 * lists + dicts + tables)
+        return int(sys.getsizeof(self) + self._gnb.memory_bytes() + FLOAT_IN_LIST_BYTES * floats + LIST_BYTES * lists + dicts + tables)
 
     def state(self) -> dict:
         """Plain, msgpack-serialisable state with ``"kind": "mixed_nb"`` (see `from_state`)."""

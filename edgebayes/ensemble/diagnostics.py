@@ -39,7 +39,7 @@ def pairwise_kappa(predictions) -> float:
     if not rows or len(rows[0]) < 2:
         return float("nan")
     codes: dict = {}
-    P = np.array([[codes.setdefault(v, len(codes)) for v in r] for r in rows], dtype=np.int64)
+    P = np.array([[codes.setdefault(v, len(codes)) for v in r] for r in rows], dtype=np.intp)
     n, m = P.shape
     L = len(codes)
     freq = np.stack([np.bincount(P[:, j], minlength=L) for j in range(m)]) / n  # (m, L)

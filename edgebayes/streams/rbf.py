@@ -71,7 +71,7 @@ class RandomRBF(Generator):
         rng = self._rng(1) if self.seed_model is None else np.random.default_rng(self.seed_model)
         c, d = self.n_centroids, self.n_features
         centres = rng.random((c, d))
-        classes = rng.integers(0, self.n_classes, c)
+        classes = rng.integers(0, self.n_classes, c).astype(np.intp)  # same draw, index type
         std = rng.random(c)
         weights = rng.random(c)
         direction = rng.random((c, d))
