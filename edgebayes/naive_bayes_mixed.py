@@ -299,7 +299,8 @@ class MixedNB(Learner):
         if V == 0:
             return out
         if self.zero_frequency == "laplace":
-            out[:, :V] = np.log((C + self.alpha) / (n + self.alpha * V))
+            a = float(self.alpha)  # an int beyond int64 would make numpy build object arrays
+            out[:, :V] = np.log((C + a) / (n + a * V))
             return out
         with np.errstate(invalid="ignore", divide="ignore"):
             P = np.where(n > 0.0, C / np.where(n > 0.0, n, 1.0), 0.0)
