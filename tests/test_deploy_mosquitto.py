@@ -21,6 +21,8 @@ from pathlib import Path
 import paho.mqtt.client as paho
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
 
 from edgebayes.codec import decode, encode
 from edgebayes.runtime.config import load_config
@@ -122,7 +124,11 @@ class Client:
             on_publish,
         )
         self.client = c
-        c.connect_async(broker.host, broker.port, clean_start=clean)
+        props = None
+        if not clean:  # MQTT 5: a session outlives the connection only with an expiry interval
+            props = Properties(PacketTypes.CONNECT)
+            props.SessionExpiryInterval = 3600
+        c.connect_async(broker.host, broker.port, clean_start=clean, properties=props)
         c.loop_start()
         wait_for(lambda: self.connack, what=f"{client_id} CONNACK")
         if self.connack[0] == 0 and self.topics:
