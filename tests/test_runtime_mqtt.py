@@ -113,3 +113,54 @@ def test_every_connection_has_nagle_off(broker):
     wait_for(lambda: c.n_connects == 2 and c.subscribed.is_set(), what="reconnect")
     assert c._client.socket().getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
     assert c.stop() is True
+
+
+def test_a_burst_read_in_chunks_is_handled_once_each_in_order(broker):
+    """300 packets of 1 kB: they arrive in 64 KiB chunks, packets straddle chunk boundaries."""
+    handled = []
+    box = {}
+
+    def handler(topic, payload, mid, qos):
+        handled.append(int(payload[:8]))
+        box["c"].ack(mid, qos)
+
+    c = box["c"] = _client(broker.host, broker.port, "burst", handler)
+    c.start()
+    wait_for(c.subscribed.is_set, what="subscription")
+    pub = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="burst-pub")
+    pub.max_inflight_messages_set(1000)
+    pub.connect(broker.host, broker.port)
+    pub.loop_start()
+    infos = [pub.publish("c/in", b"%08d" % i + b"x" * 992, qos=1) for i in range(300)]
+    for info in infos:
+        info.wait_for_publish(5)
+    wait_for(lambda: len(handled) >= 300, what="300 messages handled")
+    assert handled == list(range(300))
+    pub.loop_stop()
+    pub.disconnect()
+    assert c.stop() is True
+
+
+def test_a_publish_from_another_thread_wakes_the_sleeping_network_thread(broker):
+    """The network thread sleeps in select for up to 1 s; a publish from the worker's thread
+    must go out at once, not at the next timeout."""
+    arrived = []
+    sub = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="wake-sub")
+    sub.on_message = lambda client, userdata, msg: arrived.append(time.monotonic())
+    sub.connect(broker.host, broker.port)
+    sub.subscribe("c/out", qos=0)
+    sub.loop_start()
+    c = _client(broker.host, broker.port, "wake")
+    c.start()
+    wait_for(c.subscribed.is_set, what="subscription")
+    delays = []
+    for _ in range(3):
+        time.sleep(0.3)  # the network thread is idle in select
+        t0 = time.monotonic()
+        n = len(arrived)
+        assert c.publish("c/out", b"p", qos=0) is not None
+        wait_for(lambda: len(arrived) > n, what="the publish arriving")
+        delays.append(arrived[-1] - t0)
+    assert max(delays) < 0.3, delays
+    sub.loop_stop()
+    assert c.stop() is True

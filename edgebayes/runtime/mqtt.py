@@ -9,8 +9,16 @@
   it, so a message still queued when the process dies is delivered again. The MQTT 5 Receive
   Maximum is set to the consumer's queue size, so the broker never has more unacknowledged
   messages in flight than the queue can hold.
-- Reconnects with paho's exponential backoff (``reconnect_min_s`` doubling up to
-  ``reconnect_max_s``); each failed attempt is logged with the broker's address (WARNING for
+- The network thread is ours, driving paho's external-loop API (``loop_read``/``loop_write``/
+  ``loop_misc`` around one ``select``). With ``loop_start`` every ``publish`` and ``ack`` from
+  the worker wrote a byte to paho's wake-up socket pair, and each of those syscalls handed the
+  GIL to the network thread and back: the two threads ran in lockstep and the wake-ups took
+  ~45 % of the worker's time. Here the worker only queues; it wakes the network thread
+  (one byte on our own socket pair) just when that thread is asleep in ``select``, so a burst
+  of readings costs one wake-up, not two per reading. Reads are buffered (``_BufferedClient``):
+  paho asks the socket for each packet's command byte, each length byte and the body apart.
+- Reconnects with exponential backoff (``reconnect_min_s`` doubling up to
+  ``reconnect_max_s``, back to the minimum after a connect); each failed attempt is logged with the broker's address (WARNING for
   the first three in a row, then INFO). Status ``online`` retained on connect; ``offline`` retained as the last
   will and on ``stop``.
 - Every callback catches and logs its exceptions with traceback at ERROR and counts them
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import select
 import socket
 import threading
 from collections.abc import Callable
@@ -89,8 +98,15 @@ class MqttClient:
         self.n_publish_failed = 0
         self.last_disconnect_reason: paho.ReasonCode | None = None
         self._stopping = False
+        self._halt = threading.Event()  # ends the network thread (and any backoff wait)
+        self._thread: threading.Thread | None = None
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_w.setblocking(False)
+        self._idle = False  # the network thread is (about to be) asleep in select
+        self._wake_sent = False
+        self._backoff_s: float | None = None  # reconnect delay; None after a connect
 
-        c = paho.Client(
+        c = _BufferedClient(
             callback_api_version=CallbackAPIVersion.VERSION2,
             client_id=cfg.client_id,
             protocol=MQTTProtocolVersion.MQTTv5 if self.v5 else MQTTProtocolVersion.MQTTv311,
@@ -101,9 +117,10 @@ class MqttClient:
         c.on_disconnect = self._on_disconnect
         c.on_message = self._on_message
         c.on_subscribe = self._on_subscribe
-        c.on_connect_fail = self._on_connect_fail
+        # Not None, so paho never writes to the socket from the worker's thread (it would without
+        # a loop thread of its own); queued packets are written by the network thread.
+        c.on_socket_register_write = lambda client, userdata, sock: self._wake()
         c.will_set(status_topic, b"offline", qos=1, retain=True)
-        c.reconnect_delay_set(min_delay=cfg.reconnect_min_s, max_delay=cfg.reconnect_max_s)
         c.max_queued_messages_set(max_queued_out)
         c.max_inflight_messages_set(100)
         if cfg.username is not None:
@@ -130,7 +147,8 @@ class MqttClient:
                                        properties=self._connect_properties)
         else:
             self._client.connect_async(cfg.host, cfg.port, cfg.keepalive_s)
-        self._client.loop_start()
+        self._thread = threading.Thread(target=self._run, name="edgebayes-mqtt", daemon=True)
+        self._thread.start()
 
     def stop(self, timeout_s: float = 5.0) -> bool:
         """Publish ``offline`` (retained), disconnect cleanly, stop the network thread.
@@ -142,8 +160,72 @@ class MqttClient:
         ok = self.connected.is_set() and self.publish_and_wait(
             self.status_topic, b"offline", qos=1, retain=True, timeout_s=timeout_s)
         self._client.disconnect()
-        self._client.loop_stop()
+        self._wake()
+        if self._thread is not None and self.connected.is_set():
+            self._thread.join(timeout_s)  # it writes the DISCONNECT, the socket closes, it ends
+        self._halt.set()  # not connected: it may be waiting to reconnect
+        if self._thread is not None:
+            self._thread.join(timeout_s)
         return ok
+
+    # --- the network thread -------------------------------------------------------------------
+    def _run(self) -> None:
+        c = self._client
+        first = True
+        while not self._halt.is_set():
+            if c.socket() is None:
+                if self._stopping:
+                    return
+                if not first:  # after a failed attempt or a lost connection, as paho does
+                    cfg = self.cfg
+                    self._backoff_s = (cfg.reconnect_min_s if self._backoff_s is None
+                                       else min(2 * self._backoff_s, cfg.reconnect_max_s))
+                    if self._halt.wait(self._backoff_s):
+                        return
+                first = False
+                try:
+                    c.reconnect()
+                except OSError:
+                    self._on_connect_fail(c, None)
+                continue
+            try:
+                self._serve(c)
+            except Exception:  # never end the thread (paho's own would die silently)
+                self._callback_error("network loop")
+                self._halt.wait(self.cfg.reconnect_min_s)
+
+    def _serve(self, c: paho.Client) -> None:
+        """One round: wait for the socket (or a wake-up), read, write what is queued, keepalive."""
+        sock = c.socket()
+        self._idle = True  # before want_write: a packet queued after this check wakes us
+        pending = getattr(sock, "pending", None)  # TLS may hold decrypted bytes select cannot see
+        buffered = c.n_buffered() > 0 or (pending is not None and pending() > 0)
+        try:
+            readable, _, _ = select.select([sock, self._wake_r], [sock] if c.want_write() else [], [],
+                                           0.0 if buffered else 1.0)
+        except (OSError, ValueError):  # the socket was closed under us
+            readable = []
+        self._idle = False
+        if self._wake_r in readable:
+            self._wake_r.recv(4096)
+            self._wake_sent = False
+        if sock in readable or buffered:
+            c.loop_read()
+            while c.n_buffered() and c.socket() is not None:  # the rest of the chunk read
+                c.loop_read()
+        if c.socket() is not None and c.want_write():
+            c.loop_write()  # non-blocking: what the socket cannot take stays queued
+        if c.socket() is not None:
+            c.loop_misc()
+
+    def _wake(self) -> None:
+        """Wake the network thread if it sleeps in select (any thread; cheap when it is busy)."""
+        if self._idle and not self._wake_sent:
+            self._wake_sent = True
+            try:
+                self._wake_w.send(b"w")
+            except BlockingIOError:  # a wake-up is already pending
+                pass
 
     # --- outgoing ---------------------------------------------------------------------------
     def publish(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False) -> paho.MQTTMessageInfo | None:
@@ -156,6 +238,7 @@ class MqttClient:
             self.n_publish_failed += 1
             return None
         info = self._client.publish(topic, payload, qos=qos, retain=retain)
+        self._wake()  # paho calls on_socket_register_write only on the first of a run of packets
         rc = info.rc
         if rc == MQTTErrorCode.MQTT_ERR_SUCCESS or (qos > 0 and rc == MQTTErrorCode.MQTT_ERR_NO_CONN):
             return info
@@ -189,6 +272,7 @@ class MqttClient:
         """Acknowledge an incoming message (safe from any thread: paho queues the packet)."""
         if qos > 0:
             self._client.ack(mid, qos)
+            self._wake()
 
     # --- callbacks (network thread) ----------------------------------------------------------
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
@@ -206,6 +290,7 @@ class MqttClient:
             client.publish(self.status_topic, b"online", qos=1, retain=True)
             self.n_connects += 1
             self.n_connect_failures = 0
+            self._backoff_s = None
             self.connected.set()
         except Exception:
             self._callback_error("on_connect")
@@ -256,6 +341,38 @@ class MqttClient:
     def _callback_error(self, where: str) -> None:
         self.n_callback_errors += 1
         log.exception("error in MQTT %s callback (counted: %d so far)", where, self.n_callback_errors)
+
+
+class _BufferedClient(paho.Client):
+    """paho's client, reading the socket in chunks of up to ``READ_CHUNK`` bytes.
+
+    paho reads a packet with one ``recv`` for the command byte, one per length byte and one for
+    the body: three system calls for a reading, each releasing and retaking the GIL. Here they
+    are served from one chunk; ``n_buffered`` tells the network loop what is left in it (select
+    cannot see it). Overrides paho 2.x's ``_sock_recv``, which every read goes through.
+    """
+
+    READ_CHUNK = 65536
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._chunk = b""
+        self._pos = 0
+
+    def reconnect(self):
+        self._chunk, self._pos = b"", 0  # nothing of the old connection is read on the new one
+        return super().reconnect()
+
+    def n_buffered(self) -> int:
+        """Bytes read from the socket and not yet taken by paho."""
+        return len(self._chunk) - self._pos
+
+    def _sock_recv(self, bufsize: int) -> bytes:
+        if self._pos >= len(self._chunk):
+            self._chunk, self._pos = super()._sock_recv(self.READ_CHUNK), 0  # b"": closed
+        data = self._chunk[self._pos:self._pos + bufsize]
+        self._pos += len(data)
+        return data
 
 
 def _no_delay(sock) -> None:
