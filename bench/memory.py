@@ -5,8 +5,8 @@
    ``[memory] model_budget_bytes`` of ``--budget`` (one device). Side by side, in fresh processes
    over the same readings without a broker: edgebayes's GaussianNB + SRPClassifier(n_models=10),
    and River's ``naive_bayes.GaussianNB`` + ``ensemble.SRPClassifier(n_models=10)``.
-2. ``--agr N``: SRP(10) over N samples of AGR_A, with a 256 KiB budget and unbounded
-   (warning detectors off, as tests/test_memory.py): memory_bytes() every 1,000 samples,
+2. ``--agr N``: SRP(10) over N samples of AGR_A, with a 256 KiB budget and unbounded, default
+   detectors (as tests/test_memory.py at N = 200,000): memory_bytes() every 1,000 samples,
    test-then-train accuracy, seconds.
 
     python bench/memory.py [--n 100000] [--budget 1048576] [--agr 200000] [--skip-river]
@@ -136,7 +136,7 @@ def agr_budget(n: int) -> None:
 
     data = [(x.tolist(), int(c)) for x, c in open_stream("synth:AGR_A", n_samples=n, seed=1)]
     for budget in (256 * 1024, None):
-        srp = SRPClassifier(n_models=10, seed=1, max_size_bytes=budget, disable_detector="warning")
+        srp = SRPClassifier(n_models=10, seed=1, max_size_bytes=budget)
         correct, peak, t0 = 0, 0, time.time()
         for i, (x, c) in enumerate(data, 1):
             correct += srp.predict_one(x) == c
