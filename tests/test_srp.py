@@ -17,7 +17,7 @@ import pytest
 from edgebayes.base import learner_from_state
 from edgebayes.codec import decode, encode
 from edgebayes.ensemble import SRPClassifier
-from edgebayes.ensemble.srp import UNKNOWN_ACCURACY_WEIGHT, combine_votes
+from edgebayes.ensemble.srp import MEMBER_FRACTION, UNKNOWN_ACCURACY_WEIGHT, combine_votes
 from edgebayes.ensemble.subspaces import (
     check_subspace_size,
     draw_subspaces,
@@ -600,7 +600,8 @@ def test_memory_budget_is_shared_and_never_exceeded():
     rng = np.random.default_rng(10)
     X = rng.uniform(size=(3000, 6))
     y = [int(a + b > 1.0) + 2 * int(c > 0.5) for a, b, c in X[:, :3]]
-    budget = 300_000
+    y = y[:1500] + [3 - c for c in y[1500:]]  # an abrupt change: members warn and drift
+    budget = 200_000
     srp = SRPClassifier(model=_tree(grace_period=20), n_models=3, max_size_bytes=budget, seed=10)
     unbounded = SRPClassifier(model=_tree(grace_period=20), n_models=3, seed=10)
     peak = 0
@@ -612,7 +613,11 @@ def test_memory_budget_is_shared_and_never_exceeded():
     assert peak <= budget and srp.memory_bytes() <= budget
     assert unbounded.memory_bytes() > budget  # the bound did bite
     shares = {t.max_size_bytes for t in srp.members}
-    assert len(shares) == 1 and 6 * shares.pop() < budget  # 3 members + 3 background slots
+    assert len(shares) == 1  # background learners swapped in by a drift got a member's share
+    assert srp.n_drifts > 0 and srp.n_warnings > 0
+    share = shares.pop()
+    assert share == srp._share and 3 * share / MEMBER_FRACTION < budget
+    assert 0 < srp._bkg_share < share
     assert average_depth(srp) >= 1.0
 
 
