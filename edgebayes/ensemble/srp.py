@@ -314,8 +314,9 @@ class SRPClassifier(Learner):
         """Bytes each member and each background learner may hold under ``max_size_bytes``.
 
         With warnings on, members get `MEMBER_FRACTION` of what the reserve leaves and
-        background learners the rest: a background learner lives from a warning to a drift
-        (a few thousand samples) and takes a member's share once swapped in.
+        background learners the rest (an even split when that leaves a background learner
+        less than the base learner accepts): a background learner lives from a warning to a
+        drift (a few thousand samples) and takes a member's share once swapped in.
 
         Raises:
             ValueError: the budget leaves no room for the learners.
@@ -326,17 +327,21 @@ class SRPClassifier(Learner):
         # object and two subspace arrays; detectors: their size after 2**32 inputs
         reserve = 8192 + 512 * n + n_signals * _signal_bound(self._drift_proto or self._warning_proto)
         pool = self.max_size_bytes - reserve
-        share = (int(pool * MEMBER_FRACTION) if self._warning_proto is not None else pool) // n
-        bkg_share = (pool - share * n) // n if self._warning_proto is not None else share
-        try:  # the base learner's own lower bound, checked now rather than at the first sample
-            type(self._proto)(**{**self._proto._params(), "max_size_bytes": max(min(share, bkg_share), 0)})
-        except ValueError as exc:
-            raise ValueError(
-                f"max_size_bytes={self.max_size_bytes} is too small: detectors and bookkeeping "
-                f"reserve {reserve} bytes, leaving {max(share, 0)} per member and "
-                f"{max(bkg_share, 0)} per background learner for {n} members ({exc})"
-            ) from None
-        return share, bkg_share
+        if self._warning_proto is None:
+            splits = [(pool // n, pool // n)]
+        else:  # an even split when the small share is below what the base learner accepts
+            splits = [(int(pool * f) // n, (pool - int(pool * f) // n * n) // n) for f in (MEMBER_FRACTION, 0.5)]
+        for share, bkg_share in splits:
+            try:  # the base learner's own lower bound, checked now rather than at the first sample
+                type(self._proto)(**{**self._proto._params(), "max_size_bytes": max(min(share, bkg_share), 0)})
+                return share, bkg_share
+            except ValueError as exc:
+                refusal = exc
+        raise ValueError(
+            f"max_size_bytes={self.max_size_bytes} is too small: detectors and bookkeeping "
+            f"reserve {reserve} bytes, leaving {max(share, 0)} per member and "
+            f"{max(bkg_share, 0)} per background learner for {n} members ({refusal})"
+        )
 
     def _new_learner(self, features, background: bool = False):
         """A fresh base learner for ``features`` (None = all): its share, seed and subspace."""
