@@ -15,9 +15,9 @@ from tests.broker import free_port
 from tests.runtime_client import wait_for
 
 
-def _client(host, port, client_id, handler=lambda topic, payload, mid, qos: None, subs=("c/in",)):
+def _client(host, port, client_id, handler=lambda topic, payload, mid, qos: None, subs=("c/in",), **kw):
     cfg = BrokerConfig(host=host, port=port, client_id=client_id, reconnect_min_s=0.1, reconnect_max_s=0.5)
-    return MqttClient(cfg, subscriptions=list(subs), status_topic=f"c/{client_id}/status", on_message=handler)
+    return MqttClient(cfg, subscriptions=list(subs), status_topic=f"c/{client_id}/status", on_message=handler, **kw)
 
 
 def test_c31_handler_errors_are_logged_counted_and_do_not_stop_later_messages(broker, caplog):
@@ -163,4 +163,42 @@ def test_a_publish_from_another_thread_wakes_the_sleeping_network_thread(broker)
         delays.append(arrived[-1] - t0)
     assert max(delays) < 0.3, delays
     sub.loop_stop()
+    assert c.stop() is True
+
+
+def test_reading_pauses_while_the_consumer_cannot_take_and_writing_goes_on(broker):
+    """A full worker queue pauses reading (can_take False); acknowledgements and predictions
+    queued meanwhile still go out, and the held messages are handled once it takes again."""
+    handled, arrived, gate = [], [], {"take": True}
+    box = {}
+
+    def handler(topic, payload, mid, qos):
+        handled.append(int(payload))
+        box["c"].ack(mid, qos)
+
+    sub = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="pause-sub")
+    sub.on_message = lambda client, userdata, msg: arrived.append(msg.payload)
+    sub.connect(broker.host, broker.port)
+    sub.subscribe("c/out", qos=0)
+    sub.loop_start()
+    c = box["c"] = _client(broker.host, broker.port, "pause", handler, can_take=lambda: gate["take"])
+    c.start()
+    wait_for(c.subscribed.is_set, what="subscription")
+    gate["take"] = False
+    c.publish("c/wake", b"", qos=0)  # wakes the network thread, which then sees the gate shut
+    time.sleep(0.2)
+    pub = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="pause-pub")
+    pub.connect(broker.host, broker.port)
+    pub.loop_start()
+    for i in range(5):
+        pub.publish("c/in", b"%d" % i, qos=1).wait_for_publish(5)
+    time.sleep(0.5)
+    assert handled == []  # held by the broker and TCP, not read
+    c.publish("c/out", b"p", qos=0)
+    wait_for(lambda: arrived == [b"p"], what="the publish written while reading is paused")
+    gate["take"] = True
+    wait_for(lambda: len(handled) == 5, what="the held messages")
+    assert handled == [0, 1, 2, 3, 4]
+    for client in (pub, sub):
+        client.loop_stop()
     assert c.stop() is True

@@ -69,6 +69,20 @@ def send(w, device, kind, msg, retained=False):
     w._handle(f"eb/{device}/{kind}", Retained(data) if retained else data, 0, 1, 0.0)
 
 
+def test_a_full_queue_stops_the_network_loop_reading_unless_oldest_readings_are_dropped():
+    w = worker(queue={"max_size": 2})
+    assert w.can_take()
+    for mid in (1, 2):
+        w.submit("eb/d1/reading", b"{}", mid, 1)
+    assert not w.can_take()  # block: the network loop pauses rather than block in submit
+    w.queue.get_nowait()
+    assert w.can_take()
+    dropping = worker(queue={"max_size": 2, "policy": "drop_oldest"})
+    for mid in (1, 2):
+        dropping.submit("eb/d1/reading", b"{}", mid, 1)
+    assert dropping.can_take()  # drop_oldest never waits
+
+
 # --- 1. internal errors are reported; a failing model is reset -------------------------------
 
 def test_a_model_that_raises_is_reset_reported_and_the_device_recovers(caplog):

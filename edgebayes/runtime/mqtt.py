@@ -70,6 +70,11 @@ class MqttClient:
         max_queued_out: bound of the outgoing queues.
         on_connected: called (network thread) after each successful connect, once the broker
             granted the subscriptions (the runtime is then ready to serve).
+        can_take: called (network thread) before each incoming packet is read; while it says
+            False the socket is not read (the broker and TCP hold the rest) and queued output
+            keeps going out. The runtime's worker says False while its queue is full: a
+            handler blocked on a full queue would also hold back the acknowledgements and
+            predictions waiting to be written.
 
     Raises:
         TypeError: ``on_message`` cannot take ``(topic, payload, mid, qos)``.
@@ -78,7 +83,8 @@ class MqttClient:
 
     def __init__(self, cfg: BrokerConfig, *, subscriptions: list[str], status_topic: str,
                  on_message: MessageHandler, receive_maximum: int = 65535,
-                 max_queued_out: int = 10000, on_connected: Callable[[], None] | None = None):
+                 max_queued_out: int = 10000, on_connected: Callable[[], None] | None = None,
+                 can_take: Callable[[], bool] = lambda: True):
         try:
             inspect.signature(on_message).bind("topic", b"", 0, 0)
         except TypeError:
@@ -89,6 +95,7 @@ class MqttClient:
         self.max_queued_out = max_queued_out
         self._handler = on_message
         self._on_connected = on_connected
+        self._can_take = can_take
         self.v5 = cfg.protocol == "mqttv5"
         self.connected = threading.Event()
         self.subscribed = threading.Event()  # set once the broker granted every subscription
@@ -198,11 +205,13 @@ class MqttClient:
         """One round: wait for the socket (or a wake-up), read, write what is queued, keepalive."""
         sock = c.socket()
         self._idle = True  # before want_write: a packet queued after this check wakes us
+        take = self._can_take()  # paused: the consumer's acknowledgements wake us
         pending = getattr(sock, "pending", None)  # TLS may hold decrypted bytes select cannot see
-        buffered = c.n_buffered() > 0 or (pending is not None and pending() > 0)
+        buffered = take and (c.n_buffered() > 0 or (pending is not None and pending() > 0))
         try:
-            readable, _, _ = select.select([sock, self._wake_r], [sock] if c.want_write() else [], [],
-                                           0.0 if buffered else 1.0)
+            readable, _, _ = select.select([sock, self._wake_r] if take else [self._wake_r],
+                                           [sock] if c.want_write() else [], [],
+                                           0.0 if buffered else 1.0 if take else 0.05)
         except (OSError, ValueError):  # the socket was closed under us
             readable = []
         self._idle = False
@@ -211,7 +220,7 @@ class MqttClient:
             self._wake_sent = False
         if sock in readable or buffered:
             c.loop_read()
-            while c.n_buffered() and c.socket() is not None:  # the rest of the chunk read
+            while c.n_buffered() and c.socket() is not None and self._can_take():  # the chunk's rest
                 c.loop_read()
         if c.socket() is not None and c.want_write():
             c.loop_write()  # non-blocking: what the socket cannot take stays queued

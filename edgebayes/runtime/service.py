@@ -47,6 +47,7 @@ class Runtime:
             status_topic=self.topics.status,
             on_message=self.worker.submit, receive_maximum=config.queue.max_size,
             max_queued_out=config.queue.max_size, on_connected=self._connected,
+            can_take=self.worker.can_take,
         )
         self.worker.client = self.client
         if router is not None:

@@ -101,7 +101,7 @@ class Worker:
             return
         item = (topic, payload, mid, qos, time.perf_counter())
         if not self._drop_oldest:
-            self.queue.put(item)  # full: blocks the network thread, the broker holds the rest
+            self.queue.put(item)  # full only past can_take (another feed): waits for the worker
             return
         while True:
             try:
@@ -114,6 +114,12 @@ class Worker:
                     continue
                 self.n_dropped += 1
                 self.client.ack(old[2], old[3])
+
+    def can_take(self) -> bool:
+        """Whether ``submit`` takes a message now without waiting (network thread). Under the
+        ``block`` policy a full queue says no, and the network loop stops reading until the
+        worker has taken one (the broker holds the rest)."""
+        return self._drop_oldest or not self.queue.full()
 
     # --- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
