@@ -12,10 +12,11 @@ from edgebayes.drift import ADWIN
 from edgebayes.ensemble import NaiveBayesCommittee, SRPClassifier
 from edgebayes.naive_bayes import GaussianNB
 from edgebayes.runtime.config import ConfigError, load_config, parse_config
-from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
+from edgebayes.runtime.memory import MemoryGuard, plan_memory, probe_bytes, rss_bytes
 from edgebayes.runtime.service import Runtime
 from edgebayes.streams import open_stream
 from edgebayes.tree import HoeffdingTreeClassifier
+from edgebayes.tree.hoeffding_tree import MIN_SIZE_BYTES
 from tests.runtime_client import FEATURES, Device, wait_for, write_config
 
 
@@ -153,8 +154,13 @@ def test_plan_without_budget_leaves_models_unbounded_and_admits_everyone():
 
 
 def test_a_budget_too_small_for_the_models_is_a_config_error_with_the_bytes():
-    with pytest.raises(ConfigError, match=r"gives 10000 bytes per device; model 'tree' gets \d+: max_size_bytes"):
-        plan_memory(config(100_000))
+    # one byte short of the smallest tree beside the NB (whose size is this platform's)
+    nb_bytes = probe_bytes(config(10**6).models[0], len(FEATURES))
+    per_device = nb_bytes + MIN_SIZE_BYTES - 1
+    with pytest.raises(ConfigError, match=rf"gives {per_device} bytes per device; model 'tree' gets "
+                                          rf"{MIN_SIZE_BYTES - 1}: max_size_bytes"):
+        plan_memory(config(10 * per_device))
+    plan_memory(config(10 * (per_device + 1)))  # and one byte more is enough
     with pytest.raises(ConfigError, match=r"the models without a share take nb \d+ bytes, leaving 0 for tree"):
         plan_memory(config(10_000))
 
