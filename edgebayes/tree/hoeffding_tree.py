@@ -610,14 +610,17 @@ class HoeffdingTreeClassifier(Learner):
         ``doNaiveBayesPrediction`` in log space, so nothing underflows: casebook C08).
 
         A Gaussian with zero variance or no weight, and a missing value, add nothing (as
-        River's leaves); a class with no weight at the leaf gets -inf.
+        River's leaves); a class with no weight at the leaf gets -inf. A nominal value adds
+        log P(value | class) with Laplace correction (MOA's NominalAttributeClassObserver),
+        nothing for a class the observer has not seen.
         """
         st, ccap, nfe = self._st, self._ccap, len(self._gnum) * N_FIELDS
         gnum = self._gnum
         log = math.log
         votes = []
         cc, cb = self._cc, node * ccap
-        for c in range(len(self.classes_)):
+        n_classes = len(self.classes_)
+        for c in range(n_classes):
             n_c = cc[cb + c]
             if n_c <= 0.0:
                 votes.append(-math.inf)
@@ -631,26 +634,23 @@ class HoeffdingTreeClassifier(Learner):
                     if d == d:
                         ll += st[k + LOGNORM] - d * d * iv
                 k += N_FIELDS
-            if self._gnom:
-                for j, g in enumerate(self._gnom):
-                    ll += self._nominal_log_likelihood(j, s, c, xl[g])
             votes.append(ll)
+        # nominal features outermost: the value's code is looked up once; each class still
+        # adds its terms in feature order, so every vote is the same sum as class by class
+        for j, g in enumerate(self._gnom):
+            v = xl[g]
+            if v != v:
+                continue
+            counts, vcap, vocab = self._nc[j], self._vcaps[j], self._vocab[j]
+            code, n_values = vocab.get(v, -1), len(vocab)
+            for c in range(n_classes):
+                if votes[c] == -math.inf:
+                    continue
+                b = (s * ccap + c) * vcap
+                total = sum(counts[b : b + vcap])
+                if total > 0.0:
+                    votes[c] += log(((counts[b + code] if code >= 0 else 0.0) + 1.0) / (total + n_values))
         return votes
-
-    def _nominal_log_likelihood(self, k: int, s: int, c: int, v: float) -> float:
-        """log P(value | class) with Laplace correction (MOA's NominalAttributeClassObserver);
-        0 for a missing value or a class the observer has not seen."""
-        if v != v:
-            return 0.0
-        vcap = self._vcaps[k]
-        b = (s * self._ccap + c) * vcap
-        row = self._nc[k][b : b + vcap]
-        total = sum(row)
-        if total <= 0.0:
-            return 0.0
-        code = self._vocab[k].get(v, -1)
-        count = row[code] if code >= 0 else 0.0
-        return math.log((count + 1.0) / (total + len(self._vocab[k])))
 
     def _attempt_split(self, node: int) -> None:
         """VFDT split attempt (MOA's ``attemptToSplit``, River's ``_attempt_to_split``):
