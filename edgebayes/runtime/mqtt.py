@@ -194,6 +194,8 @@ class MqttClient:
                     c.reconnect()
                 except OSError:
                     self._on_connect_fail(c, None)
+                except Exception:  # e.g. a TLS setting paho rejects: logged, retried with backoff
+                    self._callback_error("connect")
                 continue
             try:
                 self._serve(c)
