@@ -38,6 +38,7 @@ import logging
 import select
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -255,6 +256,19 @@ class MqttClient:
             return info
         self.n_publish_failed += 1
         return None
+
+    def wait_for_room(self, timeout_s: float) -> None:
+        """Wait (the worker, before each message) while half of ``max_queued_out`` packets or
+        more wait to be written and the broker is connected, at most ``timeout_s`` seconds:
+        the worker then runs at the pace the broker takes its output, its queue fills and the
+        network loop stops reading, instead of QoS 0 predictions being refused at the bound."""
+        out = self._client._out_packet  # paho 2.x's queue of packets to write (see publish)
+        if len(out) < self.max_queued_out // 2:
+            return
+        deadline = time.monotonic() + timeout_s
+        while len(out) >= self.max_queued_out // 2 and self.connected.is_set() and time.monotonic() < deadline:
+            self._wake()
+            time.sleep(0.001)
 
     def publish_and_wait(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False,
                          timeout_s: float = 5.0) -> bool:

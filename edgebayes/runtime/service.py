@@ -23,6 +23,11 @@ from edgebayes.runtime.worker import Worker
 
 log = logging.getLogger(__name__)
 
+#: Outgoing packets (predictions, acknowledgements, alerts) waiting to be written: the worker
+#: waits at half of it (``MqttClient.wait_for_room``), QoS 0 is refused beyond it. Not the input
+#: queue's size: a small ``[queue] max_size`` refused most predictions of a burst.
+MAX_QUEUED_OUT = 2000
+
 
 class Runtime:
     """The whole runtime for one config (see the module docstring).
@@ -46,7 +51,7 @@ class Runtime:
             config.broker, subscriptions=self.topics.subscriptions + self.source_filters,
             status_topic=self.topics.status,
             on_message=self.worker.submit, receive_maximum=config.queue.max_size,
-            max_queued_out=config.queue.max_size, on_connected=self._connected,
+            max_queued_out=MAX_QUEUED_OUT, on_connected=self._connected,
             can_take=self.worker.can_take,
         )
         self.worker.client = self.client
@@ -72,5 +77,5 @@ class Runtime:
         """Clean shutdown; True when ``offline`` was acknowledged by the broker."""
         self.worker.stop(timeout_s)
         if self.worker.is_alive():
-            log.error("the worker did not drain its queue within %.0f s", timeout_s)
+            log.error("the worker did not stop within %.0f s: no final checkpoint", timeout_s)
         return self.client.stop()
