@@ -7,6 +7,7 @@ import logging
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import msgpack
@@ -39,6 +40,9 @@ class Recorder:
 
     def ack(self, mid, qos):
         pass
+
+    def wait_for_room(self, timeout_s):
+        pass  # nothing waits to be written
 
     def on(self, kind):
         return [p for t, p in self.published if t.endswith("/" + kind)]
@@ -81,6 +85,31 @@ def test_a_full_queue_stops_the_network_loop_reading_unless_oldest_readings_are_
     for mid in (1, 2):
         dropping.submit("eb/d1/reading", b"{}", mid, 1)
     assert dropping.can_take()  # drop_oldest never waits
+
+
+def test_stop_with_a_long_backlog_checkpoints_in_time_and_leaves_the_rest_unacknowledged(tmp_path):
+    """A slow model with a full queue used to spend the whole stop timeout draining it, and the
+    process exited without its final checkpoint. The worker now drains for half the timeout."""
+    w = worker(store=CheckpointStore(tmp_path / "ck", FEATURES))
+    acked = []
+    w.client.ack = lambda mid, qos: acked.append(mid)
+    handle = w._handle
+
+    def slow_handle(*item):
+        time.sleep(0.05)
+        handle(*item)
+
+    w._handle = slow_handle
+    for i in range(100):
+        msg = json.dumps({"seq": i, "x": [float(i % 3)] * len(FEATURES), "y": i % 2}).encode()
+        w.submit("eb/d1/reading", msg, i + 1, 1)
+    w.start()
+    t0 = time.monotonic()
+    w.stop(timeout_s=1.0)
+    assert not w.is_alive() and time.monotonic() - t0 < 1.0
+    assert (tmp_path / "ck" / "d1.ckpt").exists()
+    assert 0 < len(acked) < 100 and w.queue.qsize() == 100 - len(acked)  # the rest: redelivered
+    assert acked == list(range(1, len(acked) + 1))
 
 
 # --- 1. internal errors are reported; a failing model is reset -------------------------------

@@ -1,7 +1,8 @@
 """``edgebayes run --config FILE [--broker HOST:PORT] [--checkpoint-dir DIR] [--log-level LEVEL]``.
 
-Runs until SIGTERM or SIGINT, then stops taking readings, drains the queue, checkpoints,
-publishes ``offline`` and exits 0. Exit 2 for a bad config (every problem on stderr, including
+Runs until SIGTERM or SIGINT, then stops taking readings, processes what is queued for up to
+5 s (the rest stays unacknowledged and the broker delivers it again to the next session),
+checkpoints, publishes ``offline`` and exits 0. Exit 2 for a bad config (every problem on stderr, including
 a ``[memory] model_budget_bytes`` too small for the models), 1 when the worker thread died or
 stopped at ``[memory] rss_limit_mb`` after checkpointing (a service manager restarts the runtime).
 """
@@ -54,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
             log.critical("the worker thread died; exiting")
             runtime.client.stop()
             return 1
-    log.info("stopping: draining the queue, checkpointing")
+    log.info("stopping: processing what is queued (up to 5 s), checkpointing")
     notifier.stopping()
     runtime.stop()
     log.info("stopped")

@@ -80,6 +80,7 @@ class Worker:
         self._last_error: dict[str, float] = {}
         self._suppressed: Counter = Counter()
         self._closed = False
+        self._drain_until = float("inf")  # set by stop
         self._thread = threading.Thread(target=self._run, name="edgebayes-worker", daemon=True)
         # counters (docs/protocol.md "Metrics")
         self.errors: Counter = Counter()  # error kind -> count
@@ -129,13 +130,18 @@ class Worker:
         return self._thread.is_alive()
 
     def stop(self, timeout_s: float | None = None) -> None:
-        """Take no more messages, process what is queued, checkpoint every device, return."""
+        """Take no more messages, process what is queued for at most half of ``timeout_s``
+        (None: all of it), checkpoint every device, return. What is still queued then stays
+        unacknowledged: the broker delivers it again to the next session (a slow model with a
+        full queue took longer than the whole timeout, and the checkpoint was never written)."""
+        if timeout_s is not None:
+            self._drain_until = time.monotonic() + timeout_s / 2
         self._closed = True
         self._thread.join(timeout_s)
 
     def _run(self) -> None:
         get, Empty = self.queue.get, queue.Empty
-        while True:
+        while not (self._closed and time.monotonic() >= self._drain_until):
             try:
                 item = get(timeout=TICK_S)
             except Empty:
@@ -143,9 +149,13 @@ class Worker:
                     break
                 item = None
             if item is not None:
+                self.client.wait_for_room(1.0)
                 self._handle(*item)
             if time.monotonic() >= self._next_tick:
                 self._tick()
+        if not self.queue.empty():
+            log.warning("stopping with %d messages queued and not processed: the broker delivers "
+                        "them again to the next session", self.queue.qsize())
         self.checkpoint(all_devices=True)
 
     # --- messages -------------------------------------------------------------------------
