@@ -224,6 +224,8 @@ class MqttClient:
         if sock in readable or buffered:
             c.loop_read()
             while c.n_buffered() and c.socket() is not None and self._can_take():  # the chunk's rest
+                if c.want_write():  # what the worker made meanwhile: one send a packet either way
+                    c.loop_write()
                 c.loop_read()
         if c.socket() is not None and c.want_write():
             c.loop_write()  # non-blocking: what the socket cannot take stays queued
