@@ -159,7 +159,7 @@ def test_a_publish_from_another_thread_wakes_the_sleeping_network_thread(broker)
         t0 = time.monotonic()
         n = len(arrived)
         assert c.publish("c/out", b"p", qos=0) is not None
-        wait_for(lambda: len(arrived) > n, what="the publish arriving")
+        wait_for(lambda n=n: len(arrived) > n, what="the publish arriving")
         delays.append(arrived[-1] - t0)
     assert max(delays) < 0.3, delays
     sub.loop_stop()

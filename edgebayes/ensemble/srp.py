@@ -193,7 +193,8 @@ class SRPClassifier(Learner):
             ``max_size_bytes``: members `MEMBER_FRACTION` of the rest, background learners
             what is left (for 1 MB and 10 members: 68.9 kB per member, 23.0 kB per background
             learner, raised to a member's share when it is swapped in). The base learner must
-            therefore take ``max_size_bytes`` and read it at each allocation (our tree does). The reserve assumes at most ~100 labels.
+            therefore take ``max_size_bytes`` and read it at each allocation (our tree does).
+            The reserve assumes at most ~100 labels.
         seed: int >= 0 or None (fresh entropy, fixed at construction). Subspaces, Poisson
             weights and members' seeds come from it; the same seed and stream give the same
             model and predictions.

@@ -2,9 +2,10 @@
 
 Runs until SIGTERM or SIGINT, then stops taking readings, processes what is queued for up to
 5 s (the rest stays unacknowledged and the broker delivers it again to the next session),
-checkpoints, publishes ``offline`` and exits 0. Exit 2 for a bad config (every problem on stderr, including
-a ``[memory] model_budget_bytes`` too small for the models), 1 when the worker thread died or
-stopped at ``[memory] rss_limit_mb`` after checkpointing (a service manager restarts the runtime).
+checkpoints, publishes ``offline`` and exits 0. Exit 2 for a bad config (every problem on
+stderr, including a ``[memory] model_budget_bytes`` too small for the models), 1 when the
+worker thread died or stopped at ``[memory] rss_limit_mb`` after checkpointing (a service
+manager restarts the runtime).
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@
   session off), a fixed client id, QoS 1 subscriptions renewed in every ``on_connect``.
 - Manual acknowledgement: a message is acknowledged by ``ack`` once the consumer is done with
   it, so a message still queued when the process dies is delivered again. The MQTT 5 Receive
-  Maximum is set to the consumer's queue size, so the broker never has more unacknowledged
-  messages in flight than the queue can hold.
+  Maximum is set to the consumer's queue size, so the broker should never have more
+  unacknowledged messages in flight than the queue can hold (Mosquitto was seen sending a few
+  more: ``can_take`` pauses reading then).
 - The network thread is ours, driving paho's external-loop API (``loop_read``/``loop_write``/
   ``loop_misc`` around one ``select``). With ``loop_start`` every ``publish`` and ``ack`` from
   the worker wrote a byte to paho's wake-up socket pair, and each of those syscalls handed the
@@ -17,10 +18,10 @@
   (one byte on our own socket pair) just when that thread is asleep in ``select``, so a burst
   of readings costs one wake-up, not two per reading. Reads are buffered (``_BufferedClient``):
   paho asks the socket for each packet's command byte, each length byte and the body apart.
-- Reconnects with exponential backoff (``reconnect_min_s`` doubling up to
-  ``reconnect_max_s``, back to the minimum after a connect); each failed attempt is logged with the broker's address (WARNING for
-  the first three in a row, then INFO). Status ``online`` retained on connect; ``offline`` retained as the last
-  will and on ``stop``.
+- Reconnects with exponential backoff (``reconnect_min_s`` doubling up to ``reconnect_max_s``,
+  back to the minimum after a connect); each failed attempt is logged with the broker's
+  address (WARNING for the first three in a row, then INFO). Status ``online`` retained on
+  connect; ``offline`` retained as the last will and on ``stop``.
 - Every callback catches and logs its exceptions with traceback at ERROR and counts them
   (casebook C31): one bad message never kills the network thread, and is never silent.
 - Disconnect reason codes are logged with their MQTT 5 names (casebook C35).
@@ -268,7 +269,8 @@ class MqttClient:
         if len(out) < self.max_queued_out // 2:
             return
         deadline = time.monotonic() + timeout_s
-        while len(out) >= self.max_queued_out // 2 and self.connected.is_set() and time.monotonic() < deadline:
+        high = self.max_queued_out // 2
+        while len(out) >= high and self.connected.is_set() and time.monotonic() < deadline:
             self._wake()
             time.sleep(0.001)
 
