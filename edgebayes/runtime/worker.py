@@ -1,7 +1,9 @@
 """The worker: the one thread that owns every model, pending label and counter.
 
-The MQTT network thread only calls ``submit`` (enqueue, never blocks on model work except under
-the ``block`` policy when the queue is full). The worker takes messages in arrival order,
+The MQTT network thread only calls ``submit`` (enqueue; under the ``block`` policy it stops
+reading while ``can_take`` says the queue is full, so it never waits on model work). The worker
+waits for the network thread when too much output is queued (``wait_for_room``), so both run at
+the broker's pace. The worker takes messages in arrival order,
 validates them (``protocol.Parser``), predicts, publishes, learns, raises drift alerts, then
 acknowledges the message to the broker. Readings and labels the broker sent as retained are
 stale and skipped (kind ``retained``). Any other exception while processing a message is
