@@ -11,7 +11,7 @@ import pytest
 
 from edgebayes.codec import decode, encode
 from edgebayes.tree import HoeffdingTreeClassifier
-from edgebayes.tree.criterion import entropy, hoeffding_bound, info_gain
+from edgebayes.tree.criterion import entropy, hoeffding_bound, info_gain, merit_range
 from edgebayes.tree.hoeffding_tree import MIN_SIZE_BYTES, REBALANCE_PERIOD
 from edgebayes.tree.observers import normalize_votes, softmax_log
 
@@ -46,6 +46,58 @@ def test_entropy_and_info_gain_by_hand():
     assert info_gain([4, 4], [[[2, 2], [2, 2]]])[0] == pytest.approx(0.0)
     # a branch under 1 % of the weight makes the candidate worthless (MOA's minBranchFrac)
     assert info_gain([1000, 1000], [[[1000, 1000], [0, 1]]])[0] == -math.inf
+
+
+def test_merit_range_counts_every_class_of_the_leaf_vector():
+    # MOA's getRangeOfMerit: the length of the class distribution, zero weights included
+    assert merit_range([5.0, 0.0, 0.0, 0.0]) == 2.0
+    assert merit_range([5.0, 3.0, 0.0]) == pytest.approx(math.log2(3))
+    assert merit_range([7.0]) == 1.0  # at least two classes
+
+
+# ---------------------------------------------------------------- naive Bayes leaves
+
+
+def test_nb_leaf_point_mass_rules_its_class_out_away_from_its_value():
+    tree = HoeffdingTreeClassifier(grace_period=1000, leaf_prediction="nb")
+    tree.learn_one([1.0], "a", 3.0)  # one value: zero variance
+    for f0 in (0.0, 2.0, 4.0):
+        tree.learn_one([f0], "b")
+    assert tree.predict_proba_one([1.5]) == {"a": 0.0, "b": 1.0}
+    at = tree.predict_proba_one([1.0])  # density 1 at the point itself (MOA's estimator)
+    assert at["a"] > 0.0 and at["b"] > 0.0
+
+
+def test_nb_leaf_class_without_values_on_an_observed_feature_is_ruled_out():
+    tree = HoeffdingTreeClassifier(grace_period=1000, leaf_prediction="nb")
+    for f0, f1 in ((0.1, 1.0), (0.2, 2.0), (0.3, 3.0)):
+        tree.learn_one([f0, f1], "a")
+    for f1 in (1.5, 2.5):
+        tree.learn_one([math.nan, f1], "b")  # "b" never has a value for feature 0
+    assert tree.predict_proba_one([0.2, 2.0])["b"] == 0.0
+    both = tree.predict_proba_one([math.nan, 2.0])  # a missing value rules nothing out
+    assert both["a"] > 0.0 and both["b"] > 0.0
+
+
+def test_predicting_before_learning_leaves_the_learning_unchanged():
+    # learn_one reuses the naive Bayes votes of a prediction on the same x (nba scoring);
+    # the trees must end identical, also when the caller changes its list in between
+    rng = np.random.default_rng(5)
+    plain = HoeffdingTreeClassifier(grace_period=30, delta=0.05, nominal_attributes=[2])
+    tested = HoeffdingTreeClassifier(grace_period=30, delta=0.05, nominal_attributes=[2])
+    for i in range(1500):
+        x = [rng.normal(), rng.normal(), float(rng.integers(4 + (i > 900)))]  # a new value late
+        y = int(x[0] + 0.5 * x[1] > 0) + (i > 800) * int(x[2])  # classes appear mid-stream
+        w = float(rng.poisson(3))
+        tested.predict_proba_one(x)
+        if i % 7 == 0:
+            x[1] = -x[1]  # the same list object, other values: the memo must not be used
+        elif i % 11 == 0:
+            tested.predict_proba_one([0.0, 0.0, 1.0])  # another x in between
+        tested.learn_one(x, y, w)
+        plain.learn_one(list(x), y, w)
+    assert encode(plain.state()) == encode(tested.state())
+    assert tested.n_nodes > 3
 
 
 # ---------------------------------------------------------------- splits

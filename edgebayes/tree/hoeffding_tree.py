@@ -131,6 +131,9 @@ class HoeffdingTreeClassifier(Learner):
         self._vcaps = []
         self._n_free = 0
         self._n_learned = 0
+        # (x, leaf, naive Bayes log-votes) of the latest prediction: a learn_one on the same x
+        # (SRP's test then train) scores the leaf's nba with them instead of recomputing
+        self._memo = None
         self._ni = array("i")
         self._nf = array("d")
         self._cc = array("d")
@@ -231,6 +234,9 @@ class HoeffdingTreeClassifier(Learner):
         for p in (self.features, self.nominal_attributes):
             if p is not None:
                 total += size(p) + sum(size(i) for i in p)
+        if self.n_features_in_ is not None:  # room for the memo, held or not
+            n = len(self.classes_)
+            total += size((0, 0, 0)) + size([0.0] * self.n_features_in_) + size([0.0] * n) + n * size(0.0)
         return total
 
     def _array_bytes(self, node_cap, slot_cap, ccap, vcaps) -> int:
@@ -266,6 +272,7 @@ class HoeffdingTreeClassifier(Learner):
     def _rebuild(self, node_cap, slot_cap, ccap, vcaps, keep) -> None:
         """Re-lay every array at new capacities; ``keep`` lists the old slots that survive,
         new slot i holding old slot keep[i]; leaves of the other slots become inactive."""
+        self._memo = None
         n, old_c, n_num = self._n_nodes, self._ccap, len(self._gnum)
         ints = np.zeros((node_cap, _NI), np.intc)
         ints[:n] = self._ints()
@@ -436,6 +443,7 @@ class HoeffdingTreeClassifier(Learner):
         """Index of a new label, re-laying class-indexed arrays; -1 if the budget is full."""
         self.classes_.append(y)
         self._cidx[y] = c = len(self.classes_) - 1
+        self._memo = None
         if c < self._ccap:
             return c
         new_nodes = self._node_cap or 1
@@ -461,6 +469,7 @@ class HoeffdingTreeClassifier(Learner):
         if code is not None:
             return code
         voc[v] = code = len(voc)
+        self._memo = None  # a new value changes every class's Laplace term
         if code < self._vcaps[k]:
             return code
         for vcap in (2 * self._vcaps[k] or 1, code + 1):
@@ -507,6 +516,7 @@ class HoeffdingTreeClassifier(Learner):
     def _learn(self, xl: list, c: int, w: float) -> None:
         # nominal codes first: a new value may re-lay the arrays
         codes = [self._code(k, xl[g]) if xl[g] == xl[g] else -1 for k, g in enumerate(self._gnom)]
+        memo, self._memo = self._memo, None
         ni, nf = self._ni, self._nf
         node = 0
         while True:  # iterative routing: no recursion however deep (casebook C20)
@@ -531,7 +541,7 @@ class HoeffdingTreeClassifier(Learner):
         s = ni[b + _SLOT]
         if s >= 0:
             if self.leaf_prediction == "nba":
-                self._score_leaf(node, s, xl, c, w)
+                self._score_leaf(node, s, xl, c, w, memo)
             self._observe(s, xl, c, w, codes)
         self._cc[node * ccap + c] += w
         self._n_learned += 1
@@ -593,12 +603,20 @@ class HoeffdingTreeClassifier(Learner):
             if code >= 0:
                 self._nc[k][(s * self._ccap + c) * self._vcaps[k] + code] += w
 
-    def _score_leaf(self, node: int, s: int, xl: list, c: int, w: float) -> None:
-        """nba bookkeeping before learning: credit mc and nb with the weight they got right."""
+    def _score_leaf(self, node: int, s: int, xl: list, c: int, w: float, memo=None) -> None:
+        """nba bookkeeping before learning: credit mc and nb with the weight they got right.
+
+        A prediction is MOA's ``maxIndex`` of the votes: the first maximum, the first class
+        when every vote is zero (an empty leaf; naive Bayes with every density zero).
+        """
         fb = node * _NF
         if _argmax(self._class_row(node)) == c:
             self._nf[fb + _MCOK] += w
-        if _argmax(self._nb_log_votes(node, s, xl)) == c:
+        if memo is not None and memo[1] == node and memo[0] == xl:
+            votes = memo[2]
+        else:
+            votes = self._nb_log_votes(node, s, xl)
+        if max(_argmax(votes), 0) == c:
             self._nf[fb + _NBOK] += w
 
     def _class_row(self, node: int) -> list:
@@ -609,10 +627,18 @@ class HoeffdingTreeClassifier(Learner):
         """Unnormalised naive Bayes log-votes per class at a leaf (MOA's
         ``doNaiveBayesPrediction`` in log space, so nothing underflows: casebook C08).
 
-        A Gaussian with zero variance or no weight, and a missing value, add nothing (as
-        River's leaves); a class with no weight at the leaf gets -inf. A nominal value adds
+        Densities are MOA's ``GaussianEstimator.probabilityDensity``: a class whose Gaussian
+        has zero variance (one distinct value so far) is a point mass, density 1 at its value
+        and 0 elsewhere; a class the leaf has not observed on a feature that other classes
+        have values for has density 0 there. A zero density gives -inf, as does a class with
+        no weight at the leaf. A missing value adds nothing. A nominal value adds
         log P(value | class) with Laplace correction (MOA's NominalAttributeClassObserver),
         nothing for a class the observer has not seen.
+
+        These zeros matter through the nba choice: MOA's young leaves, whose naive Bayes rules
+        out most classes, keep predicting the majority class until naive Bayes has earned the
+        lead, and a member of an SRP ensemble starts with a low error after training that then
+        rises, which its drift detectors see (bench/srp.py on RBF_M and RBF_F).
         """
         st, ccap, nfe = self._st, self._ccap, len(self._gnum) * N_FIELDS
         gnum = self._gnum
@@ -620,6 +646,7 @@ class HoeffdingTreeClassifier(Learner):
         votes = []
         cc, cb = self._cc, node * ccap
         n_classes = len(self.classes_)
+        observed = None  # per numeric feature: has any class a value for it at this leaf?
         for c in range(n_classes):
             n_c = cc[cb + c]
             if n_c <= 0.0:
@@ -627,12 +654,23 @@ class HoeffdingTreeClassifier(Learner):
                 continue
             ll = log(n_c)
             k = (s * ccap + c) * nfe
-            for g in gnum:
+            for j, g in enumerate(gnum):
                 iv = st[k + INV2VAR]
+                d = xl[g] - st[k + 1]
                 if iv:
-                    d = xl[g] - st[k + 1]
                     if d == d:
                         ll += st[k + LOGNORM] - d * d * iv
+                elif d == d:
+                    if st[k] > 0.0:
+                        if d:  # a point mass elsewhere
+                            ll = -math.inf
+                            break
+                    else:
+                        if observed is None:
+                            observed = self._observed_features(s)
+                        if observed[j]:
+                            ll = -math.inf
+                            break
                 k += N_FIELDS
             votes.append(ll)
         # nominal features outermost: the value's code is looked up once; each class still
@@ -651,6 +689,11 @@ class HoeffdingTreeClassifier(Learner):
                 if total > 0.0:
                     votes[c] += log(((counts[b + code] if code >= 0 else 0.0) + 1.0) / (total + n_values))
         return votes
+
+    def _observed_features(self, s: int) -> list:
+        """Per numeric feature, whether slot ``s`` holds weight for it in any class."""
+        block = storage.view(self._st, (self._slot_cap, self._ccap, len(self._gnum), N_FIELDS))
+        return (block[s, : len(self.classes_), :, W] > 0.0).any(axis=0).tolist()
 
     def _attempt_split(self, node: int) -> None:
         """VFDT split attempt (MOA's ``attemptToSplit``, River's ``_attempt_to_split``):
@@ -788,7 +831,10 @@ class HoeffdingTreeClassifier(Learner):
             and nf[fb + _NW] >= self.nb_threshold
             and not (self.leaf_prediction == "nba" and nf[fb + _MCOK] > nf[fb + _NBOK])
         ):
-            proba = softmax_log(self._nb_log_votes(node, s, xl))
+            votes = self._nb_log_votes(node, s, xl)
+            if self.leaf_prediction == "nba":
+                self._memo = (list(xl), node, votes)  # a copy: the caller may reuse its list
+            proba = softmax_log(votes)
             if proba is not None:
                 return proba
         total = sum(counts)
