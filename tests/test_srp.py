@@ -389,6 +389,42 @@ def test_each_warning_starts_a_fresh_background_learner():
     assert first.n_samples_seen_ == 1 and second.n_samples_seen_ == 0
 
 
+class _Scripted(_AlwaysWarns):
+    """A detector that signals on the given inputs (1-based counts since construction)."""
+
+    def __init__(self, fire_at):
+        self.fire_at, self.n = tuple(fire_at), 0
+
+    def update(self, x):
+        self.n += 1
+        return self.n in self.fire_at
+
+    def clone(self):
+        return _Scripted(self.fire_at)
+
+
+def test_promoted_learner_trains_twice_and_a_drift_before_the_next_warning_keeps_it():
+    # MOA keeps the swapped-in background learner as the member's background reference: it is
+    # trained twice per sample, and a drift "swaps in" that reference, the member itself,
+    # restarting only its accuracy; the next warning ends both
+    srp = SRPClassifier(model=GaussianNB(), n_models=1, training_method="subspaces", seed=0,
+                        warning_detector=_Scripted([3, 10]), drift_detector=_Scripted([5, 8]))
+    X, y = _blobs(12, seed=1)
+    seen = []
+    for i in range(12):
+        srp.learn_one(X[i], y[i])
+        m = srp._members[0]
+        seen.append((m.learner, m.learner.n_samples_seen_, getattr(m, "promoted", False),
+                     srp.member_accuracies[0], m.bkg))
+    assert (srp.n_warnings, srp.n_drifts) == (2, 2)
+    promoted = seen[2][4]  # the warning at 3 started it; the drift at 5 swapped it in
+    assert promoted is not None and seen[4][0] is promoted and seen[3][0] is not promoted
+    assert [s[1] for s in seen[4:8]] == [2, 4, 6, 8]  # learned 4 and 5, then twice per sample
+    assert all(s[0] is promoted and s[2] for s in seen[4:9])  # the drift at 8 kept it
+    assert seen[7][3] is None  # ... and restarted its accuracy
+    assert not seen[9][2] and seen[11][1] - seen[10][1] == 1  # the warning at 10 ended it
+
+
 def test_abrupt_change_warns_grows_background_learners_and_replaces_members():
     X, y = _flip_stream(2000, 2000, seed=3)
     srp = SRPClassifier(model=GaussianNB(), n_models=5, seed=3)
@@ -475,6 +511,29 @@ def test_state_round_trip_mid_warning_continues_identically():
         assert restored.last_events == srp.last_events
     assert encode(restored.state()) == encode(srp.state())
     assert (restored.n_warnings, restored.n_drifts) == (srp.n_warnings, srp.n_drifts)
+
+
+def test_state_keeps_the_promoted_flag_and_older_states_load_without_it():
+    X, y = _flip_stream(1500, 1500, seed=4)
+    srp = SRPClassifier(model=GaussianNB(), n_models=5, seed=4)
+    i = 0
+    while not any(m.promoted for m in srp._members):
+        srp.learn_one(X[i], y[i])
+        i += 1
+    state = decode(encode(srp.state()))
+    restored = learner_from_state(state)
+    assert [m.promoted for m in restored._members] == [m.promoted for m in srp._members]
+    for xi, yi in zip(X[i:i + 300], y[i:i + 300]):
+        srp.learn_one(xi, yi)
+        restored.learn_one(xi, yi)
+    assert encode(restored.state()) == encode(srp.state())
+    for m in state["members"]:
+        del m["promoted"]  # a checkpoint written before the flag existed
+    assert not any(m.promoted for m in learner_from_state(state)._members)
+    bad = decode(encode(srp.state()))
+    bad["members"][0].update(promoted=True, bkg=bad["members"][0]["learner"], bkg_features=None)
+    with pytest.raises(ValueError, match="promoted"):
+        learner_from_state(bad)
 
 
 def test_state_rejects_other_kinds():
