@@ -234,9 +234,9 @@ class HoeffdingTreeClassifier(Learner):
         for p in (self.features, self.nominal_attributes):
             if p is not None:
                 total += size(p) + sum(size(i) for i in p)
-        if self.n_features_in_ is not None:  # room for the memo, held or not
-            n = len(self.classes_)
-            total += size((0, 0, 0)) + size([0.0] * self.n_features_in_) + size([0.0] * n) + n * size(0.0)
+        if self.n_features_in_ is not None:  # room for the memo, held or not: x's copy and votes
+            n, d = len(self.classes_), self.n_features_in_
+            total += size((0, 0, 0)) + size([0.0] * d) + size([0.0] * n) + (d + n) * size(0.0)
         return total
 
     def _array_bytes(self, node_cap, slot_cap, ccap, vcaps) -> int:
