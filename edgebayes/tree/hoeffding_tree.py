@@ -660,17 +660,16 @@ class HoeffdingTreeClassifier(Learner):
                 if iv:
                     if d == d:
                         ll += st[k + LOGNORM] - d * d * iv
-                elif d == d:
+                elif d == d:  # no variance: a point mass, or no value of this class here
                     if st[k] > 0.0:
-                        if d:  # a point mass elsewhere
-                            ll = -math.inf
-                            break
+                        zero = d != 0.0
                     else:
                         if observed is None:
                             observed = self._observed_features(s)
-                        if observed[j]:
-                            ll = -math.inf
-                            break
+                        zero = observed[j]
+                    if zero:
+                        ll = -math.inf
+                        break
                 k += N_FIELDS
             votes.append(ll)
         # nominal features outermost: the value's code is looked up once; each class still
