@@ -655,21 +655,21 @@ class HoeffdingTreeClassifier(Learner):
             ll = log(n_c)
             k = (s * ccap + c) * nfe
             for j, g in enumerate(gnum):
-                iv = st[k + INV2VAR]
                 d = xl[g] - st[k + 1]
-                if iv:
-                    if d == d:
+                if d == d:  # a missing value adds nothing
+                    iv = st[k + INV2VAR]
+                    if iv:
                         ll += st[k + LOGNORM] - d * d * iv
-                elif d == d:  # no variance: a point mass, or no value of this class here
-                    if st[k] > 0.0:
-                        zero = d != 0.0
-                    else:
-                        if observed is None:
-                            observed = self._observed_features(s)
-                        zero = observed[j]
-                    if zero:
-                        ll = -math.inf
-                        break
+                    else:  # no variance: a point mass, or no value of this class here
+                        if st[k] > 0.0:
+                            zero = d != 0.0
+                        else:
+                            if observed is None:
+                                observed = self._observed_features(s)
+                            zero = observed[j]
+                        if zero:
+                            ll = -math.inf
+                            break
                 k += N_FIELDS
             votes.append(ll)
         # nominal features outermost: the value's code is looked up once; each class still
