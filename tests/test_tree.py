@@ -100,6 +100,24 @@ def test_predicting_before_learning_leaves_the_learning_unchanged():
     assert tested.n_nodes > 3
 
 
+def test_predicting_after_learning_gives_the_votes_of_a_fresh_tree():
+    # after learning x the tree keeps x's votes with only the learned class's vote recomputed;
+    # a copy rebuilt from the state (no kept votes) must predict the same floats
+    rng = np.random.default_rng(6)
+    tree = HoeffdingTreeClassifier(grace_period=40, delta=0.05, nominal_attributes=[2])
+    reused = 0
+    for i in range(1200):
+        x = [rng.normal(), rng.normal() if i % 13 else math.nan, float(rng.integers(3 + (i > 700)))]
+        y = int(x[0] > 0) + (i > 500) * int(x[2] == 1.0)  # a class appears mid-stream
+        w = float(rng.poisson(3)) + (0.25 if i % 5 == 0 else 0.0)
+        tree.predict_proba_one(x)
+        for _ in range(1 + (i % 3 == 0)):  # sometimes learned twice in a row (SRP's promoted member)
+            tree.learn_one(x, y, w)
+            reused += tree._memo is not None
+            fresh = HoeffdingTreeClassifier.from_state(tree.state())
+            assert tree.predict_proba_one(x) == fresh.predict_proba_one(x), i
+    assert tree.n_nodes > 3 and reused > 600
+
 # ---------------------------------------------------------------- splits
 
 

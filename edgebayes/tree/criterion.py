@@ -67,10 +67,9 @@ def info_gain(pre, branches) -> np.ndarray:
     branches = np.asarray(branches, dtype=np.float64)
     wb = branches.sum(axis=-1)  # (..., n_branches)
     w = wb.sum(axis=-1)  # (...)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(branches > 0.0, branches * np.log2(np.where(branches > 0.0, branches, 1.0)), 0.0)
-        hb = np.where(wb > 0.0, np.log2(np.where(wb > 0.0, wb, 1.0)) - plogp.sum(axis=-1) / np.where(wb > 0.0, wb, 1.0), 0.0)
-        post = np.where(w > 0.0, (wb * hb).sum(axis=-1) / np.where(w > 0.0, w, 1.0), 0.0)
-        big = (wb > MIN_BRANCH_FRACTION * w[..., None]).sum(axis=-1)
-    merit = entropy(pre) - post
-    return np.where(big >= 2, merit, -np.inf)
+    b1 = np.where(branches > 0.0, branches, 1.0)  # log2(1) = 0: empty cells add nothing
+    wb1 = np.where(wb > 0.0, wb, 1.0)
+    hb = np.log2(wb1) - (b1 * np.log2(b1)).sum(axis=-1) / wb1
+    post = (wb * hb).sum(axis=-1) / np.where(w > 0.0, w, 1.0)
+    big = (wb > MIN_BRANCH_FRACTION * w[..., None]).sum(axis=-1)
+    return np.where(big >= 2, entropy(pre) - post, -np.inf)

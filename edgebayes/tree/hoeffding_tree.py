@@ -32,7 +32,7 @@ from edgebayes.tree.observers import (
     MIN,
     N_FIELDS,
     W,
-    nominal_split,
+    nominal_splits,
     numeric_splits,
     softmax_log,
 )
@@ -539,9 +539,12 @@ class HoeffdingTreeClassifier(Learner):
                 node = self._branch(b, v)
         ccap = self._ccap
         s = ni[b + _SLOT]
+        votes = None
         if s >= 0:
             if self.leaf_prediction == "nba":
-                self._score_leaf(node, s, xl, c, w, memo)
+                votes = self._score_leaf(node, s, xl, c, w, memo)
+                if not self._holds_values(s, c, xl):
+                    votes = None  # c's first value of a feature here rules other classes out
             self._observe(s, xl, c, w, codes)
         self._cc[node * ccap + c] += w
         self._n_learned += 1
@@ -552,11 +555,16 @@ class HoeffdingTreeClassifier(Learner):
             since = nf[k] + w
             if since >= self.grace_period:
                 nf[k] = 0.0
+                votes = None
                 self._attempt_split(node)
             else:
                 nf[k] = since
         if self.max_size_bytes is not None and self._n_learned % REBALANCE_PERIOD == 0:
+            votes = None
             self._rebalance()
+        if votes is not None:  # only class c's vote changed: a prediction on this x reuses the rest
+            x_copy = memo[0] if memo is not None and memo[0] == xl else list(xl)
+            self._memo = (x_copy, node, self._nb_log_votes(node, s, xl, votes, c))
 
     def _branch(self, b: int, v: float) -> int:
         """The child of split node record ``b`` that value ``v`` goes to."""
@@ -618,14 +626,29 @@ class HoeffdingTreeClassifier(Learner):
             votes = self._nb_log_votes(node, s, xl)
         if max(_argmax(votes), 0) == c:
             self._nf[fb + _NBOK] += w
+        return votes
+
+    def _holds_values(self, s: int, c: int, xl: list) -> bool:
+        """Whether class ``c`` at slot ``s`` has weight on every numeric feature ``xl`` has a
+        value for: then learning ``xl`` changes no other class's naive Bayes vote."""
+        st = self._st
+        k = (s * self._ccap + c) * len(self._gnum) * N_FIELDS
+        for g in self._gnum:
+            if st[k] <= 0.0 and xl[g] == xl[g]:
+                return False
+            k += N_FIELDS
+        return True
 
     def _class_row(self, node: int) -> list:
         b = node * self._ccap
         return self._cc[b : b + len(self.classes_)].tolist()
 
-    def _nb_log_votes(self, node: int, s: int, xl: list) -> list:
+    def _nb_log_votes(self, node: int, s: int, xl: list, prev: list | None = None, only: int = -1) -> list:
         """Unnormalised naive Bayes log-votes per class at a leaf (MOA's
         ``doNaiveBayesPrediction`` in log space, so nothing underflows: casebook C08).
+
+        With ``prev`` (the votes before class ``only`` learned ``xl`` here), only that class's
+        vote is recomputed: the same arithmetic, so the same floats as a full recomputation.
 
         Densities are MOA's ``GaussianEstimator.probabilityDensity``: a class whose Gaussian
         has zero variance (one distinct value so far) is a point mass, density 1 at its value
@@ -643,14 +666,17 @@ class HoeffdingTreeClassifier(Learner):
         st, ccap, nfe = self._st, self._ccap, len(self._gnum) * N_FIELDS
         gnum = self._gnum
         log = math.log
-        votes = []
         cc, cb = self._cc, node * ccap
         n_classes = len(self.classes_)
+        if prev is None:
+            votes, classes = [-math.inf] * n_classes, range(n_classes)
+        else:
+            votes, classes = list(prev), (only,)
         observed = None  # per numeric feature: has any class a value for it at this leaf?
-        for c in range(n_classes):
+        for c in classes:
             n_c = cc[cb + c]
             if n_c <= 0.0:
-                votes.append(-math.inf)
+                votes[c] = -math.inf
                 continue
             ll = log(n_c)
             k = (s * ccap + c) * nfe
@@ -671,7 +697,7 @@ class HoeffdingTreeClassifier(Learner):
                             ll = -math.inf
                             break
                 k += N_FIELDS
-            votes.append(ll)
+            votes[c] = ll
         # nominal features outermost: the value's code is looked up once; each class still
         # adds its terms in feature order, so every vote is the same sum as class by class
         for j, g in enumerate(self._gnom):
@@ -680,7 +706,7 @@ class HoeffdingTreeClassifier(Learner):
                 continue
             counts, vcap, vocab = self._nc[j], self._vcaps[j], self._vocab[j]
             code, n_values = vocab.get(v, -1), len(vocab)
-            for c in range(n_classes):
+            for c in classes:
                 if votes[c] == -math.inf:
                     continue
                 b = (s * ccap + c) * vcap
@@ -729,10 +755,13 @@ class HoeffdingTreeClassifier(Learner):
             merit, thr, dists = numeric_splits(block[s, :n_classes], pre, self.n_split_points)
             for j, g in enumerate(self._gnum):
                 suggestions.append((float(merit[j]), g, float(thr[j]), dists[j]))
-        for k, g in enumerate(self._gnom):
-            counts = storage.view(self._nc[k], (self._slot_cap, self._ccap, self._vcaps[k]))[s, :n_classes]
-            merit, dists = nominal_split(counts, pre)
-            suggestions.append((merit, g, math.nan, dists))
+        if self._gnom:
+            counts = [
+                storage.view(self._nc[k], (self._slot_cap, self._ccap, self._vcaps[k]))[s, :n_classes]
+                for k in range(len(self._gnom))
+            ]
+            for g, (merit, dists) in zip(self._gnom, nominal_splits(counts, pre)):
+                suggestions.append((merit, g, math.nan, dists))
         suggestions.sort(key=lambda t: (t[0], t[1]))
         best, second = suggestions[-1], suggestions[-2]
         total = float(pre.sum())
@@ -830,8 +859,13 @@ class HoeffdingTreeClassifier(Learner):
             and nf[fb + _NW] >= self.nb_threshold
             and not (self.leaf_prediction == "nba" and nf[fb + _MCOK] > nf[fb + _NBOK])
         ):
-            votes = self._nb_log_votes(node, s, xl)
-            if self.leaf_prediction == "nba":
+            memo = self._memo
+            if self.leaf_prediction != "nba":
+                votes = self._nb_log_votes(node, s, xl)
+            elif memo is not None and memo[1] == node and memo[0] == xl:
+                votes = memo[2]
+            else:
+                votes = self._nb_log_votes(node, s, xl)
                 self._memo = (list(xl), node, votes)  # a copy: the caller may reuse its list
             proba = softmax_log(votes)
             if proba is not None:

@@ -21,6 +21,7 @@ import numpy as np
 from edgebayes.tree.criterion import info_gain
 
 _erf = np.frompyfunc(math.erf, 1, 1)
+_SQRT2 = math.sqrt(2.0)
 
 # Field positions in the per-(slot, class, numeric feature) record of the stats array.
 W, MEAN, M2, MIN, MAX, LOGNORM, INV2VAR = range(7)
@@ -47,44 +48,62 @@ def numeric_splits(block: np.ndarray, pre: np.ndarray, n_split_points: int):
     lo = lo_c.min(axis=0)  # empty classes hold +inf / -inf and drop out
     hi = hi_c.max(axis=0)
     n_classes, n_features = w.shape
-    if not np.isfinite(lo).any():
+    spread = lo < hi  # at least two distinct values; features without values: inf > -inf
+    if not spread.any():
         return np.full(n_features, -np.inf), np.zeros(n_features), np.zeros((n_features, 2, n_classes))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        bin_size = (hi - lo) / (n_split_points + 1.0)  # MOA's arithmetic, to the last bit
-        cand = lo[None, :] + bin_size[None, :] * np.arange(1, n_split_points + 1)[:, None]  # (K, F)
-        valid = (cand > lo) & (cand < hi)
-        var = np.where(w > 1.0, block[:, :, M2] / np.where(w > 1.0, w - 1.0, 1.0), 0.0)
-        std = np.sqrt(np.maximum(var, 0.0))  # (C, F)
-        t = cand[:, None, :]  # (K, 1, F)
-        z = (t - mean) / np.where(std > 0.0, std * math.sqrt(2.0), 1.0)
-        phi = 0.5 * (1.0 + _erf(np.where(std > 0.0, z, 0.0)).astype(np.float64))
-        frac = np.where(std > 0.0, phi, (t >= mean).astype(np.float64))
-        frac = np.where(t < lo_c, 0.0, np.where(t >= hi_c, 1.0, frac))
-        left = np.where(w > 0.0, frac * w, 0.0)  # (K, C, F)
-    right = np.maximum(w - left, 0.0)
-    dists = np.stack([left, right], axis=2).transpose(0, 3, 2, 1)  # (K, F, 2, C)
-    merits = np.where(valid, info_gain(pre, dists), -np.inf)  # (K, F)
+    lo = np.where(spread, lo, 0.0)
+    hi = np.where(spread, hi, 0.0)
+    bin_size = (hi - lo) / (n_split_points + 1.0)  # MOA's arithmetic, to the last bit
+    cand = lo + bin_size * np.arange(1, n_split_points + 1)[:, None]  # (K, F)
+    valid = spread & (cand > lo) & (cand < hi)
+    w1 = np.where(w > 1.0, w - 1.0, 1.0)
+    std = np.sqrt(np.where(w > 1.0, np.maximum(block[:, :, M2], 0.0) / w1, 0.0))  # (C, F)
+    t = cand[:, None, :]  # (K, 1, F)
+    frac = (t >= mean).astype(np.float64)  # (K, C, F): a point mass goes whole
+    inside = (std > 0.0) & (t >= lo_c) & (t < hi_c)
+    z = ((t - mean) / np.where(std > 0.0, std * _SQRT2, 1.0))[inside]
+    frac[inside] = 0.5 * (1.0 + _erf(z).astype(np.float64))
+    frac[t >= hi_c] = 1.0
+    frac[t < lo_c] = 0.0  # before the class's smallest value: none of it goes left
+    frac *= w
+    both = np.empty((n_split_points, n_classes, 2, n_features))
+    both[:, :, 0] = frac
+    both[:, :, 1] = np.maximum(w - frac, 0.0)
+    dists = both.transpose(0, 3, 2, 1)  # (K, F, 2, C); the class sums run in class order
+    merits = np.where(valid, info_gain(pre, dists), -np.inf)
     best = merits.argmax(axis=0)  # first maximum, as MOA's strict '>' scan
     cols = np.arange(n_features)
     return merits[best, cols], cand[best, cols], dists[best, cols]
 
 
-def nominal_split(counts: np.ndarray, pre: np.ndarray):
-    """The multiway split of one nominal feature of one leaf.
+def nominal_splits(counts: list, pre: np.ndarray) -> list:
+    """The multiway split of every nominal feature of one leaf, in one vectorised evaluation.
 
     Args:
-        counts: float64 view of shape (n_classes, n_values): weight per class and value code.
+        counts: per nominal feature a float64 view of shape (n_classes, n_values_k): weight
+            per class and value code.
         pre: class weights at the leaf, shape (n_classes,).
 
     Returns:
-        (merit, dists): dists of shape (n_branches, n_classes), one branch per value code up to
-        the largest code seen at this leaf; merit -inf with fewer than two useful branches.
+        per feature (merit, dists): dists of shape (n_branches, n_classes), one branch per
+        value code up to the largest code seen at this leaf; merit -inf (dists None) with
+        fewer than two values seen. Features with fewer values are padded with empty branches,
+        which add exact zeros to the merit (numpy sums fewer than 8 branches in order; beyond,
+        its pairwise order may move the last bit).
     """
-    seen = np.flatnonzero(counts.sum(axis=0) > 0.0)
-    if seen.size < 2:
-        return -math.inf, None
-    dists = counts[:, : seen[-1] + 1].T.copy()
-    return float(info_gain(pre, dists[None])[0]), dists
+    n_values = max(c.shape[1] for c in counts)
+    stacked = np.zeros((len(counts), n_values, pre.shape[0]))
+    for k, c in enumerate(counts):
+        stacked[k, : c.shape[1]] = c.T
+    merits = info_gain(pre, stacked).tolist()
+    out = []
+    for k, seen in enumerate((stacked.sum(axis=2) > 0.0).tolist()):
+        if sum(seen) < 2:
+            out.append((-math.inf, None))
+        else:
+            last = n_values - seen[::-1].index(True)
+            out.append((merits[k], stacked[k, :last].copy()))
+    return out
 
 
 def normalize_votes(votes) -> list | None:
