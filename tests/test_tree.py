@@ -68,6 +68,18 @@ def test_nb_leaf_point_mass_rules_its_class_out_away_from_its_value():
     assert at["a"] > 0.0 and at["b"] > 0.0
 
 
+@pytest.mark.parametrize("w", [3.0, 6.0])
+def test_nb_leaf_point_mass_holds_its_value_exactly_whatever_the_weight(w):
+    # 0.7 * w / w is 0.6999999999999998 for w = 3 and 6: a Welford first step would leave a
+    # variance of ~1e-16 instead of a point mass, and "a" would win far from its value
+    tree = HoeffdingTreeClassifier(grace_period=1000, leaf_prediction="nb")
+    tree.learn_one([0.7], "a", w)
+    tree.learn_one([0.7], "a", w)  # the same value again: still no variance
+    tree.learn_one([1.7], "b")
+    # both point masses rule their class out at 1.2: no naive Bayes vote, the class weights
+    assert tree.predict_proba_one([1.2]) == {"a": 2 * w / (2 * w + 1), "b": 1 / (2 * w + 1)}
+    assert tree.predict_proba_one([0.7]) == {"a": 1.0, "b": 0.0}
+
 def test_nb_leaf_class_without_values_on_an_observed_feature_is_ruled_out():
     tree = HoeffdingTreeClassifier(grace_period=1000, leaf_prediction="nb")
     for f0, f1 in ((0.1, 1.0), (0.2, 2.0), (0.3, 3.0)):

@@ -591,7 +591,11 @@ class HoeffdingTreeClassifier(Learner):
         k = (s * self._ccap + c) * len(self._gnum) * N_FIELDS
         for g in self._gnum:
             v = xl[g]
-            if v == v:  # NaN is not learned
+            if v != v:  # NaN is not learned
+                pass
+            elif st[k] <= 0.0:  # the first value as the mean, exactly (MOA's GaussianEstimator):
+                st[k], st[k + 1], st[k + 3], st[k + 4] = w, v, v, v  # Welford's v * w / w can miss
+            else:  # v by an ulp, and a point mass would get a variance of 1e-17
                 sw = st[k] + w
                 st[k] = sw
                 mu = st[k + 1]
