@@ -131,8 +131,9 @@ class HoeffdingTreeClassifier(Learner):
         self._vcaps = []
         self._n_free = 0
         self._n_learned = 0
-        # (x, leaf, naive Bayes log-votes) of the latest prediction: a learn_one on the same x
-        # (SRP's test then train) scores the leaf's nba with them instead of recomputing
+        # (x, leaf, naive Bayes log-votes) of the latest prediction or learn: a learn_one on
+        # the same x (SRP's test then train) scores the leaf's nba with them, and a prediction
+        # after it (SRP's detectors) reads them, instead of recomputing every class's vote
         self._memo = None
         self._ni = array("i")
         self._nf = array("d")
