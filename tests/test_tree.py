@@ -112,6 +112,20 @@ def test_predicting_before_learning_leaves_the_learning_unchanged():
     assert tested.n_nodes > 3
 
 
+def test_votes_kept_after_a_first_value_rule_the_classes_without_values_out():
+    # "a" learns its first value of feature 1 at this leaf: "b", which has none, is ruled
+    # out there from now on, so the kept votes must not keep b's old vote
+    tree = HoeffdingTreeClassifier(grace_period=1000)
+    for y in ("a", "b"):
+        tree.learn_one([0.1, math.nan], y)
+        tree.learn_one([0.3, math.nan], y)
+    x = [0.2, 1.0]
+    assert tree.predict_proba_one(x) == {"a": 0.5, "b": 0.5}
+    tree.learn_one(x, "a")
+    fresh = HoeffdingTreeClassifier.from_state(tree.state())
+    assert tree.predict_proba_one(x) == fresh.predict_proba_one(x) == {"a": 1.0, "b": 0.0}
+
+
 def test_predicting_after_learning_gives_the_votes_of_a_fresh_tree():
     # after learning x the tree keeps x's votes with only the learned class's vote recomputed;
     # a copy rebuilt from the state (no kept votes) must predict the same floats
@@ -120,6 +134,8 @@ def test_predicting_after_learning_gives_the_votes_of_a_fresh_tree():
     reused = 0
     for i in range(1200):
         x = [rng.normal(), rng.normal() if i % 13 else math.nan, float(rng.integers(3 + (i > 700)))]
+        if i % 17 == 0:
+            x[2] = math.nan
         y = int(x[0] > 0) + (i > 500) * int(x[2] == 1.0)  # a class appears mid-stream
         w = float(rng.poisson(3)) + (0.25 if i % 5 == 0 else 0.0)
         tree.predict_proba_one(x)
