@@ -30,7 +30,6 @@ import json
 import math
 import os
 import platform
-import resource
 import shlex
 import subprocess
 import sys
@@ -103,6 +102,13 @@ def rss_mb() -> float:
     """Resident set size now, in MB (Linux /proc)."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process image, in MB (Linux ``VmHWM``; ``ru_maxrss``
+    would also keep the peak of the process it was spawned from)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
 
 
 # ------------------------------------------------------------------------------ one row
@@ -196,7 +202,7 @@ def run_row(system: str, stream: str, n: int, curve_every: int = 0) -> dict:
         acc, cpu, curve = _test_then_train(model, rows, y, monitor, curve_every if monitor else 0)
         nbytes = model.memory_bytes() if system in OURS else model._raw_memory_usage
         out.update(accuracy=acc, samples_per_s=len(y) / cpu, model_bytes=nbytes, curve=curve)
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     out.update(peak_rss_mb=peak_mb, rss_growth_mb=peak_mb - base_mb)
     return out
 
