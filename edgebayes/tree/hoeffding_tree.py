@@ -564,7 +564,7 @@ class HoeffdingTreeClassifier(Learner):
             votes = None
             self._rebalance()
         if votes is not None:  # only class c's vote changed: a prediction on this x reuses the rest
-            x_copy = memo[0] if memo is not None and memo[0] == xl else list(xl)
+            x_copy = memo[0] if memo is not None and votes is memo[2] else list(xl)
             self._memo = (x_copy, node, self._nb_log_votes(node, s, xl, votes, c))
 
     def _branch(self, b: int, v: float) -> int:
