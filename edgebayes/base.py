@@ -43,6 +43,15 @@ MAX_ABS_X = 1e100
 #: Largest sample weight (a Poisson k times the caller's weight, in the ensembles).
 MAX_WEIGHT = 1e50
 
+
+class ClassLimitError(ValueError):
+    """A new class (or nominal value) that the learner's ``max_size_bytes`` cannot hold.
+
+    Raised by ``learn_one`` before any change to the model: the sample is refused, the model
+    keeps everything it learned. The runtime counts it as error kind ``class_limit``.
+    """
+
+
 #: config ``kind`` -> "module:Class". Modules are imported on first use.
 KINDS: dict[str, str] = {
     "gaussian_nb": "edgebayes.naive_bayes:GaussianNB",

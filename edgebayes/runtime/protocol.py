@@ -21,7 +21,7 @@ from edgebayes.runtime.config import NAME_RE
 ERROR_KINDS = (
     "oversize", "decode", "not_a_map", "field", "vector_length", "not_finite",
     "unknown_feature", "device_id", "duplicate", "unknown_seq", "device_limit", "label_type",
-    "retained", "internal", "model_reset",
+    "retained", "internal", "model_reset", "class_limit", "learner_error",
 )
 
 #: ``seq`` is below 2**53 (exact in a double, so in any JSON reader); labels are 64-bit signed
