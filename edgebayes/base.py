@@ -263,6 +263,18 @@ def rng_from_state(text: str) -> np.random.Generator:
         raise ValueError(f"invalid random generator state: {exc}") from None
     return np.random.Generator(bitgen)
 
+
+#: counters in a state stay below this: msgpack holds them as signed 64-bit ints
+COUNT_LIMIT = 2**63
+
+
+def check_count(name: str, v: Any) -> int:
+    """``v``, a counter read from a saved state; ``ValueError`` unless it is an int (not a
+    bool, not a float) in [0, `COUNT_LIMIT`)."""
+    if type(v) is not int or not 0 <= v < COUNT_LIMIT:
+        raise ValueError(f"invalid state: {name} must be an int in [0, 2**63), got {v!r:.80}")
+    return v
+
 #: memory accounting for learners that keep floats in Python lists (this platform's sizes:
 #: 32 and 56 bytes on 64-bit CPython, 20 and 28 on 32-bit armhf)
 FLOAT_IN_LIST_BYTES = sys.getsizeof(0.0) + struct.calcsize("P")  # the float object + its slot

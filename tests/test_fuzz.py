@@ -534,3 +534,63 @@ def mutated_devices(draw):
 @given(mutated_devices())
 def test_device_load_state_of_mutated_checkpoints(state):
     check_device(state)
+
+
+# --- minimal examples the fuzzing found, pinned -----------------------------------------------
+
+def _spoiled(change) -> dict:
+    state = copy.deepcopy(DEVICE_STATE)
+    change(state)
+    return state
+
+
+def _pending_x(s):
+    s["pending"]["items"][0][2][2] = [0.5]  # a learner refuses it: every model was reset
+
+
+def _pending_x_short(s):
+    s["pending"]["items"][0][2].pop()
+
+
+def _pending_predictions(s):
+    s["pending"]["items"][0][3] = []  # zip() with the models: none would learn it
+
+
+def _last_seq_float(s):
+    s["last_seq"] = 5.9e301  # int() made it a 1000-bit int: locked out, never checkpointed again
+
+
+def _last_seq_beyond(s):
+    s["last_seq"] = 2**60  # every reading a duplicate, for good
+
+
+def _counter_float(s):
+    s["models"][0]["n_correct"] = 2.5e301
+
+
+def _window_not_01(s):
+    s["models"][0]["window"][0] = 5  # an accuracy above 1
+
+
+def _detector_kind(s):
+    s["models"][0]["detector"] = s["models"][0]["detector"]["detector"]  # a bare ADWIN: learn() raised
+
+
+def _learner_kind(s):
+    s["models"][0]["learner"] = copy.deepcopy(s["models"][1]["learner"])  # a tree in the "nb" slot
+
+
+@pytest.mark.parametrize("change", [_pending_x, _pending_x_short, _pending_predictions, _last_seq_float,
+                                    _last_seq_beyond, _counter_float, _window_not_01, _detector_kind,
+                                    _learner_kind])
+def test_device_load_state_refuses(change):
+    assert check_device(_spoiled(change)) == "refused"
+
+
+def test_device_load_state_keeps_the_newest_pending_within_the_limit():
+    state = copy.deepcopy(DEVICE_STATE["pending"])
+    pending = PendingLabels(3, 600.0)
+    pending.load_state(state, 4, 2)
+    assert list(pending._items) == [seq for seq, *_ in state["items"]][-3:]
+    assert pending.n_overflow == state["n_overflow"] + len(state["items"]) - 3
+    assert check_device(DEVICE_STATE) == "restored"

@@ -27,10 +27,11 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from edgebayes.base import learner_from_state
+from edgebayes.base import check_count, learner_from_state
 from edgebayes.drift.base import ErrorDetector, detector_from_state
 from edgebayes.runtime.config import ModelConfig
 from edgebayes.runtime.pending import PendingLabels
+from edgebayes.runtime.protocol import SEQ_LIMIT
 
 log = logging.getLogger(__name__)
 
@@ -101,13 +102,29 @@ class ModelSlot:
         }
 
     def load_state(self, state: dict) -> None:
-        self.learner = learner_from_state(state["learner"])
+        """Restore ``state()``: a learner of this slot's kind, 0/1 window, counters, detector.
+
+        Raises:
+            ValueError: a malformed state (KeyError, TypeError: a missing or mistyped part).
+        """
+        window = state["window"][-self.window.maxlen:]
+        if any(type(c) is not int or c not in (0, 1) for c in window):
+            raise ValueError(f"model {self.name!r}: accuracy window holds {window!r:.80}, not 0/1 ints")
+        n_labels = check_count("n_labels", state["n_labels"])
+        n_correct = check_count("n_correct", state["n_correct"])
+        if state["learner"]["kind"] != self.kind:
+            raise ValueError(f"model {self.name!r}: a {state['learner']['kind']!r:.40} learner, not {self.kind!r}")
+        learner = learner_from_state(state["learner"])
+        detector = self.detector
+        if detector is not None and state["detector"] is not None:
+            detector = detector_from_state(state["detector"])
+            if type(detector) is not ErrorDetector:  # learn() reads its wrapped detector
+                raise ValueError(f"model {self.name!r}: detector {type(detector).__name__}, not ErrorDetector")
+        self.learner, self.detector = learner, detector
         self.window.clear()
-        self.window.extend(int(c) for c in state["window"][-self.window.maxlen:])
+        self.window.extend(window)
         self.n_window_correct = sum(self.window)
-        self.n_labels, self.n_correct = int(state["n_labels"]), int(state["n_correct"])
-        if self.detector is not None and state["detector"] is not None:
-            self.detector = detector_from_state(state["detector"])
+        self.n_labels, self.n_correct = n_labels, n_correct
 
     def check(self, n_features: int) -> None:
         """A smoke prediction on an all-zero reading: finite probabilities in [0, 1] summing
@@ -268,11 +285,15 @@ class Device:
             else:
                 slot.load_state(m)
                 slot.check(n_features)
-        self.pending.load_state(state["pending"])
-        self.last_seq = int(state["last_seq"])
-        last_ts = state.get("last_ts")  # absent in older checkpoints
+        self.pending.load_state(state["pending"], n_features, len(self.slots))
+        last_seq, last_ts = state["last_seq"], state.get("last_ts")  # ts absent in older checkpoints
+        if type(last_seq) is not int or not -1 <= last_seq < SEQ_LIMIT:
+            raise ValueError(f"last_seq must be an int in [-1, 2**53), got {last_seq!r:.80}")
+        if last_ts is not None and not math.isfinite(last_ts):
+            raise ValueError(f"last_ts must be finite, got {last_ts!r}")
+        self.last_seq = last_seq
         self.last_ts = None if last_ts is None else float(last_ts)
-        self.n_reboots = int(state.get("n_reboots", 0))
+        self.n_reboots = check_count("n_reboots", state.get("n_reboots", 0))
         if "label_type" in state:
             self.label_type = {None: None, "int": int, "str": str}[state["label_type"]]
         else:  # an older checkpoint: the type of the labels its models learned

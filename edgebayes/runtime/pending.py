@@ -9,8 +9,12 @@ the entries dropped by ``clear`` when the device restarts its ``seq`` (a reboot)
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from typing import Any, NamedTuple
+
+from edgebayes.base import as_floats, check_count
+from edgebayes.runtime.protocol import SEQ_LIMIT
 
 
 class Pending(NamedTuple):
@@ -89,10 +93,31 @@ class PendingLabels:
             "n_rebooted": self.n_rebooted,
         }
 
-    def load_state(self, state: dict) -> None:
-        """Restore the entries and counters of ``state()`` (limits stay as configured)."""
-        self._items = OrderedDict((int(seq), Pending(float(t), list(x), list(yp)))
-                                  for seq, t, x, yp in state["items"])
-        self.n_overflow = int(state["n_overflow"])
-        self.n_expired = int(state["n_expired"])
-        self.n_rebooted = int(state.get("n_rebooted", 0))  # absent in older checkpoints
+    def load_state(self, state: dict, n_features: int | None = None, n_models: int | None = None) -> None:
+        """Restore the entries and counters of ``state()``. Limits stay as configured: only the
+        newest ``max_pending`` entries are kept, the others counted as overflow.
+
+        Args:
+            n_features: each entry's ``x`` length (None: any); n_models: its predictions' count.
+
+        Raises:
+            ValueError: an entry whose seq is not an int in [0, 2**53), whose time is not
+                finite, whose ``x`` a model would refuse to learn (see ``as_floats``), or whose
+                predictions are not a list of ``n_models``; a counter that is not an int in
+                [0, 2**63). KeyError, TypeError: a missing or mistyped part.
+        """
+        items = OrderedDict()
+        for seq, t, x, yp in state["items"]:
+            if type(seq) is not int or not 0 <= seq < SEQ_LIMIT or not math.isfinite(t):
+                raise ValueError(f"pending entry: seq {seq!r} at time {t!r}")
+            if type(yp) is not list or n_models is not None and len(yp) != n_models:
+                raise ValueError(f"pending entry {seq}: predictions {yp!r:.80} are not {n_models}")
+            items[seq] = Pending(float(t), as_floats(x, n_features, learning=True)[0], yp)
+        n_overflow = check_count("n_overflow", state["n_overflow"])
+        while len(items) > self.max_pending:
+            items.popitem(last=False)
+            n_overflow += 1
+        self._items = items
+        self.n_overflow = n_overflow
+        self.n_expired = check_count("n_expired", state["n_expired"])
+        self.n_rebooted = check_count("n_rebooted", state.get("n_rebooted", 0))  # absent in older checkpoints
