@@ -594,3 +594,28 @@ def test_device_load_state_keeps_the_newest_pending_within_the_limit():
     assert list(pending._items) == [seq for seq, *_ in state["items"]][-3:]
     assert pending.n_overflow == state["n_overflow"] + len(state["items"]) - 3
     assert check_device(DEVICE_STATE) == "restored"
+
+
+def _state_with(name, path, value):
+    state = copy.deepcopy(STATES[name])
+    parent = _get(state, path[:-1])
+    parent[path[-1]] = value
+    return state
+
+
+@pytest.mark.parametrize("name, path, value", [
+    ("adwin", ("n_detections",), 2e300),  # int() of it: a 997-bit int no checkpoint can encode
+    ("error_detector", ("n_detections",), 1e308),
+    ("error_detector", ("detector", "n_detections"), -1),
+    ("adwin", ("params", "max_buckets"), 10**18),  # MemoryError
+    ("error_detector", ("detector", "params", "clock"), 10**18),  # MemoryError
+])
+def test_detector_from_state_refuses(name, path, value):
+    assert check_restored(name, _state_with(name, path, value)) == "refused"
+
+
+def test_adwin_refuses_buffers_beyond_the_bound():
+    for params in ({"clock": 65537}, {"max_buckets": 65537}):
+        with pytest.raises(ValueError, match=r"in \[\d, 65536\]"):
+            ADWIN(**params)
+    assert ADWIN(clock=65536, max_buckets=65536).clock == 65536

@@ -12,12 +12,14 @@ import sys
 from array import array
 from struct import pack_into as _pack_into
 
-from edgebayes.base import check_finite, refuse_malformed
+from edgebayes.base import check_count, check_finite, refuse_malformed
 
 _log = math.log
 _sqrt = math.sqrt
 _TWO_THIRDS = 2.0 / 3  # MOA's ``(double) 2 / 3``
 _SIZES = tuple(float(1 << i) for i in range(64))  # bucket size of each row, as floats
+#: most doubles a buffer sized by ``clock`` or ``max_buckets`` holds (a corrupt 10**18 is refused)
+MAX_ALLOCATED = 65536
 _ZERO = array("d", [0.0])
 _ONE_COUNT = array("q", [0])
 _ARRAY_BYTES = sys.getsizeof(array("d"))  # header of an empty array; items are 8 bytes each
@@ -146,9 +148,9 @@ class ADWIN:
 
     Args:
         delta: confidence of the cut test, in (0, 1); smaller means fewer, later detections.
-        clock: the cut test runs every ``clock`` inputs (int >= 1); detection may lag by up to
-            ``clock - 1`` inputs (casebook C24).
-        max_buckets: buckets per histogram row before two merge (int >= 2).
+        clock: the cut test runs every ``clock`` inputs (int in [1, 65536]); detection may lag
+            by up to ``clock - 1`` inputs (casebook C24).
+        max_buckets: buckets per histogram row before two merge (int in [2, 65536]).
         min_window_length: sub-windows shorter than ``min_window_length + 2`` are not tested
             (int >= 1).
         grace_period: no cut test while the window holds ``grace_period`` inputs or fewer
@@ -217,14 +219,15 @@ class ADWIN:
     ):
         if isinstance(delta, bool) or not (isinstance(delta, (int, float)) and 0.0 < delta < 1.0):
             raise ValueError(f"delta must be a number in (0, 1), got {delta!r}")
-        for name, value, low in (
-            ("clock", clock, 1),
-            ("max_buckets", max_buckets, 2),
-            ("min_window_length", min_window_length, 1),
-            ("grace_period", grace_period, 0),
+        for name, value, low, high in (  # clock and max_buckets size buffers allocated here
+            ("clock", clock, 1, MAX_ALLOCATED),
+            ("max_buckets", max_buckets, 2, MAX_ALLOCATED),
+            ("min_window_length", min_window_length, 1, math.inf),
+            ("grace_period", grace_period, 0, math.inf),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                bound = f">= {low}" if high == math.inf else f"in [{low}, {high}]"
+                raise ValueError(f"{name} must be an int {bound}, got {value!r}")
         self.delta = delta
         self.clock = clock
         self.max_buckets = max_buckets
@@ -571,7 +574,7 @@ class ADWIN:
         out._variance = float(state["variance"])
         out._ticks = int(state["ticks"])
         out._drifted = bool(state["drifted"])
-        out._n_detections = int(state["n_detections"])
+        out._n_detections = check_count("n_detections", state["n_detections"])
         out._estimation_before_drift = float(state["estimation_before_drift"])
         out._abs_max = float(state["abs_max"])
         check_finite("ADWIN state", [out._total, out._variance, out._estimation_before_drift, out._abs_max])

@@ -23,7 +23,7 @@ import importlib
 import sys
 from typing import Protocol, runtime_checkable
 
-from edgebayes.base import STATE_ERRORS, refuse_malformed
+from edgebayes.base import STATE_ERRORS, check_count, refuse_malformed
 
 #: state ``kind`` -> "module:Class". Modules are imported on first use.
 DETECTOR_KINDS: dict[str, str] = {
@@ -175,7 +175,7 @@ class ErrorDetector:
             raise ValueError(f"not an error_detector state: kind {state.get('kind')!r}")
         out = cls(detector_from_state(state["detector"]))
         out.drift_detected = bool(state["drift_detected"])
-        out._n_detections = int(state["n_detections"])
+        out._n_detections = check_count("n_detections", state["n_detections"])
         return out
 
     def __repr__(self) -> str:
