@@ -26,6 +26,7 @@ import json
 import math
 import random
 import time
+import tracemalloc
 from pathlib import Path
 
 import msgpack
@@ -619,3 +620,15 @@ def test_adwin_refuses_buffers_beyond_the_bound():
         with pytest.raises(ValueError, match=r"in \[\d, 65536\]"):
             ADWIN(**params)
     assert ADWIN(clock=65536, max_buckets=65536).clock == 65536
+
+
+@pytest.mark.parametrize("name, path", [("hoeffding_tree", ("caps", 0)), ("hoeffding_tree", ("caps", 1)),
+                                        ("hoeffding_tree", ("caps", 2)), ("srp", ("members", 0, "learner", "caps", 0))])
+def test_tree_from_state_refuses_capacities_before_allocating_them(name, path):
+    """A capacity of 10**7 allocated ~830 MB before the checks refused it (a Pi runs out)."""
+    tracemalloc.start()
+    try:
+        assert check_restored(name, _state_with(name, path, 10**7)) == "refused"
+        assert tracemalloc.get_traced_memory()[1] < 2**20
+    finally:
+        tracemalloc.stop()

@@ -932,6 +932,11 @@ class HoeffdingTreeClassifier(Learner):
             for i, v in enumerate(values):
                 voc[v] = i
         node_cap, slot_cap, ccap, vcaps = state["caps"]
+        held = sum(len(state[k]) for k in ("ints", "floats", "class_weights", "stats", "free"))
+        if any(type(c) is not int or c < 0 for c in (node_cap, slot_cap, ccap)) or (
+                node_cap * (_NI + _NF + ccap) + slot_cap > 2 * held + 64):  # before allocating them
+            raise ValueError(f"invalid hoeffding_tree state: capacities {state['caps']!r:.80} "
+                             f"beyond twice the {held} values it holds")
         tree._node_cap, tree._slot_cap, tree._ccap, tree._vcaps = node_cap, slot_cap, ccap, list(vcaps)
         tree._n_nodes = n = state["n_nodes"]
         tree._n_learned = state["n_learned"]
