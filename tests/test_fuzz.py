@@ -632,3 +632,14 @@ def test_tree_from_state_refuses_capacities_before_allocating_them(name, path):
         assert tracemalloc.get_traced_memory()[1] < 2**20
     finally:
         tracemalloc.stop()
+
+
+@pytest.mark.parametrize("name, path, value", [
+    ("hoeffding_tree", ("n_learned",), 2**64 - 1),  # the next learn_one: 2**64, which msgpack cannot hold
+    ("srp", ("n_samples_seen",), 2**64 - 1),
+    ("srp", ("members", 1, "learner", "n_learned"), 2**64 - 1),
+    ("nb_committee", ("n_learned",), 1e300),  # int() of it: a 997-bit int
+    ("nb_committee_mc", ("n_learned",), 2**64 - 1),
+])
+def test_learner_from_state_refuses_counters_no_checkpoint_can_hold(name, path, value):
+    assert check_restored(name, _state_with(name, path, value)) == "refused"

@@ -27,6 +27,7 @@ from edgebayes.base import (
     STATE_ERRORS,
     Learner,
     as_floats,
+    check_count,
     check_finite,
     check_label,
     check_weight,
@@ -298,7 +299,7 @@ class NaiveBayesCommittee(Learner):
             out._index = {c: k for k, c in enumerate(out.classes_)}
             out.n_features_in_ = state["n_features_in"]
             out.n_samples_seen_ = float(state["n_samples_seen"])
-            out._n_learned = int(state["n_learned"])
+            out._n_learned = check_count("n_learned", state["n_learned"])
             out._rng = rng_from_state(state["rng"])
             out._tie_key = int(state["tie_key"])
             members = [learner_from_state(s) for s in state["members"]]

@@ -19,6 +19,7 @@ from edgebayes.base import (
     STATE_ERRORS,
     Learner,
     as_floats,
+    check_count,
     check_finite,
     check_label,
     check_weight,
@@ -707,9 +708,9 @@ class SRPClassifier(Learner):
             out.n_features_ = state["n_features"]
             out.subspace_size_ = state["subspace_size_"]
             out.training_method_ = state["training_method_"]
-            out.n_samples_seen_ = int(state["n_samples_seen"])
-            out.n_warnings = int(state["n_warnings"])
-            out.n_drifts = int(state["n_drifts"])
+            out.n_samples_seen_ = check_count("n_samples_seen", state["n_samples_seen"])
+            out.n_warnings = check_count("n_warnings", state["n_warnings"])
+            out.n_drifts = check_count("n_drifts", state["n_drifts"])
             out._rng = rng_from_state(state["rng"])
             out._poisson = rng_from_state(state["poisson_rng"])
             out._members = [_member_from_state(out, s) for s in state["members"]]

@@ -17,6 +17,7 @@ from edgebayes.base import (
     MAX_ABS_X,
     Learner,
     as_floats,
+    check_count,
     check_finite,
     check_label,
     check_weight,
@@ -970,8 +971,7 @@ class HoeffdingTreeClassifier(Learner):
         if len(self._cidx) != K:
             raise bad("two classes are equal labels")
         for name in ("n_learned", "n_skipped"):
-            if type(state[name]) is not int or state[name] < 0:
-                raise bad(f"{name} must be an int >= 0")
+            check_count(name, state[name])
         caps = [self._node_cap, self._slot_cap, self._ccap, *self._vcaps]
         if any(type(c) is not int or c < 0 for c in caps) or len(self._vcaps) != len(self._gnom):
             raise bad("capacities must be ints >= 0, one per nominal feature")
