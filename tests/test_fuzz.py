@@ -643,3 +643,11 @@ def test_tree_from_state_refuses_capacities_before_allocating_them(name, path):
 ])
 def test_learner_from_state_refuses_counters_no_checkpoint_can_hold(name, path, value):
     assert check_restored(name, _state_with(name, path, value)) == "refused"
+
+
+@pytest.mark.parametrize("unit", [{"x": 1}, ["mmHg"]])
+def test_tasmota_pressure_unit_that_is_not_text_leaves_the_value_as_sent(unit):
+    """It raised TypeError (unhashable) out of extract(): an internal error, not a reading."""
+    payload = json.dumps({"BME280": {"Pressure": 1000.5}, "PressureUnit": unit}).encode()
+    ex = ADAPTERS["tasmota"].extract("tele/dev1/SENSOR", payload)
+    assert (ex.kind, ex.device, ex.values) == ("values", "dev1", {"p": 1000.5})

@@ -613,8 +613,9 @@ class Tasmota(Adapter):
         key = path[-1].lower()
         if key in _TEMP_KEYS and doc.get("TempUnit") == "F":
             return (value - 32.0) / 1.8
-        if key in _PRESSURE_KEYS and doc.get("PressureUnit") in _HPA_PER:
-            return value * _HPA_PER[doc["PressureUnit"]]
+        unit = doc.get("PressureUnit")
+        if key in _PRESSURE_KEYS and type(unit) is str and unit in _HPA_PER:  # a map is unhashable
+            return value * _HPA_PER[unit]
         return value
 
 
