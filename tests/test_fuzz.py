@@ -622,13 +622,17 @@ def test_adwin_refuses_buffers_beyond_the_bound():
     assert ADWIN(clock=65536, max_buckets=65536).clock == 65536
 
 
-@pytest.mark.parametrize("name, path", [("hoeffding_tree", ("caps", 0)), ("hoeffding_tree", ("caps", 1)),
-                                        ("hoeffding_tree", ("caps", 2)), ("srp", ("members", 0, "learner", "caps", 0))])
-def test_tree_from_state_refuses_capacities_before_allocating_them(name, path):
-    """A capacity of 10**7 allocated ~830 MB before the checks refused it (a Pi runs out)."""
+@pytest.mark.parametrize("name, path, value", [
+    ("hoeffding_tree", ("caps", 0), 10**7), ("hoeffding_tree", ("caps", 1), 10**7),
+    ("hoeffding_tree", ("caps", 2), 10**7), ("srp", ("members", 0, "learner", "caps", 0), 10**7),
+    ("hoeffding_tree", ("n_features_in",), 2 * 10**6),
+])
+def test_tree_from_state_refuses_sizes_before_allocating_them(name, path, value):
+    """A capacity of 10**7 allocated ~830 MB before the checks refused it (a Pi runs out);
+    n_features_in of 10**7, 466 MB and 20 s."""
     tracemalloc.start()
     try:
-        assert check_restored(name, _state_with(name, path, 10**7)) == "refused"
+        assert check_restored(name, _state_with(name, path, value)) == "refused"
         assert tracemalloc.get_traced_memory()[1] < 2**20
     finally:
         tracemalloc.stop()

@@ -921,9 +921,17 @@ class HoeffdingTreeClassifier(Learner):
         if not isinstance(state, dict) or state.get("kind") != "hoeffding_tree":
             raise ValueError("not a hoeffding_tree state")
         tree = cls(**state["params"])
-        n_in = state["n_features_in"]
+        # what the capacities and n_features_in allocate is checked against the data first
+        node_cap, slot_cap, ccap, vcaps = state["caps"]
+        held = sum(len(state[k]) for k in ("ints", "floats", "class_weights", "stats", "free"))
+        if any(type(c) is not int or c < 0 for c in (node_cap, slot_cap, ccap)) or (
+                node_cap * (_NI + _NF + ccap) + slot_cap > 2 * held + 64):
+            raise ValueError(f"invalid hoeffding_tree state: capacities {state['caps']!r:.80} "
+                             f"beyond twice the {held} values it holds")
+        n_in, slab = state["n_features_in"], slot_cap * ccap
         if n_in is not None:
-            if type(n_in) is not int or not 1 <= n_in <= _MAX_FEATURES:
+            if type(n_in) is not int or not 1 <= n_in <= _MAX_FEATURES or (
+                    tree.features is None and slab and n_in > len(state["vocab"]) + len(state["stats"]) // slab):
                 raise ValueError(f"invalid hoeffding_tree state: n_features_in {n_in!r}")
             tree._init_features(n_in)
         for c in state["classes"]:
@@ -932,12 +940,6 @@ class HoeffdingTreeClassifier(Learner):
         for voc, values in zip(tree._vocab, state["vocab"]):
             for i, v in enumerate(values):
                 voc[v] = i
-        node_cap, slot_cap, ccap, vcaps = state["caps"]
-        held = sum(len(state[k]) for k in ("ints", "floats", "class_weights", "stats", "free"))
-        if any(type(c) is not int or c < 0 for c in (node_cap, slot_cap, ccap)) or (
-                node_cap * (_NI + _NF + ccap) + slot_cap > 2 * held + 64):  # before allocating them
-            raise ValueError(f"invalid hoeffding_tree state: capacities {state['caps']!r:.80} "
-                             f"beyond twice the {held} values it holds")
         tree._node_cap, tree._slot_cap, tree._ccap, tree._vcaps = node_cap, slot_cap, ccap, list(vcaps)
         tree._n_nodes = n = state["n_nodes"]
         tree._n_learned = state["n_learned"]
