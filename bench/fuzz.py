@@ -14,9 +14,11 @@ every ``--every`` of them; reports the runtime's RSS (/proc/<pid>/status VmRSS) 
 after, its error counts, and whether every valid reading's prediction equals an offline
 ``GaussianNB``'s trained on the valid readings alone.
 
-    python -m bench.fuzz [--n 100000] [--runtime-n 100000] [--every 100] [--seed 0] [--skip-runtime]
+    python -m bench.fuzz [--n 100000] [--runtime-n 100000] [--every 100] [--others 1000]
+                         [--seed 0] [--skip-runtime]
 
-Exits 1 when part 1 found a failure or part 2 saw a prediction differ.
+Exits 1 when part 1 found a failure, or part 2 saw a prediction differ, an internal error or a
+model reset.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import copy
 import json
 import logging
 import random
+import shutil
 import struct
 import subprocess
 import sys
@@ -39,7 +42,6 @@ from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from edgebayes.codec import encode  # noqa: E402
 from edgebayes.naive_bayes import GaussianNB  # noqa: E402
 from edgebayes.runtime.protocol import ProtocolError  # noqa: E402
 from tests import test_fuzz as F  # noqa: E402
@@ -218,7 +220,7 @@ def vm_rss(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for {pid}")
 
 
-def runtime(n: int, every: int, seed: int) -> bool:
+def runtime(n: int, every: int, others: int, seed: int) -> bool:
     from tests.broker import Broker
     from tests.runtime_client import Device, blobs, wait_for, write_config
 
@@ -240,14 +242,17 @@ def runtime(n: int, every: int, seed: int) -> bool:
         wait_for(lambda: len(dev.predictions()) == 200, timeout_s=60, what="200 warm-up predictions")
         time.sleep(1.5)
         rss_before = vm_rss(proc.pid)
+        rss_series = []  # VmRSS after each tenth of the payloads was published
         kinds = Counter()
         seq = 200
         t0 = time.monotonic()
         for i in tqdm(range(n), desc="runtime", unit="payload", mininterval=1.0):
             payload, kind = malformed(r)
-            device = "d1" if i % 100 else f"x{i % 5000}"  # a few other devices' error topics too
+            device = f"x{(i // 100) % others}" if others and i % 100 == 99 else "d1"  # other error topics
             dev.publish(device, kind, payload)
             kinds[kind] += 1
+            if (i + 1) % max(1, n // 10) == 0:
+                rss_series.append(vm_rss(proc.pid))
             if (i + 1) % every == 0:
                 x, y = data[seq]
                 dev.publish("d1", "reading", {"seq": seq, "x": x, "y": y})
@@ -274,17 +279,22 @@ def runtime(n: int, every: int, seed: int) -> bool:
         if preds[s]["proba"] != off.predict_proba_one(x):
             differ.append(s)
         off.learn_one(x, y)
-    print(f"\nruntime: {n} malformed payloads ({dict(kinds)}), {seq - 200} valid readings among them, "
-          f"published in {t_send:.1f} s")
+    print(f"\nruntime: {n} malformed payloads ({dict(kinds)}; 1% on {others} other devices' topics), "
+          f"{seq - 200} valid readings among them, all predicted {t_send:.1f} s after the first")
     print(f"  RSS before {rss_before / 2**20:.1f} MiB, after {rss_after / 2**20:.1f} MiB "
           f"({(rss_after - rss_before) / 2**20:+.1f} MiB); metrics rss_bytes {metrics['rss_bytes'] / 2**20:.1f} MiB")
+    print("  RSS after each tenth (MiB): " + " ".join(f"{v / 2**20:.1f}" for v in rss_series))
     print(f"  errors counted: {dict(sorted(metrics['errors'].items()))}; internal {metrics['n_internal_errors']}, "
           f"model resets {metrics['n_model_resets']}, dropped {metrics['n_dropped']}, "
           f"error reports suppressed {metrics['n_errors_suppressed']}")
     print(f"  valid readings whose prediction differs from an offline GaussianNB's: {len(differ)} of {seq}"
           + (f" (first seqs {differ[:10]})" if differ else ""))
-    print(f"  runtime log: {log} ({log.stat().st_size} bytes)")
-    return not differ and metrics["n_internal_errors"] == 0 and metrics["n_model_resets"] == 0
+    ok = not differ and metrics["n_internal_errors"] == 0 and metrics["n_model_resets"] == 0
+    if ok:
+        shutil.rmtree(tmp)
+    else:
+        print(f"  runtime log: {log}")
+    return ok
 
 
 def main(argv=None) -> int:
@@ -292,6 +302,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=100_000, help="inputs for part 1 (default 100000)")
     ap.add_argument("--runtime-n", type=int, default=100_000, help="malformed payloads for part 2 (default 100000)")
     ap.add_argument("--every", type=int, default=100, help="a valid reading after this many malformed ones")
+    ap.add_argument("--others", type=int, default=1000,
+                    help="1%% of the malformed payloads cycle through this many other device ids (0: none)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-runtime", action="store_true", help="part 1 only")
     args = ap.parse_args(argv)
@@ -311,7 +323,7 @@ def main(argv=None) -> int:
             print(f"  {key}\n    {example}")
         ok = not failures
     if not args.skip_runtime and args.runtime_n:
-        ok = runtime(args.runtime_n, args.every, args.seed) and ok
+        ok = runtime(args.runtime_n, args.every, args.others, args.seed) and ok
     return 0 if ok else 1
 
 

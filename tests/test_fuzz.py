@@ -252,9 +252,11 @@ SOURCES = {
                                                "p": ["BME280.Pressure", "ENERGY.Power"]}}),
     "zigbee2mqtt": (["t", "h"], {"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/#", "label": "occupancy",
                                  "features": {"t": "temperature", "h": "humidity"}}),
-    "shelly": (["t", "p"], {"kind": "shelly", "topic": "#", "features": {"t": "temperature:0.tC", "p": "switch:0.apower"}}),
+    "shelly": (["t", "p"], {"kind": "shelly", "topic": "#",
+                            "features": {"t": "temperature:0.tC", "p": "switch:0.apower"}}),
     "esphome": (["t"], {"kind": "esphome", "features": {"t": "+/sensor/+/state"}}),
-    "json": (["v"], {"kind": "json", "topic": "#", "device_level": -2, "features": {"v": "value"}, "label": "state"}),
+    "json": (["v"], {"kind": "json", "topic": "#", "device_level": -2, "features": {"v": "value"},
+                     "label": "state"}),
 }
 
 
@@ -352,7 +354,7 @@ DETECTORS = ("adwin", "error_detector")
 
 #: values a mutation writes: wrong types, non-finite, huge, negative, tiny, empty, nested (ints
 #: within msgpack's 64 bits: a checkpoint cannot hold others)
-EVIL = (None, True, False, "x", "", "adwin", -1, 0, 1, 2, -0.0, math.nan, math.inf, -math.inf, 10**18,
+EVIL = (None, True, False, "x", "", "adwin", -1, 0, 1, 2, -0.0, math.nan, math.inf, -math.inf, 10**6, 10**18,
         2**63, 2**64 - 1, -2**63, 5e-324, 1e308, -1e308, 1e-308, 1e100, [], {}, [[]], [None], [math.nan],
         {"kind": "adwin"}, {"kind": "gaussian_nb"})
 
