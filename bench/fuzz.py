@@ -4,7 +4,8 @@
 Part 1 (no broker): the parser (arbitrary bytes, arbitrary msgpack/JSON documents, mutated
 valid readings and labels and their bytes), the ``[[sources]]`` adapters on mutated real
 payloads, every learner's and detector's ``from_state`` on mutated trained states, and
-``Device.load_state`` on mutated checkpoints. Prints the count of each outcome per target
+``Device.load_state`` on mutated device states, and mutated checkpoint files (bytes or
+fields) restored by a worker serving the next reading. Prints the count of each outcome per target
 (``ok``, an error kind, ``refused``/``restored``, a pending rule of tests/test_fuzz.py) and
 every failure (an exception or a broken invariant), once per kind and place, with an input.
 
@@ -38,6 +39,7 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+import msgpack
 from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,6 +157,14 @@ def mutated_device(r: random.Random) -> dict:
     return state
 
 
+def mutated_checkpoint(r: random.Random) -> bytes:
+    if r.random() < 0.5:
+        return F.mutate_bytes(F.CHECKPOINT, r)
+    doc = copy.deepcopy(F.CHECKPOINT_DOC)
+    F.mutate(doc, F.CHECKPOINT_DOC, F.CHECKPOINT_PATHS, F.CHECKPOINT_KEY_PATHS, r.choice, r.randint(1, 3))
+    return msgpack.packb(doc, use_bin_type=True)
+
+
 # --- part 1 ----------------------------------------------------------------------------------
 
 def _where(exc: BaseException) -> str:
@@ -166,8 +176,9 @@ def _where(exc: BaseException) -> str:
 
 
 def properties(n: int, seed: int) -> tuple[dict[str, Counter], dict[str, str]]:
-    """Run ``n`` inputs: 60% parser, 15% adapters, 20% learner/detector states, 5% device
-    checkpoints. Returns outcome counts per target and one example per failure."""
+    """Run ``n`` inputs: 60% parser, 15% adapters, 20% learner/detector states, 2.5% device
+    states, 2.5% checkpoint files through a worker. Returns outcome counts per target and one
+    example per failure."""
     r = random.Random(seed)
     logging.disable(logging.CRITICAL)  # restored checkpoints log their missing models
     counts: dict[str, Counter] = {}
@@ -185,9 +196,12 @@ def properties(n: int, seed: int) -> tuple[dict[str, Counter], dict[str, str]]:
             name = r.choice(names)
             state = mutated_state(r, name)
             target, run, example = f"state.{name}", lambda: F.check_restored(name, state), state
-        else:
+        elif u < 0.975:
             state = mutated_device(r)
             target, run, example = "device", lambda: F.check_device(state), state
+        else:
+            data = mutated_checkpoint(r)
+            target, run, example = "checkpoint", lambda: F.restore_outcome(data), data
         try:
             outcome = run()
         except Exception as exc:  # noqa: BLE001 - every failure is counted and shown once

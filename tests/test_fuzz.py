@@ -25,6 +25,7 @@ import copy
 import json
 import math
 import random
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -39,6 +40,7 @@ from edgebayes.base import MAX_ABS_X, learner_from_state
 from edgebayes.codec import decode, encode
 from edgebayes.drift import ADWIN, ErrorDetector
 from edgebayes.drift.base import detector_from_state
+from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import parse_config
 from edgebayes.runtime.device import Device
 from edgebayes.runtime.pending import Pending, PendingLabels
@@ -53,6 +55,8 @@ from edgebayes.runtime.protocol import (
     Reading,
 )
 from edgebayes.runtime.sources import Extract, make_adapter
+from tests import test_runtime_robustness as robustness
+from tests.runtime_client import blobs
 from tests.test_learner_contract import LEARNERS, _stream
 
 settings.register_profile(
@@ -537,6 +541,67 @@ def mutated_devices(draw):
 @given(mutated_devices())
 def test_device_load_state_of_mutated_checkpoints(state):
     check_device(state)
+
+
+
+# --- checkpoint files through the worker -----------------------------------------------------
+
+def _checkpoint_bytes() -> bytes:
+    """A real checkpoint of device d1 (tests/test_runtime_robustness.py's worker: one
+    GaussianNB, 3 features): 12 readings, the last 4 waiting for their label."""
+    with tempfile.TemporaryDirectory() as d:
+        w = robustness.worker(store=CheckpointStore(Path(d), robustness.FEATURES))
+        for seq, (x, y) in enumerate(blobs(12, seed=2)):
+            robustness.send(w, "d1", "reading", {"seq": seq, "x": x, "y": y if seq < 8 else None})
+        assert w.checkpoint(all_devices=True) == 1
+        return (Path(d) / "d1.ckpt").read_bytes()
+
+
+CHECKPOINT = _checkpoint_bytes()
+CHECKPOINT_DOC = msgpack.unpackb(CHECKPOINT, strict_map_key=False)
+CHECKPOINT_PATHS = list(state_paths(CHECKPOINT_DOC))
+CHECKPOINT_KEY_PATHS = [p for p in CHECKPOINT_PATHS if isinstance(p[-1], str)]
+
+
+def restore_outcome(data: bytes) -> str:
+    """Start a worker on checkpoint ``data`` and send device d1 its next reading (seq 12):
+    "moved aside" (then the reading is predicted by a fresh model) or "restored"; either
+    way no internal error, no model reset, and the device is checkpointed again."""
+    with tempfile.TemporaryDirectory() as d:
+        store = CheckpointStore(Path(d), robustness.FEATURES)
+        store.path("d1").write_bytes(data)
+        w = robustness.worker(store=store)
+        robustness.send(w, "d1", "reading", {"seq": 12, "x": [0.5, 0.5, 0.5], "y": "a"})
+        aside = list(Path(d).glob("d1.ckpt.corrupt-*"))
+        assert w.n_internal_errors == 0 and w.n_model_resets == 0
+        predicted = [p["seq"] for p in w.client.on("prediction")]
+        refused = [e["kind"] for e in w.client.on("error")]
+        assert (predicted, refused) == ([12], []) or not aside and predicted == [] and len(refused) == 1
+        assert w.checkpoint(all_devices=True) == 1 and store.read("d1")["device"] == "d1"
+    return "moved aside" if aside else "restored"
+
+
+@settings(FUZZ, max_examples=200)
+@given(st.data())
+def test_a_mutated_checkpoint_file_is_restored_or_moved_aside(data):
+    if data.draw(st.booleans()):
+        payload = mutate_bytes(CHECKPOINT, random.Random(data.draw(st.integers(0, 2**32))))
+    else:
+        doc = copy.deepcopy(CHECKPOINT_DOC)
+        mutate(doc, CHECKPOINT_DOC, CHECKPOINT_PATHS, CHECKPOINT_KEY_PATHS, _drawer(data.draw),
+               data.draw(st.integers(1, 3)))
+        payload = msgpack.packb(doc, use_bin_type=True)
+    restore_outcome(payload)
+
+
+def test_both_outcomes_of_a_restore():
+    """The property is not vacuous: the file as written is restored, a torn or spoilt one is
+    moved aside."""
+    assert restore_outcome(CHECKPOINT) == "restored"
+    assert restore_outcome(CHECKPOINT[:-9]) == "moved aside"
+    doc = copy.deepcopy(CHECKPOINT_DOC)
+    doc["device"]["pending"]["items"][0][2] = [0.5, 0.5]
+    assert restore_outcome(msgpack.packb(doc)) == "moved aside"
 
 
 # --- minimal examples the fuzzing found, pinned -----------------------------------------------
