@@ -195,7 +195,7 @@ def test_parser_on_arbitrary_bytes(payload, kind):
     assert parse_outcome(payload, kind) in ERROR_KINDS + ("ok", *PENDING)
 
 
-@FUZZ
+@settings(FUZZ, max_examples=200)
 @given(documents, st.sampled_from(["msgpack", "json"]), st.sampled_from(["reading", "label"]))
 def test_parser_on_arbitrary_documents(doc, fmt, kind):
     assert parse_outcome(wire(doc, fmt), kind) in ERROR_KINDS + ("ok", *PENDING)
@@ -317,7 +317,7 @@ def _set_somewhere(doc, value, draw_index):
     return doc
 
 
-@FUZZ
+@settings(FUZZ, max_examples=150)
 @given(st.data(), st.sampled_from(sorted(SOURCES)))
 def test_adapters_on_mutated_real_payloads(data, name):
     entry = copy.deepcopy(data.draw(st.sampled_from(FIXTURES[name])))
