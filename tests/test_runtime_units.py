@@ -108,11 +108,19 @@ def test_overrides_and_bad_file(tmp_path):
     assert (cfg.broker.host, cfg.broker.port, cfg.checkpoint.dir) == ("broker.local", 1999, tmp_path / "ck")
     with pytest.raises(ConfigError, match="HOST:PORT"):
         cfg.with_overrides("nohost")
+    with pytest.raises(ConfigError, match=r"port 99999 is out of range 1\.\.65535"):
+        cfg.with_overrides("127.0.0.1:99999")
     path.write_text("[broker\n")
     with pytest.raises(ConfigError, match="invalid TOML"):
         load_config(path)
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.toml")
+
+
+def test_a_shared_subscription_prefix_is_refused_by_name():
+    with pytest.raises(ConfigError, match=r"\$share/ shared subscriptions are not supported"):
+        parse_config({"topics": {"prefix": "$share/g/edgebayes"}, "schema": {"features": ["a"]},
+                      "models": [{"name": "m", "kind": "gaussian_nb"}]})
 
 
 def test_cli_exits_2_with_the_problem_on_stderr(tmp_path):

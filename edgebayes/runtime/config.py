@@ -167,8 +167,10 @@ class Config:
         cfg = self
         if broker is not None:
             host, sep, port = broker.rpartition(":")
-            if not (sep and host and port.isdigit() and 1 <= int(port) <= 65535):
+            if not (sep and host and port.isdigit()):
                 raise ConfigError([f"--broker {broker!r}: expected HOST:PORT"], "command line")
+            if not 1 <= int(port) <= 65535:
+                raise ConfigError([f"--broker {broker!r}: port {port} is out of range 1..65535"], "command line")
             cfg = dataclasses.replace(cfg, broker=dataclasses.replace(cfg.broker, host=host, port=int(port)))
         if checkpoint_dir is not None:
             cfg = dataclasses.replace(
@@ -228,6 +230,9 @@ def _port(v):
 
 
 def _prefix(v):
+    if v.startswith("$"):  # $share/..., $SYS: broker-reserved, incoming topics never carry them
+        return ("must not start with '$' ($share/ shared subscriptions are not supported: "
+                "each runtime serves the devices its [topics] devices names)")
     levels = v.split("/")
     if not v or any(not lvl or "+" in lvl or "#" in lvl for lvl in levels):
         return "must be non-empty topic levels without wildcards, no leading or trailing '/'"
