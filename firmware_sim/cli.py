@@ -191,29 +191,7 @@ def run_main(args) -> int:
         burst_size=args.burst_size,
         malformed_kinds=tuple(args.malformed_kinds),
     )
-    config = SimConfig(
-        args.source,
-        n_devices=args.devices,
-        rate_hz=args.rate,
-        limit=args.limit,
-        duration_s=args.duration,
-        seed=args.seed,
-        labels=args.labels,
-        label_delay_s=args.label_delay_s,
-        label_fraction=args.label_fraction,
-        jitter=args.jitter,
-        faults=faults,
-        reboot_s=args.reboot_s,
-        reboot_seq=args.reboot_seq,
-        prefix=args.prefix,
-        device_prefix=args.device_prefix,
-        target=args.target,
-        drop=tuple(args.drop),
-        label_key=args.label_key,
-        x_shape=args.x_shape,
-        encoding=args.encoding,
-        format=args.format,
-    )
+    config = _sim_config(args, faults)
     _check_json_path(args.json)
     sim = Simulator(config, _broker(args), qos=args.qos, client_id=args.client_id)
     stop = threading.Event()
@@ -276,6 +254,49 @@ def monitor_main(args) -> int:
     _write_json(args.json, monitor.summary())
     return 0
 
+
+
+#: SimConfig fields named by their command-line flags in error messages
+FLAGS = {"n_devices": "--devices", "rate_hz": "--rate", "duration_s": "--duration", "limit": "--limit",
+         "seed": "--seed", "label_delay_s": "--label-delay-s", "label_fraction": "--label-fraction",
+         "jitter": "--jitter", "reboot_s": "--reboot-s", "label_key": "--label-key", "prefix": "--prefix"}
+
+
+def _sim_config(args, faults: FaultRates) -> SimConfig:
+    """The simulator's config from the command line.
+
+    Raises:
+        ValueError: a bad value, named by its flag (``--devices must be ...``).
+    """
+    try:
+        return SimConfig(
+            args.source,
+            n_devices=args.devices,
+            rate_hz=args.rate,
+            limit=args.limit,
+            duration_s=args.duration,
+            seed=args.seed,
+            labels=args.labels,
+            label_delay_s=args.label_delay_s,
+            label_fraction=args.label_fraction,
+            jitter=args.jitter,
+            faults=faults,
+            reboot_s=args.reboot_s,
+            reboot_seq=args.reboot_seq,
+            prefix=args.prefix,
+            device_prefix=args.device_prefix,
+            target=args.target,
+            drop=tuple(args.drop),
+            label_key=args.label_key,
+            x_shape=args.x_shape,
+            encoding=args.encoding,
+            format=args.format,
+        )
+    except ValueError as exc:
+        name = str(exc).split(" ", 1)[0]
+        if name in FLAGS:
+            raise ValueError(FLAGS[name] + str(exc)[len(name):]) from None
+        raise
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
