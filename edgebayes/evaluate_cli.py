@@ -13,7 +13,6 @@ import argparse
 import csv
 import inspect
 import json
-import re
 import sys
 
 from edgebayes.base import learner_class, make_learner
@@ -51,19 +50,9 @@ def _model(args):
     return make_learner(kind, **params)
 
 
-#: the streams' error for text in a feature column (a date, an id): the column is named last
-_NON_NUMERIC = re.compile(r"non-numeric value .* in feature column (['\"])(?P<name>.*)\1\Z")
-
-
-def _drop_hint(message: str) -> str:
-    """" (drop it with --drop NAME)" when ``message`` names a non-numeric feature column."""
-    m = _NON_NUMERIC.search(message)
-    return f" (drop it with --drop {m['name']})" if m else ""
-
-
 def main(args: argparse.Namespace) -> int:
     from edgebayes.evaluate import prequential
-    from edgebayes.streams import open_stream
+    from edgebayes.streams import drop_hint, open_stream
 
     try:
         model = _model(args)
@@ -72,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
         if result.n_samples == 0:
             raise ValueError(f"{args.data}: no samples")
     except (OSError, ValueError, csv.Error) as exc:
-        print(f"edgebayes evaluate: error: {exc}{_drop_hint(str(exc))}", file=sys.stderr)
+        print(f"edgebayes evaluate: error: {exc}{drop_hint(str(exc))}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"model": args.model, "learner": repr(model), "data": args.data, **result.as_dict()}))

@@ -19,6 +19,7 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
+from edgebayes.streams import drop_hint
 from firmware_sim.device import (
     ENCODINGS,
     FORMATS,
@@ -306,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args._main(args)
     except (ValueError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:
-        print(f"firmware-sim: {exc}", file=sys.stderr)
+        print(f"firmware-sim: {exc}{drop_hint(str(exc))}", file=sys.stderr)
         return 2
     except (ConnectionError, OSError) as exc:
         print(f"firmware-sim: cannot reach the broker {args.broker}: {exc}", file=sys.stderr)
