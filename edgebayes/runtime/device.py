@@ -17,8 +17,8 @@ is a bug or a limit, never a reason to throw months of learning away. The readin
 that model only: its prediction is None (scored as wrong), and a failed ``learn_one`` is not
 fed to its drift detector. Each failure is recorded in ``Device.model_errors`` for the worker to
 report: kind ``class_limit`` for ``ClassLimitError`` (a new class its ``max_size_bytes`` cannot
-hold), else ``learner_error``, logged at ERROR with its traceback at most once per
-`TRACEBACK_INTERVAL_S` per device.
+hold; logged without a traceback), else ``learner_error`` (logged at ERROR with its traceback);
+each kind is logged at most once per `LOG_INTERVAL_S` per device.
 A device takes labels of one type (all int or all str): in JSON ``1`` and ``"1"`` are one key.
 
 Only the runtime's worker thread touches these objects (no locks).
@@ -42,8 +42,8 @@ from edgebayes.runtime.protocol import SEQ_JUMP, SEQ_PER_S, TS_AHEAD_S, Protocol
 
 log = logging.getLogger(__name__)
 
-#: a learner error's traceback is logged at most this often per device (seconds); all are counted
-TRACEBACK_INTERVAL_S = 60.0
+#: a model error of one kind is logged at most this often per device (seconds); all are reported
+LOG_INTERVAL_S = 60.0
 
 
 class ModelSlot:
@@ -139,7 +139,7 @@ class Device:
         self.pending = pending
         self.label_type: type | None = None  # int or str, from the first label (one per device)
         self.model_errors: list[tuple[str, str]] = []  # (kind, why) since the worker last looked
-        self._next_traceback = 0.0  # monotonic time from which a learner error's traceback is logged
+        self._log_state: dict[str, tuple[float, int]] = {}  # kind -> (next log time, not logged since)
         self.last_seq = -1
         self.last_ts: float | None = None  # ts of the last accepted reading
         self.last_recv: float | None = None  # when it arrived (unix s; None: unknown)
@@ -223,21 +223,24 @@ class Device:
         return y_preds, best, probas[best] or {}
 
     def _model_error(self, slot: ModelSlot, where: str, exc: Exception) -> None:
-        """Record a model's exception: ``class_limit`` (logged without a traceback) or
-        ``learner_error`` (a bug: logged at ERROR, its traceback at most every
-        `TRACEBACK_INTERVAL_S`). The model is left as it was."""
-        why = f"model {slot.name!r}: {where} raised {type(exc).__name__}: {exc}; the reading is skipped for it"
-        if isinstance(exc, ClassLimitError):
-            self.model_errors.append(("class_limit", why))
-            log.warning("device %s: %s", self.device, why)
-            return
-        self.model_errors.append(("learner_error", why))
+        """Record a model's exception as ``class_limit`` (``ClassLimitError``, logged at WARNING)
+        or ``learner_error`` (a bug, logged at ERROR with its traceback). Each kind is logged at
+        most once per `LOG_INTERVAL_S` per device, saying how many went unlogged; all are
+        recorded. The model is left as it was."""
+        kind = "class_limit" if isinstance(exc, ClassLimitError) else "learner_error"
+        why = f"model {slot.name!r}: {where} raised {type(exc).__name__}: {str(exc)[:200]}; the reading is skipped for it"
+        self.model_errors.append((kind, why))
         now = time.monotonic()
-        trace = now >= self._next_traceback
-        if trace:
-            self._next_traceback = now + TRACEBACK_INTERVAL_S
-        log.error("device %s: %s%s", self.device, why, "" if trace else " (traceback logged earlier)",
-                  exc_info=exc if trace else None)
+        next_log, unlogged = self._log_state.get(kind, (0.0, 0))
+        if now < next_log:
+            self._log_state[kind] = (next_log, unlogged + 1)
+            return
+        self._log_state[kind] = (now + LOG_INTERVAL_S, 0)
+        more = f" ({unlogged} more {kind} not logged since the last one)" if unlogged else ""
+        if kind == "class_limit":
+            log.warning("device %s: %s%s", self.device, why, more)
+        else:
+            log.error("device %s: %s%s", self.device, why, more, exc_info=exc)
 
     def learn(self, seq: int, x: list[float], y: Any, y_preds: list[Any], now: float) -> list[dict]:
         """Score each model's reading-time prediction against ``y``, learn, and return alerts.
