@@ -14,7 +14,7 @@ from typing import Any
 
 from paho.mqtt.client import topic_matches_sub
 
-from edgebayes.base import LABEL_LIMIT, LABEL_MIN, InputError, check_label, to_float, to_floats
+from edgebayes.base import InputError, check_label, to_float, to_floats
 from edgebayes.codec import DecodeError, decode
 from edgebayes.runtime.config import NAME_RE
 
@@ -25,8 +25,8 @@ ERROR_KINDS = (
     "device_limit", "label_type", "retained", "internal", "class_limit", "learner_error",
 )
 
-#: ``seq`` is below 2**53 (exact in a double, so in any JSON reader); int labels are
-#: `edgebayes.base.LABEL_MIN` .. ``LABEL_LIMIT`` (docs/protocol.md "Reading")
+#: ``seq`` is below 2**53 (exact in a double, so in any JSON reader); int labels are 64-bit
+#: (`edgebayes.base.check_label`; docs/protocol.md "Reading")
 SEQ_LIMIT = 2**53
 #: how far a reading's ``seq`` may run ahead of its device's last accepted one: this many, plus
 #: `SEQ_PER_S` per second since that reading arrived (docs/protocol.md "Seq and ts bounds")
@@ -143,10 +143,8 @@ def _label_field(msg: dict, key: str, seq: int, required: bool) -> Any:
         return None
     if type(y) is not str and type(y) is not int:
         raise ProtocolError("field", f"label '{key}' must be a str or an int, got {type(y).__name__}", seq)
-    if type(y) is int and not LABEL_MIN <= y < LABEL_LIMIT:
-        raise ProtocolError("field", f"label '{key}' must be an int in [-2**63, 2**63), got {_short(y)}", seq)
     try:
-        check_label(y)  # the learners' rule: a str must be valid Unicode (no lone surrogate)
+        check_label(y)  # the learners' rule: an int of 64 bits, a str of valid Unicode (no lone surrogate)
     except ValueError as exc:
         raise ProtocolError("field", f"label '{key}': {exc}", seq) from None
     return y
