@@ -225,7 +225,8 @@ def to_float(v: Any, name: str, limit: float = MAX_ABS_X) -> float:
     if f == math.inf or f == -math.inf:
         raise InputError("not_finite", f"{name} is {f}: features must be finite (NaN marks a missing value)")
     if abs(f) > limit:
-        raise InputError("out_of_range", f"{name} = {f:.3g} is out of range: learning takes |x| <= {MAX_ABS_X:g}")
+        raise InputError("out_of_range",
+                         f"{name} = {f:.3g} is out of range: learning takes |x| <= {MAX_ABS_X:g}")
     return f
 
 

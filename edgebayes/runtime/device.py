@@ -219,7 +219,8 @@ class Device:
         if failed and probas[best] is None:
             ok = [i for i, p in enumerate(probas) if p is not None]
             if ok:
-                best = max(ok, key=lambda i: -1.0 if self.slots[i].accuracy is None else self.slots[i].accuracy)
+                accuracy = [-1.0 if s.accuracy is None else s.accuracy for s in self.slots]
+                best = max(ok, key=accuracy.__getitem__)
         return y_preds, best, probas[best] or {}
 
     def _model_error(self, slot: ModelSlot, where: str, exc: Exception) -> None:
@@ -228,7 +229,8 @@ class Device:
         most once per `LOG_INTERVAL_S` per device, saying how many went unlogged; all are
         recorded. The model is left as it was."""
         kind = "class_limit" if isinstance(exc, ClassLimitError) else "learner_error"
-        why = f"model {slot.name!r}: {where} raised {type(exc).__name__}: {str(exc)[:200]}; the reading is skipped for it"
+        why = (f"model {slot.name!r}: {where} raised {type(exc).__name__}: {str(exc)[:200]}; "
+               "the reading is skipped for it")
         self.model_errors.append((kind, why))
         now = time.monotonic()
         next_log, unlogged = self._log_state.get(kind, (0.0, 0))

@@ -41,8 +41,8 @@ Values: JSON numbers; numbers sent as strings (``"100.00"``); booleans and ``ON`
 ``true``/``false`` as 1/0; ``nan``, ``None``, ``null``, ``unavailable``, ``unknown`` and
 empty payloads as "no value now" (the feature becomes missing); any other text is refused
 (kind ``field``), +/-inf too (``not_finite``), and a magnitude above 1e100 (``out_of_range``,
-the learners' bound). Tasmota temperatures in Fahrenheit and pressures in mmHg/inHg are converted to °C and hPa from the message's ``TempUnit`` and
-``PressureUnit``. Availability messages (zigbee2mqtt ``bridge/state`` and ``<name>/availability``,
+the learners' bound). Tasmota temperatures in Fahrenheit and pressures in mmHg/inHg are
+converted to °C and hPa from the message's ``TempUnit`` and ``PressureUnit``. Availability messages (zigbee2mqtt ``bridge/state`` and ``<name>/availability``,
 Tasmota ``LWT``, ESPHome ``status``, Shelly ``online``) are never readings: ``offline``
 drops the values that device published, so nothing stale is assembled from them.
 Payload shapes, topics and pitfalls per ecosystem: ../shared/payloads/README.md.
