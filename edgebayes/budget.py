@@ -96,7 +96,7 @@ def _run(device: Device, stream, every: int) -> tuple[dict, int]:
     with tqdm(total=stream.n_samples, unit="samples", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
         for x, y in stream:
             xs = x.tolist()
-            y_preds, _ = device.predict(xs)
+            y_preds = device.predict(xs)[0]
             device.learn(n, xs, y, y_preds, time.time())
             n += 1
             if n % every == 0:
