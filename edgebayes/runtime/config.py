@@ -17,7 +17,8 @@ with defaults (``-`` = no default, ``None`` = unset)::
     [checkpoint]  dir=None (no checkpoints) interval_s=60
     [labels]      max_pending=1000 (per device) max_age_s=3600
     [output]      format="msgpack" ("msgpack" | "json") prediction_qos=0 metrics_interval_s=10
-                  error_interval_s=1
+                  error_interval_s=1 max_backlog_bytes=8388608 (outgoing messages not yet
+                  written or acknowledged; at the bound the runtime stops taking readings)
     [queue]       max_size=10000 policy="block" ("block" | "drop_oldest")
                   max_payload_bytes=65536
     [evaluation]  accuracy_window=200 (labelled readings per model and device)
@@ -121,6 +122,7 @@ class OutputConfig:
     prediction_qos: int = 0
     metrics_interval_s: float = 10.0
     error_interval_s: float = 1.0
+    max_backlog_bytes: int = 8 * 2**20
 
 
 @dataclass(frozen=True)
@@ -265,6 +267,10 @@ def _receive_max(v):
     return None if 1 <= v <= 65535 else "must be in 1..65535 (MQTT receive maximum)"
 
 
+def _backlog(v):
+    return None if v >= 65536 else "must be at least 65536 (a few messages)"
+
+
 def _delta(v):
     return None if 0 < v < 1 else "must be in (0, 1)"
 
@@ -302,6 +308,7 @@ SPEC: dict[str, tuple[type, dict[str, tuple[tuple[type, ...], Callable | None]]]
         "prediction_qos": (INT, _one_of(0, 1)),
         "metrics_interval_s": (NUM, _positive),
         "error_interval_s": (NUM, _non_negative),
+        "max_backlog_bytes": (INT, _backlog),
     }),
     "queue": (QueueConfig, {
         "max_size": (INT, _receive_max),

@@ -153,8 +153,12 @@ class Worker:
                 if self._closed:
                     break
                 item = None
+            while item is not None and not self.client.wait_for_room(TICK_S):  # backlog full, broker away
+                if time.monotonic() >= self._next_tick:
+                    self._tick()
+                if self._closed and time.monotonic() >= self._drain_until:
+                    item = None  # stopping: unacknowledged, the broker delivers it again
             if item is not None:
-                self.client.wait_for_room(1.0)
                 self._handle(*item)
             if time.monotonic() >= self._next_tick:
                 self._tick()
