@@ -78,6 +78,7 @@ def test_a_broker_outage_with_a_backlog_loses_no_prediction(broker, tmp_path):
         go = _paused(rt)
         _burst(rt, dev, 3000, seed=12)
         broker.stop()
+        wait_for(lambda: not rt.client.connected.is_set(), what="the runtime sees the broker gone")
         go.set()  # the worker finds the broker away with 3,000 readings queued
         time.sleep(2.0)
         assert rt.worker.n_readings == 0  # they wait, unacknowledged, for the broker
