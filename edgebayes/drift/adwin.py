@@ -3,15 +3,21 @@
 Semantics follow MOA's ``moa.classifiers.core.driftdetection.ADWIN`` line for line where it
 decides anything (cut test, arithmetic order, the window kept after a cut), so that the
 reference vectors in ``../shared/vectors/adwin/`` are reproduced exactly.
+
+`ADWIN` is the pure-Python reference; ``ADWIN(...)`` builds the compiled one
+(`edgebayes._core.adwin`, same fields, same results bit for bit) when `edgebayes.backend()` is
+``"compiled"``. What both share (parameters, read-outs, memory, state) is `ADWINShared`.
 """
 
 from __future__ import annotations
 
 import math
 import sys
+from abc import ABCMeta
 from array import array
 from struct import pack_into as _pack_into
 
+from edgebayes import backend
 from edgebayes.base import check_finite, refuse_malformed
 
 _log = math.log
@@ -23,15 +29,25 @@ _ONE_COUNT = array("q", [0])
 _ARRAY_BYTES = sys.getsizeof(array("d"))  # header of an empty array; items are 8 bytes each
 
 
-def _as_input(x) -> float:
-    """``x`` as a float; ValueError for anything that is not a real number (str, None, ...)."""
-    if isinstance(x, (str, bytes)) or not hasattr(x, "__float__"):
-        raise ValueError(f"ADWIN input must be a real number, got {x!r}")
-    return float(x)
-
-
 #: input type -> converter; 0/1 error streams often arrive as int or bool
 _CONVERT = {int: float, bool: float}
+
+
+def as_input(x) -> float:
+    """An ADWIN input that is not a float (int, bool, numpy scalar, ...) as a float.
+
+    Raises:
+        ValueError: ``x`` is not a real number (str, None, ...) or too large for a float.
+    """
+    convert = _CONVERT.get(x.__class__)
+    if convert is None:
+        if isinstance(x, (str, bytes)) or not hasattr(x, "__float__"):
+            raise ValueError(f"ADWIN input must be a real number, got {x!r}")
+        convert = float
+    try:
+        return convert(x)
+    except OverflowError:
+        raise ValueError(f"ADWIN input too large for a float: {x!r}") from None
 
 
 def _zeros(n: int) -> array:
@@ -116,96 +132,12 @@ def _insert(adwin: ADWIN, xs: list) -> None:
         _pack_into(f"{i + 1}q", adwin._counts, 0, *cnt[: i + 1])
 
 
-class ADWIN:
-    """ADaptive WINdowing change detector and mean estimator (ADWIN2).
+class ADWINShared:
+    """What every ADWIN implementation shares: parameter checks, reset, read-outs, memory,
+    copies and checkpoints, over the fields listed in :class:`ADWIN`'s ``__slots__``. An
+    implementation adds ``update(x)`` and ``_flush()`` (fold the pending inputs in)."""
 
-    The window of recent inputs is summarised by an exponential histogram: row ``i`` holds up
-    to ``max_buckets`` buckets of ``2**i`` inputs each (total and variance per bucket); when a
-    row gets one bucket too many, its two oldest buckets merge into one bucket of the next row.
-    Every ``clock`` inputs, once the window holds more than ``grace_period`` inputs, every
-    split of the window into an older part W0 and a newer part W1 at a bucket boundary is
-    tested (Bifet and Gavalda 2007, ADWIN2, with the Bernstein-type bound of MOA's 2008
-    version):
-
-        |mean(W0) - mean(W1)| > sqrt(2 m v dd) + 2/3 dd m,
-        dd = ln(2 ln(n) / delta),
-        m = 1/(n0 - min_window_length + 1) + 1/(n1 - min_window_length + 1),
-
-    with ``n`` the window length and ``v`` the window's population variance; only splits with
-    both parts longer than ``min_window_length + 1`` count. While some split passes, the
-    oldest bucket is dropped and the test starts again. An input that dropped anything is a
-    *drift*: ``update`` returns True. The shrunken window is kept (the algorithm's own
-    behaviour, as MOA; later checks may cut it again); call ``reset()`` for a fresh detector.
-
-    Parameters are River's names. ``grace_period`` is the smallest window length (exclusive)
-    at which the cut test runs: MOA hard-codes it to 10 (``mintMinimLongitudWindow``), River
-    exposes it with the same meaning and default, so the default reproduces MOA. Where River
-    differs from MOA we follow MOA: sub-windows need more than ``min_window_length + 1``
-    inputs (River: at least ``min_window_length``), and River resets the whole detector on the
-    input after a drift while this keeps the window.
-
-    Args:
-        delta: confidence of the cut test, in (0, 1); smaller means fewer, later detections.
-        clock: the cut test runs every ``clock`` inputs (int >= 1); detection may lag by up to
-            ``clock - 1`` inputs (casebook C24).
-        max_buckets: buckets per histogram row before two merge (int >= 2).
-        min_window_length: sub-windows shorter than ``min_window_length + 2`` are not tested
-            (int >= 1).
-        grace_period: no cut test while the window holds ``grace_period`` inputs or fewer
-            (int >= 0).
-
-    Memory is O(max_buckets * log2(width / max_buckets)): the histogram lives in flat float64
-    arrays with ``max_buckets`` slots per row, (2 * max_buckets + 1) * 8 bytes per row (about
-    3.4 kB in all for a window of 2**32 inputs with the defaults); ``max_memory_bytes(max_width)``
-    gives the exact worst case. One input costs O(1) amortised, one cut test
-    O(max_buckets * log2(width)).
-
-    Implementation: inputs wait in a buffer until the next cut test (or read-out) and are then
-    inserted row by row; the cut test screens each boundary with a cheap necessary condition
-    before MOA's exact test. Neither changes a single bit of MOA's buckets, sums or decisions
-    (``tests/test_adwin.py`` checks both against a plain port of MOA). MOA multiplies bucket
-    sizes as Java ints, which overflow once a window passes about 330,000 inputs; here they
-    are exact. Floats in are fastest; ints and bools are converted. The time goes to the
-    interpreter: the per-input call, the batched insertion and the cut test's walk over all
-    buckets. Reading floats out of arrays and back costs more than keeping them in lists: the
-    arrays made an update about 1.6x slower than lists did, for a quarter of the bytes
-    (``bench/adwin.py``).
-
-    For an error stream, wrap it in :class:`~edgebayes.drift.ErrorDetector`, which signals only
-    the cuts across which ``estimation`` rose above ``estimation_before_drift``.
-
-    Example:
-        >>> adwin = ADWIN()
-        >>> drifts = [i for i, x in enumerate([0.0] * 1000 + [1.0] * 1000) if adwin.update(x)]
-        >>> drifts
-        [1023, 1055, 1087]
-        >>> adwin.width, adwin.estimation
-        (1000, 1.0)
-
-    Reference: A. Bifet and R. Gavalda, "Learning from time-changing data with adaptive
-    windowing", SIAM SDM 2007; MOA ``ADWIN.java``.
-    """
-
-    __slots__ = (
-        "_abs_max",
-        "_counts",
-        "_drifted",
-        "_estimation_before_drift",
-        "_n_detections",
-        "_pending",
-        "_ticks",
-        "_top",
-        "_total",
-        "_totals",
-        "_variance",
-        "_variances",
-        "_width",
-        "clock",
-        "delta",
-        "grace_period",
-        "max_buckets",
-        "min_window_length",
-    )  # fmt: skip
+    __slots__ = ()
 
     def __init__(
         self,
@@ -256,6 +188,279 @@ class ADWIN:
         self._pending = _zeros(self.clock)
         self._top = self.clock
 
+    # -- read-outs (they fold pending inputs in first) ----------------------------------------
+
+    @property
+    def drift_detected(self) -> bool:
+        """True when the latest input caused a drift; False after any other input or reset."""
+        return self._drifted and self._ticks == self.clock
+
+    @property
+    def width(self) -> int:
+        """Number of inputs in the window."""
+        self._flush()
+        return self._width
+
+    @property
+    def estimation(self) -> float:
+        """Mean of the window (0.0 for an empty window; MOA gives NaN there)."""
+        self._flush()
+        return self._total / self._width if self._width else 0.0
+
+    @property
+    def variance(self) -> float:
+        """Population variance of the window (MOA's ``getVariance``); 0.0 when empty."""
+        self._flush()
+        return self._variance / self._width if self._width else 0.0
+
+    @property
+    def total(self) -> float:
+        """Sum of the inputs in the window."""
+        self._flush()
+        return self._total
+
+    @property
+    def n_detections(self) -> int:
+        """Inputs that made the window shrink, since construction or the last ``reset()``."""
+        return self._n_detections
+
+    @property
+    def estimation_before_drift(self) -> float:
+        """Window mean just before the latest input that caused a drift (0.0 before any)."""
+        return self._estimation_before_drift
+
+    @property
+    def n_buckets(self) -> int:
+        """Buckets in the histogram."""
+        self._flush()
+        return sum(self._counts)
+
+    def _bytes_for(self, rows: int) -> int:
+        """Bytes held with ``rows`` histogram rows: the object, four array headers, and 8-byte
+        items: ``max_buckets`` totals per row, ``max_buckets`` variances per row above row 0,
+        one count per row, ``clock`` pending inputs. The buffers are allocated exactly."""
+        items = (2 * rows - 1) * self.max_buckets + rows + self.clock
+        return sys.getsizeof(self) + 4 * _ARRAY_BYTES + 8 * items
+
+    def memory_bytes(self) -> int:
+        """Bytes held, from the shapes of the buffers (see ``max_memory_bytes``): (2 M + 1) * 8
+        bytes per histogram row (M = ``max_buckets``) plus a constant."""
+        return self._bytes_for(len(self._counts))
+
+    def max_memory_bytes(self, max_width: int = 2**32) -> int:
+        """The most bytes ``memory_bytes()`` can report while the window holds at most
+        ``max_width`` inputs (with these parameters, whatever the inputs).
+
+        Memory depends only on the number of histogram rows. Below the top row every row holds
+        M - 1 or M buckets (a row that overflows to M + 1 merges back to M - 1; cuts only take
+        buckets from the top row), and the top row at least one, so a window with R rows holds
+        at least (M - 1) (2**(R-1) - 1) + 2**(R-1) = M 2**(R-1) - M + 1 inputs. The bound is
+        the size with the largest such R; a detector that reaches that width by inserting
+        inputs without a cut has exactly that many rows.
+
+        Args:
+            max_width: largest window length to allow for (int >= 0). The window can only
+                reach it after that many inputs without a cut; 2**32 inputs take 1.4 years at
+                100 per second.
+
+        Returns:
+            bytes (int).
+
+        Raises:
+            ValueError: ``max_width`` is not an int >= 0.
+        """
+        if isinstance(max_width, bool) or not isinstance(max_width, int) or max_width < 0:
+            raise ValueError(f"max_width must be an int >= 0, got {max_width!r}")
+        m, rows = self.max_buckets, 1
+        while (m << rows) - m + 1 <= max_width:  # the least width with rows + 1 rows fits
+            rows += 1
+        return self._bytes_for(rows)
+
+    # -- copies and checkpoints ---------------------------------------------------------------
+
+    def _params(self) -> dict:
+        return {
+            "delta": self.delta,
+            "clock": self.clock,
+            "max_buckets": self.max_buckets,
+            "min_window_length": self.min_window_length,
+            "grace_period": self.grace_period,
+        }
+
+    def clone(self) -> ADWIN:
+        """A fresh, empty detector with the same parameters, from the current `edgebayes.backend()`."""
+        return ADWIN(**self._params())
+
+    def state(self) -> dict:
+        """Plain-data state (``"kind": "adwin"``); floats are stored exactly."""
+        self._flush()
+        counts, mb = self._counts, self.max_buckets
+        return {
+            "kind": "adwin",
+            "params": self._params(),
+            "width": self._width,
+            "total": self._total,
+            "variance": self._variance,
+            "ticks": self._ticks,
+            "drifted": self._drifted,
+            "n_detections": self._n_detections,
+            "estimation_before_drift": self._estimation_before_drift,
+            "abs_max": self._abs_max,
+            "totals": [self._totals[i * mb : i * mb + c].tolist() for i, c in enumerate(counts)],
+            "variances": [[0.0] * counts[0]]
+            + [self._variances[(i - 1) * mb : (i - 1) * mb + c].tolist() for i, c in enumerate(counts) if i],
+        }
+
+    @classmethod
+    @refuse_malformed("adwin")
+    def from_state(cls, state: dict) -> ADWIN:
+        """Rebuild the detector ``state()`` described.
+
+        Raises:
+            ValueError: not an ADWIN state, a malformed one (missing key, wrong type, a
+                non-finite number), or its histogram does not fit its parameters.
+        """
+        if not isinstance(state, dict) or state.get("kind") != "adwin":
+            raise ValueError("not an ADWIN state (kind must be 'adwin')")
+        out = cls(**state["params"])
+        totals = [[float(t) for t in row] for row in state["totals"]]
+        variances = [[float(v) for v in row] for row in state["variances"]]
+        if (
+            not totals
+            or [len(r) for r in totals] != [len(r) for r in variances]
+            or any(variances[0])  # row 0 holds single inputs
+            or any(len(r) > out.max_buckets for r in totals)
+            or any(not out.max_buckets - 1 <= len(r) for r in totals[:-1])  # see max_memory_bytes
+            or (len(totals) > 1 and not totals[-1])
+            or sum(len(r) << i for i, r in enumerate(totals)) != state["width"]
+        ):
+            raise ValueError("ADWIN state: histogram rows do not match width and max_buckets")
+        if not 1 <= int(state["ticks"]) <= out.clock:
+            raise ValueError(f"ADWIN state: ticks must be in [1, clock], got {state['ticks']!r}")
+        out._width = int(state["width"])
+        out._total = float(state["total"])
+        out._variance = float(state["variance"])
+        out._ticks = int(state["ticks"])
+        out._drifted = bool(state["drifted"])
+        out._n_detections = int(state["n_detections"])
+        out._estimation_before_drift = float(state["estimation_before_drift"])
+        out._abs_max = float(state["abs_max"])
+        check_finite("ADWIN state", [out._total, out._variance, out._estimation_before_drift, out._abs_max])
+        for row in totals + variances:
+            check_finite("ADWIN state", row)
+        mb = out.max_buckets
+        out._totals = array("d", [t for r in totals for t in r + [0.0] * (mb - len(r))])
+        out._variances = array("d", [v for r in variances[1:] for v in r + [0.0] * (mb - len(r))])
+        out._counts = array("q", [len(r) for r in totals])
+        out._top = out._ticks
+        return out
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
+        return f"ADWIN({args})"
+
+
+
+class ADWIN(ADWINShared, metaclass=ABCMeta):
+    """ADaptive WINdowing change detector and mean estimator (ADWIN2).
+
+    The window of recent inputs is summarised by an exponential histogram: row ``i`` holds up
+    to ``max_buckets`` buckets of ``2**i`` inputs each (total and variance per bucket); when a
+    row gets one bucket too many, its two oldest buckets merge into one bucket of the next row.
+    Every ``clock`` inputs, once the window holds more than ``grace_period`` inputs, every
+    split of the window into an older part W0 and a newer part W1 at a bucket boundary is
+    tested (Bifet and Gavalda 2007, ADWIN2, with the Bernstein-type bound of MOA's 2008
+    version):
+
+        |mean(W0) - mean(W1)| > sqrt(2 m v dd) + 2/3 dd m,
+        dd = ln(2 ln(n) / delta),
+        m = 1/(n0 - min_window_length + 1) + 1/(n1 - min_window_length + 1),
+
+    with ``n`` the window length and ``v`` the window's population variance; only splits with
+    both parts longer than ``min_window_length + 1`` count. While some split passes, the
+    oldest bucket is dropped and the test starts again. An input that dropped anything is a
+    *drift*: ``update`` returns True. The shrunken window is kept (the algorithm's own
+    behaviour, as MOA; later checks may cut it again); call ``reset()`` for a fresh detector.
+
+    Parameters are River's names. ``grace_period`` is the smallest window length (exclusive)
+    at which the cut test runs: MOA hard-codes it to 10 (``mintMinimLongitudWindow``), River
+    exposes it with the same meaning and default, so the default reproduces MOA. Where River
+    differs from MOA we follow MOA: sub-windows need more than ``min_window_length + 1``
+    inputs (River: at least ``min_window_length``), and River resets the whole detector on the
+    input after a drift while this keeps the window.
+
+    Args:
+        delta: confidence of the cut test, in (0, 1); smaller means fewer, later detections.
+        clock: the cut test runs every ``clock`` inputs (int >= 1); detection may lag by up to
+            ``clock - 1`` inputs (casebook C24).
+        max_buckets: buckets per histogram row before two merge (int >= 2).
+        min_window_length: sub-windows shorter than ``min_window_length + 2`` are not tested
+            (int >= 1).
+        grace_period: no cut test while the window holds ``grace_period`` inputs or fewer
+            (int >= 0).
+
+    Memory is O(max_buckets * log2(width / max_buckets)): the histogram lives in flat float64
+    arrays with ``max_buckets`` slots per row, (2 * max_buckets + 1) * 8 bytes per row (about
+    3.4 kB in all for a window of 2**32 inputs with the defaults); ``max_memory_bytes(max_width)``
+    gives the exact worst case. One input costs O(1) amortised, one cut test
+    O(max_buckets * log2(width)).
+
+    Implementation: inputs wait in a buffer until the next cut test (or read-out) and are then
+    inserted row by row; the cut test screens each boundary with a cheap necessary condition
+    before MOA's exact test. Neither changes a single bit of MOA's buckets, sums or decisions
+    (``tests/test_adwin.py`` checks both against a plain port of MOA). MOA multiplies bucket
+    sizes as Java ints, which overflow once a window passes about 330,000 inputs; here they
+    are exact. Floats in are fastest; ints and bools are converted. In this reference the time
+    goes to the interpreter: the per-input call, the batched insertion and the cut test's walk
+    over all buckets. The compiled implementation, built by ``ADWIN(...)`` when
+    `edgebayes.backend()` is ``"compiled"``, keeps the same fields and buffers and gives the
+    same ``state()``, decisions and ``memory_bytes()`` bit for bit, in one C call per input.
+
+    For an error stream, wrap it in :class:`~edgebayes.drift.ErrorDetector`, which signals only
+    the cuts across which ``estimation`` rose above ``estimation_before_drift``.
+
+    Example:
+        >>> adwin = ADWIN()
+        >>> drifts = [i for i, x in enumerate([0.0] * 1000 + [1.0] * 1000) if adwin.update(x)]
+        >>> drifts
+        [1023, 1055, 1087]
+        >>> adwin.width, adwin.estimation
+        (1000, 1.0)
+
+    Reference: A. Bifet and R. Gavalda, "Learning from time-changing data with adaptive
+    windowing", SIAM SDM 2007; MOA ``ADWIN.java``.
+    """
+
+    __slots__ = (
+        "_abs_max",
+        "_counts",
+        "_drifted",
+        "_estimation_before_drift",
+        "_n_detections",
+        "_pending",
+        "_ticks",
+        "_top",
+        "_total",
+        "_totals",
+        "_variance",
+        "_variances",
+        "_width",
+        "clock",
+        "delta",
+        "grace_period",
+        "max_buckets",
+        "min_window_length",
+    )  # fmt: skip
+
+    def __new__(cls, *args, **kwargs):
+        """The compiled ADWIN (`edgebayes._core.adwin`) when `edgebayes.backend()` is
+        ``"compiled"``, this reference otherwise; both take the same arguments."""
+        if cls is ADWIN and backend() == "compiled":
+            from edgebayes._core.adwin import ADWIN as Compiled
+
+            return Compiled(*args, **kwargs)
+        return super().__new__(cls)
+
     # -- the hot path -------------------------------------------------------------------------
 
     def update(self, x: float) -> bool:
@@ -272,10 +477,7 @@ class ADWIN:
             ValueError: ``x`` is NaN, +/-inf or not a real number; the detector is unchanged.
         """
         if x.__class__ is not float:
-            try:
-                x = _CONVERT.get(x.__class__, _as_input)(x)
-            except OverflowError:
-                raise ValueError(f"ADWIN input too large for a float: {x!r}") from None
+            x = as_input(x)
         if x - x:  # NaN for NaN and +/-inf, 0.0 otherwise
             raise ValueError(f"ADWIN input must be finite, got {x}")
         ticks = self._ticks - 1
@@ -416,174 +618,3 @@ class ADWIN:
         if last:
             variances[vbase : vbase + c - 1] = variances[vbase + 1 : vbase + c]
         counts[last] = c - 1
-
-    # -- read-outs (they fold pending inputs in first) ----------------------------------------
-
-    @property
-    def drift_detected(self) -> bool:
-        """True when the latest input caused a drift; False after any other input or reset."""
-        return self._drifted and self._ticks == self.clock
-
-    @property
-    def width(self) -> int:
-        """Number of inputs in the window."""
-        self._flush()
-        return self._width
-
-    @property
-    def estimation(self) -> float:
-        """Mean of the window (0.0 for an empty window; MOA gives NaN there)."""
-        self._flush()
-        return self._total / self._width if self._width else 0.0
-
-    @property
-    def variance(self) -> float:
-        """Population variance of the window (MOA's ``getVariance``); 0.0 when empty."""
-        self._flush()
-        return self._variance / self._width if self._width else 0.0
-
-    @property
-    def total(self) -> float:
-        """Sum of the inputs in the window."""
-        self._flush()
-        return self._total
-
-    @property
-    def n_detections(self) -> int:
-        """Inputs that made the window shrink, since construction or the last ``reset()``."""
-        return self._n_detections
-
-    @property
-    def estimation_before_drift(self) -> float:
-        """Window mean just before the latest input that caused a drift (0.0 before any)."""
-        return self._estimation_before_drift
-
-    @property
-    def n_buckets(self) -> int:
-        """Buckets in the histogram."""
-        self._flush()
-        return sum(self._counts)
-
-    def _bytes_for(self, rows: int) -> int:
-        """Bytes held with ``rows`` histogram rows: the object, four array headers, and 8-byte
-        items: ``max_buckets`` totals per row, ``max_buckets`` variances per row above row 0,
-        one count per row, ``clock`` pending inputs. The buffers are allocated exactly."""
-        items = (2 * rows - 1) * self.max_buckets + rows + self.clock
-        return sys.getsizeof(self) + 4 * _ARRAY_BYTES + 8 * items
-
-    def memory_bytes(self) -> int:
-        """Bytes held, from the shapes of the buffers (see ``max_memory_bytes``): (2 M + 1) * 8
-        bytes per histogram row (M = ``max_buckets``) plus a constant."""
-        return self._bytes_for(len(self._counts))
-
-    def max_memory_bytes(self, max_width: int = 2**32) -> int:
-        """The most bytes ``memory_bytes()`` can report while the window holds at most
-        ``max_width`` inputs (with these parameters, whatever the inputs).
-
-        Memory depends only on the number of histogram rows. Below the top row every row holds
-        M - 1 or M buckets (a row that overflows to M + 1 merges back to M - 1; cuts only take
-        buckets from the top row), and the top row at least one, so a window with R rows holds
-        at least (M - 1) (2**(R-1) - 1) + 2**(R-1) = M 2**(R-1) - M + 1 inputs. The bound is
-        the size with the largest such R; a detector that reaches that width by inserting
-        inputs without a cut has exactly that many rows.
-
-        Args:
-            max_width: largest window length to allow for (int >= 0). The window can only
-                reach it after that many inputs without a cut; 2**32 inputs take 1.4 years at
-                100 per second.
-
-        Returns:
-            bytes (int).
-
-        Raises:
-            ValueError: ``max_width`` is not an int >= 0.
-        """
-        if isinstance(max_width, bool) or not isinstance(max_width, int) or max_width < 0:
-            raise ValueError(f"max_width must be an int >= 0, got {max_width!r}")
-        m, rows = self.max_buckets, 1
-        while (m << rows) - m + 1 <= max_width:  # the least width with rows + 1 rows fits
-            rows += 1
-        return self._bytes_for(rows)
-
-    # -- copies and checkpoints ---------------------------------------------------------------
-
-    def _params(self) -> dict:
-        return {
-            "delta": self.delta,
-            "clock": self.clock,
-            "max_buckets": self.max_buckets,
-            "min_window_length": self.min_window_length,
-            "grace_period": self.grace_period,
-        }
-
-    def clone(self) -> ADWIN:
-        """A fresh, empty detector with the same parameters."""
-        return ADWIN(**self._params())
-
-    def state(self) -> dict:
-        """Plain-data state (``"kind": "adwin"``); floats are stored exactly."""
-        self._flush()
-        counts, mb = self._counts, self.max_buckets
-        return {
-            "kind": "adwin",
-            "params": self._params(),
-            "width": self._width,
-            "total": self._total,
-            "variance": self._variance,
-            "ticks": self._ticks,
-            "drifted": self._drifted,
-            "n_detections": self._n_detections,
-            "estimation_before_drift": self._estimation_before_drift,
-            "abs_max": self._abs_max,
-            "totals": [self._totals[i * mb : i * mb + c].tolist() for i, c in enumerate(counts)],
-            "variances": [[0.0] * counts[0]]
-            + [self._variances[(i - 1) * mb : (i - 1) * mb + c].tolist() for i, c in enumerate(counts) if i],
-        }
-
-    @classmethod
-    @refuse_malformed("adwin")
-    def from_state(cls, state: dict) -> ADWIN:
-        """Rebuild the detector ``state()`` described.
-
-        Raises:
-            ValueError: not an ADWIN state, a malformed one (missing key, wrong type, a
-                non-finite number), or its histogram does not fit its parameters.
-        """
-        if not isinstance(state, dict) or state.get("kind") != "adwin":
-            raise ValueError("not an ADWIN state (kind must be 'adwin')")
-        out = cls(**state["params"])
-        totals = [[float(t) for t in row] for row in state["totals"]]
-        variances = [[float(v) for v in row] for row in state["variances"]]
-        if (
-            not totals
-            or [len(r) for r in totals] != [len(r) for r in variances]
-            or any(variances[0])  # row 0 holds single inputs
-            or any(len(r) > out.max_buckets for r in totals)
-            or any(not out.max_buckets - 1 <= len(r) for r in totals[:-1])  # see max_memory_bytes
-            or (len(totals) > 1 and not totals[-1])
-            or sum(len(r) << i for i, r in enumerate(totals)) != state["width"]
-        ):
-            raise ValueError("ADWIN state: histogram rows do not match width and max_buckets")
-        if not 1 <= int(state["ticks"]) <= out.clock:
-            raise ValueError(f"ADWIN state: ticks must be in [1, clock], got {state['ticks']!r}")
-        out._width = int(state["width"])
-        out._total = float(state["total"])
-        out._variance = float(state["variance"])
-        out._ticks = int(state["ticks"])
-        out._drifted = bool(state["drifted"])
-        out._n_detections = int(state["n_detections"])
-        out._estimation_before_drift = float(state["estimation_before_drift"])
-        out._abs_max = float(state["abs_max"])
-        check_finite("ADWIN state", [out._total, out._variance, out._estimation_before_drift, out._abs_max])
-        for row in totals + variances:
-            check_finite("ADWIN state", row)
-        mb = out.max_buckets
-        out._totals = array("d", [t for r in totals for t in r + [0.0] * (mb - len(r))])
-        out._variances = array("d", [v for r in variances[1:] for v in r + [0.0] * (mb - len(r))])
-        out._counts = array("q", [len(r) for r in totals])
-        out._top = out._ticks
-        return out
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
-        return f"ADWIN({args})"
