@@ -88,7 +88,7 @@ def main() -> None:
         makers[f"edgebayes ADWIN, {backend}"] = built_by(backend, ADWIN)
     for backend in backends:
         makers[f"ErrorDetector(ADWIN), {backend}"] = built_by(backend, ErrorDetector)
-    print(edgebayes.backend_description())
+    print(f"backend: {edgebayes.backend_description()}")
     for name, stream in streams.items():
         print(f"\n{name}, n={args.n}, best of {args.repeats}")
         print(f"{'detector':32s} {'updates/s':>12s} {'ns/update':>10s} {'vs river':>9s} "

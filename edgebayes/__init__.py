@@ -47,8 +47,8 @@ def backend() -> str:
 
 
 def backend_description() -> str:
-    """One line for a log: the backend and, for ``"python"``, why."""
+    """`backend()` for a log line: ``"compiled"``, or ``"python (why)"``."""
     if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0"):
-        return f"backend: python ({PURE_PYTHON_ENV}={os.environ[PURE_PYTHON_ENV]})"
+        return f"python ({PURE_PYTHON_ENV}={os.environ[PURE_PYTHON_ENV]})"
     missing = _compiled_missing()
-    return f"backend: python ({missing})" if missing else "backend: compiled"
+    return f"python ({missing})" if missing else "compiled"

@@ -20,7 +20,7 @@ def use_backend(name: str):
         os.environ.pop(edgebayes.PURE_PYTHON_ENV, None)
     try:
         if edgebayes.backend() != name:
-            pytest.skip(edgebayes.backend_description())
+            pytest.skip(f"backend {edgebayes.backend_description()}")
         yield name
     finally:
         if saved is None:

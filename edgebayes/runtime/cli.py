@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 
+from edgebayes import backend_description
 from edgebayes.runtime.config import ConfigError, check_files, load_config
 
 log = logging.getLogger("edgebayes.runtime")
@@ -32,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log.info("backend: %s", backend_description())
     try:
         config = load_config(args.config).with_overrides(args.broker, args.checkpoint_dir)
         check_files(config, args.config)
