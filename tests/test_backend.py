@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 import edgebayes
 from edgebayes.cli import main as cli
+from tests.runtime_client import wait_for, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 IRIS = ROOT / ".." / "shared" / "data" / "uci_iris" / "iris.csv"
@@ -41,8 +43,16 @@ def test_evaluate_says_the_backend_first(backend, capsys):
     assert json.loads(capsys.readouterr().out)["backend"] == backend
 
 
-def test_run_logs_the_backend_first(backend, tmp_path):
-    done = subprocess.run([sys.executable, "-m", "edgebayes", "run", "--config", str(tmp_path / "none.toml")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert done.returncode == 2  # no such config
-    assert done.stderr.splitlines()[0].split(" INFO ", 1)[1].split(" (")[0] == f"edgebayes.runtime: backend: {backend}"
+def test_run_logs_the_backend_first(backend, broker, tmp_path):
+    config = write_config(tmp_path / "rt.toml", broker, checkpoint_dir=tmp_path / "ck")
+    log = tmp_path / "rt.log"
+    proc = subprocess.Popen([sys.executable, "-m", "edgebayes", "run", "--config", str(config)],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+    try:
+        wait_for(lambda: log.read_text().count("\n") >= 2, what="two log lines")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    first = log.read_text().splitlines()[0].split(" INFO ", 1)[1]
+    assert first == f"edgebayes.runtime: backend: {edgebayes.backend_description()}"
+    assert first.split()[2] == backend

@@ -33,13 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    log.info("backend: %s", backend_description())
     try:
         config = load_config(args.config).with_overrides(args.broker, args.checkpoint_dir)
         check_files(config, args.config)
     except ConfigError as exc:
         print(f"edgebayes run: {exc}", file=sys.stderr)
         return 2
+    log.info("backend: %s", backend_description())
     from edgebayes.runtime.service import Runtime
     from edgebayes.runtime.systemd import attach
 
