@@ -348,6 +348,15 @@ def test_state_round_trip_through_the_codec_mid_stream():
     assert copy.state() == adwin.state() and signal_copy.state() == signal.state()
 
 
+def test_a_state_with_abs_max_still_loads():
+    adwin = ADWIN(clock=5)
+    for x in _stream(4, 700, "real"):
+        adwin.update(x)
+    state = adwin.state()
+    assert "abs_max" not in state
+    assert ADWIN.from_state(dict(state, abs_max=3.5)).state() == state  # written by 0.1.0
+
+
 def test_from_state_refuses_foreign_or_broken_states():
     with pytest.raises(ValueError, match="kind"):
         detector_from_state({"kind": "page_hinkley"})

@@ -6,9 +6,9 @@ memory) over a C window: the same fields and the same ``array`` buffers as the r
 ``state()`` and ``memory_bytes()`` are the reference's. The arithmetic is MOA's, in the
 reference's operation order (built with ``-ffp-contract=off`` so that no multiply-add is
 fused): every float of ``state()`` is bit-identical to the reference's on the same inputs.
-Where the reference batches insertions row by row and screens the cut test, this inserts the
-pending inputs one by one (MOA ``insertElement``, ``compressBuckets``) and runs MOA's exact test
-at every bucket boundary (``blnCutexpression``): the same merges and the same decisions.
+Each function below is the reference method of the same name, loop for loop: the pending
+inputs inserted one by one (MOA ``insertElement``, ``compressBuckets``), MOA's exact test at
+every bucket boundary (``blnCutexpression``).
 """
 
 from cpython cimport array
@@ -26,7 +26,7 @@ cdef class Window:
     cdef public double delta
     cdef public Py_ssize_t clock, max_buckets, min_window_length, grace_period
     cdef public long long _width, _n_detections
-    cdef public double _total, _variance, _estimation_before_drift, _abs_max
+    cdef public double _total, _variance, _estimation_before_drift
     cdef public Py_ssize_t _ticks, _top
     cdef public bint _drifted
     cdef public array.array _totals, _variances, _counts, _pending
@@ -71,8 +71,9 @@ cdef bint _check(Window self) except -1:
 
 
 cdef int _fold(Window self, double* width_before, double* total_before) except -1:
-    """Insert the pending inputs oldest first; the window's width and total as they were before
-    the last of them go to ``width_before``, ``total_before`` (0, 0.0 if none pending)."""
+    """The reference's ``_flush``: insert the pending inputs oldest first; the window's width
+    and total as they were before the last of them go to ``width_before``, ``total_before``
+    (0, 0.0 if none pending)."""
     cdef Py_ssize_t low = self._ticks, top = self._top, j
     width_before[0] = 0.0
     total_before[0] = 0.0
@@ -81,12 +82,11 @@ cdef int _fold(Window self, double* width_before, double* total_before) except -
     cdef double* pending = self._pending.data.as_doubles
     self._top = low
     cdef double w = <double>self._width, total = self._total, var = self._variance
-    cdef double tb = total, x, d, w1, am = self._abs_max
+    cdef double tb = total, x, d, w1
     j = top - 1  # the oldest pending input
     if w == 0.0:  # the first input of an empty window adds no variance (MOA)
         x = pending[j]
         w, total = 1.0, x
-        am = _abs_max(am, x)
         _insert(self, x)
         j -= 1
     while j >= low:
@@ -97,22 +97,12 @@ cdef int _fold(Window self, double* width_before, double* total_before) except -
         var += w * d * d / w1
         w = w1
         total += x
-        am = _abs_max(am, x)
         _insert(self, x)
         j -= 1
-    self._width, self._total, self._variance, self._abs_max = <long long>w, total, var, am
+    self._width, self._total, self._variance = <long long>w, total, var
     width_before[0] = w - 1.0
     total_before[0] = tb
     return 0
-
-
-cdef inline double _abs_max(double am, double x) noexcept:
-    """The reference's ``max(abs_max, max(pending), -min(pending))``, one input at a time."""
-    if x > am:
-        return x
-    if -x > am:
-        return -x
-    return am
 
 
 cdef int _insert(Window self, double x) except -1:
