@@ -30,7 +30,7 @@ def _compiled_missing() -> str:
         try:
             importlib.import_module(name)
         except ImportError as exc:
-            return f"{name} does not import ({exc}); the package was installed without a C compiler"
+            return f"{name} does not import: {exc}; a C compiler at install time builds it"
     return ""
 
 
