@@ -103,8 +103,8 @@ class ADWINShared:
         self._variances = array("d")
         self._counts = array("q", _ONE_COUNT)
         # Inputs not yet in the histogram, newest at the lowest index: _pending[_ticks:_top].
-        # Folding them in at the next cut test (or read-out) yields the same buckets, totals
-        # and variances as inserting them one by one, without per-input method calls.
+        # Nothing reads the histogram before the next cut test or read-out, which fold them in
+        # oldest first: the same buckets, totals and variances as inserting each on arrival.
         self._pending = _zeros(self.clock)
         self._top = self.clock
 
