@@ -372,6 +372,14 @@ def test_from_state_refuses_foreign_or_broken_states():
         ADWIN.from_state(state)
 
 
+@pytest.mark.parametrize("key, value", [("n_detections", 2**63), ("n_detections", -1)])
+def test_from_state_refuses_counters_out_of_range_on_both_backends(key, value):
+    state = ADWIN().state()
+    state[key] = value
+    with pytest.raises(ValueError, match=f"{key} must be in"):
+        ADWIN.from_state(state)
+
+
 def test_clone_is_fresh_with_same_parameters():
     adwin = ADWIN(delta=1e-4, clock=16, max_buckets=4, min_window_length=3, grace_period=20)
     for x in STEP:

@@ -256,6 +256,9 @@ class ADWINShared:
             raise ValueError("ADWIN state: histogram rows do not match width and max_buckets")
         if not 1 <= int(state["ticks"]) <= out.clock:
             raise ValueError(f"ADWIN state: ticks must be in [1, clock], got {state['ticks']!r}")
+        for key in ("width", "n_detections"):  # 64-bit counters in the compiled implementation
+            if not 0 <= int(state[key]) < 2**63:
+                raise ValueError(f"ADWIN state: {key} must be in [0, 2**63), got {state[key]!r}")
         out._width = int(state["width"])
         out._total = float(state["total"])
         out._variance = float(state["variance"])
