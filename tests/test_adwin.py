@@ -486,7 +486,8 @@ def test_from_state_refuses_rows_the_algorithm_cannot_produce():
 def test_the_backend_fixture_builds_that_backend(backend):
     assert edgebayes.backend() == backend
     expected = "edgebayes._core.adwin" if backend == "compiled" else "edgebayes.drift.adwin"
-    for adwin in (ADWIN(), ADWIN().clone(), ADWIN.from_state(ADWIN().state()), ErrorDetector().detector):
+    built = (ADWIN(), ADWIN().clone(), ADWIN.from_state(ADWIN().state()), ErrorDetector().detector)
+    for adwin in built:
         assert type(adwin).__module__ == expected and type(adwin).__name__ == "ADWIN"
         assert isinstance(adwin, ADWIN)
 

@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 IRIS = ROOT / ".." / "shared" / "data" / "uci_iris" / "iris.csv"
 
 
-@pytest.mark.parametrize("value, expected", [("1", "python"), ("yes", "python"), ("0", None), ("", None)])
+@pytest.mark.parametrize(
+    "value, expected", [("1", "python"), ("yes", "python"), ("0", None), ("", None)]
+)
 def test_the_environment_variable_forces_the_reference(monkeypatch, value, expected):
     monkeypatch.setenv("EDGEBAYES_PURE_PYTHON", value)
     built = "python" if edgebayes._compiled_missing() else "compiled"
@@ -30,15 +32,17 @@ def test_the_environment_variable_forces_the_reference(monkeypatch, value, expec
 
 def test_without_the_core_the_reference_runs_and_says_why(monkeypatch):
     monkeypatch.delenv("EDGEBAYES_PURE_PYTHON", raising=False)
-    monkeypatch.setattr(edgebayes, "_compiled_missing", lambda: "edgebayes._core.adwin does not import")
+    why = "edgebayes._core.adwin does not import"
+    monkeypatch.setattr(edgebayes, "_compiled_missing", lambda: why)
     assert edgebayes.backend() == "python"
-    assert edgebayes.backend_description() == "python (edgebayes._core.adwin does not import)"
+    assert edgebayes.backend_description() == f"python ({why})"
 
 
 def test_evaluate_says_the_backend_first(backend, capsys):
     assert cli(["evaluate", "--data", str(IRIS), "--samples", "50"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
-    assert first == f"backend          {edgebayes.backend_description()}" and first.split()[1] == backend
+    assert first == f"backend          {edgebayes.backend_description()}"
+    assert first.split()[1] == backend
     assert cli(["evaluate", "--data", str(IRIS), "--samples", "50", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["backend"] == backend
 

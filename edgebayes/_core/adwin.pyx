@@ -209,7 +209,8 @@ cdef int _drop_oldest(Window self) except -1:
     cdef long long w = self._width - n
     cdef double total = self._total - t
     cdef double d = t / <double>n - total / <double>w
-    self._variance -= (variances[vbase] if last else 0.0) + <double>(n * w) * d * d / <double>(n + w)
+    cdef double oldest_v = variances[vbase] if last else 0.0
+    self._variance -= oldest_v + <double>(n * w) * d * d / <double>(n + w)
     self._width = w
     self._total = total
     if c == 1 and last:  # the top row empties: buffers one row shorter

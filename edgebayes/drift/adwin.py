@@ -459,7 +459,8 @@ class ADWIN(ADWINShared, metaclass=ABCMeta):
             du = a / n - b / n
             merged_t = a + b
             if i:
-                merged_v = variances[base - mb] + variances[base - mb + 1] + n * n * du * du / (n + n)
+                va, vb = variances[base - mb], variances[base - mb + 1]
+                merged_v = va + vb + n * n * du * du / (n + n)
             else:  # single inputs: variance 0
                 merged_v = du * du / 2.0
             totals[base : base + mb - 2] = totals[base + 2 : base + mb]
@@ -542,7 +543,8 @@ class ADWIN(ADWINShared, metaclass=ABCMeta):
         w = self._width - n
         total = self._total - t
         d = t / n - total / w
-        self._variance -= (variances[vbase] if last else 0.0) + n * w * d * d / (n + w)
+        oldest_v = variances[vbase] if last else 0.0
+        self._variance -= oldest_v + n * w * d * d / (n + w)
         self._width = w
         self._total = total
         if c == 1 and last:  # the top row empties: buffers one row shorter
