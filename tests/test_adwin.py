@@ -208,6 +208,16 @@ def test_c22_one_detection_for_a_caller_that_resets_on_drift():
     assert adwin.n_detections == 0 and not adwin.drift_detected
 
 
+def test_a_sub_window_needs_more_than_min_window_length_plus_one_inputs():
+    # W0 = [100, 100] against W1 = [0, 0, 0] passes the cut test's bound, but with
+    # min_window_length=1 both parts need 3 inputs or more: no admissible split cuts (MOA).
+    params = dict(delta=0.5, clock=1, max_buckets=5, min_window_length=1, grace_period=0)
+    adwin, moa = ADWIN(**params), MoaADWIN(**params)
+    stream = [100.0, 100.0] + [0.0] * 6
+    assert [adwin.update(x) for x in stream] == [moa.update(x) for x in stream] == [False] * 8
+    assert adwin.width == 8
+
+
 @pytest.mark.parametrize("n", [64, 128])
 def test_c23_alternating_stream_variance(n):
     adwin = ADWIN()
