@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import json
 import math
+import pickle
 import random
 import sys
 from pathlib import Path
@@ -365,6 +366,17 @@ def test_a_state_with_abs_max_still_loads():
     state = adwin.state()
     assert "abs_max" not in state
     assert ADWIN.from_state(dict(state, abs_max=3.5)).state() == state  # written by 0.1.0
+
+
+def test_pickle_round_trip_mid_stream():  # casebook C30, for models that hold detectors
+    stream = _stream(12, 3000, "bits")
+    adwin = ADWIN(delta=0.01)
+    for x in stream[:2017]:
+        adwin.update(x)
+    copy = pickle.loads(pickle.dumps(adwin))
+    assert type(copy) is type(adwin) and copy.state() == adwin.state()
+    assert [adwin.update(x) for x in stream[2017:]] == [copy.update(x) for x in stream[2017:]]
+    assert copy.state() == adwin.state()
 
 
 def test_from_state_refuses_foreign_or_broken_states():
