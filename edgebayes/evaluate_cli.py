@@ -2,9 +2,10 @@
 
     edgebayes evaluate --model nb --data ../shared/data/elec2/elec2.csv.gz --drop date [--json]
 
-Prints accuracy, Cohen's kappa, window accuracy, speed and model size (or one JSON object with
-``--json``). A progress bar goes to stderr when it is a terminal. Unreadable input (missing or
-empty file, missing column, a row the model refuses): one-line error, exit code 2.
+Prints the backend (`edgebayes.backend()`), accuracy, Cohen's kappa, window accuracy, speed
+and model size (or one JSON object with ``--json``). A
+progress bar goes to stderr when it is a terminal. Unreadable input (missing or empty file,
+missing column, a row the model refuses): one-line error, exit code 2.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import inspect
 import json
 import sys
 
+from edgebayes import backend, backend_description
 from edgebayes.base import learner_class, make_learner
 
 #: ``--model`` name -> learner kind of the registry (`edgebayes.base.KINDS`).
@@ -54,6 +56,7 @@ def main(args: argparse.Namespace) -> int:
     from edgebayes.evaluate import prequential
     from edgebayes.streams import drop_hint, open_stream
 
+    used, used_why = backend(), backend_description()  # before any model is built
     try:
         model = _model(args)
         stream = open_stream(args.data, target=args.target, drop=args.drop, n_samples=args.samples, seed=args.seed)
@@ -64,9 +67,11 @@ def main(args: argparse.Namespace) -> int:
         print(f"edgebayes evaluate: error: {exc}{drop_hint(str(exc))}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"model": args.model, "learner": repr(model), "data": args.data, **result.as_dict()}))
+        print(json.dumps({"model": args.model, "learner": repr(model), "data": args.data, "backend": used,
+                          **result.as_dict()}))
         return 0
     r = result
+    print(f"backend          {used_why}")
     print(f"model            {args.model}: {model!r}")
     print(f"data             {args.data}")
     print(f"samples          {r.n_samples:,}")
