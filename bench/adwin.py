@@ -5,8 +5,10 @@
 The stream is Bernoulli(p) as Python floats, pre-generated so that only ``update`` is timed;
 each detector gets the best of ``--repeats`` passes over a fresh instance, timed in process
 CPU time (``time.process_time``) so that other work on a shared machine distorts less. A
-second stream switches p from 0.2 to 0.5 halfway, so cuts happen. Rows: River's ADWIN (Rust core behind a
-Python method), ours, and ours wrapped in ``ErrorDetector`` (what SRP calls per member).
+second stream switches p from 0.2 to 0.5 halfway, so cuts happen. Rows: River's ADWIN (a
+compiled core behind a Python method), ours on each backend (`edgebayes.backend()`: compiled,
+python; the compiled rows are left out when the core is not built), and ours wrapped in
+``ErrorDetector`` (what SRP calls per member).
 ``drifts`` counts inputs that set ``drift_detected`` (River starts a fresh window after each,
 ours keeps the shrunken window as MOA, so ours may cut again on the next checks); ``width`` is
 the final window length; ``memory B`` is ``memory_bytes()`` (River has none).
@@ -15,12 +17,31 @@ the final window length; ``memory B`` is ``memory_bytes()`` (River has none).
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import time
 
 from river.drift import ADWIN as RiverADWIN
 
+import edgebayes
 from edgebayes.drift import ADWIN, ErrorDetector
+
+
+def built_by(backend: str, make):
+    """``make`` with what it builds coming from ``backend`` ("compiled" or "python")."""
+
+    def build():
+        saved = os.environ.get(edgebayes.PURE_PYTHON_ENV)
+        os.environ[edgebayes.PURE_PYTHON_ENV] = "1" if backend == "python" else "0"
+        try:
+            return make()
+        finally:
+            if saved is None:
+                del os.environ[edgebayes.PURE_PYTHON_ENV]
+            else:
+                os.environ[edgebayes.PURE_PYTHON_ENV] = saved
+
+    return build
 
 
 def best_seconds(make, stream, repeats):
@@ -60,11 +81,14 @@ def main() -> None:
             float(rng.random() < (0.2 if i < half else 0.5)) for i in range(args.n)
         ],
     }
-    makers = {
-        "river ADWIN": RiverADWIN,
-        "edgebayes ADWIN": ADWIN,
-        "edgebayes ErrorDetector(ADWIN)": ErrorDetector,
-    }
+    makers = {"river ADWIN": RiverADWIN}
+    core_built = built_by("compiled", edgebayes.backend)() == "compiled"
+    backends = ["compiled", "python"] if core_built else ["python"]
+    for backend in backends:
+        makers[f"edgebayes ADWIN, {backend}"] = built_by(backend, ADWIN)
+    for backend in backends:
+        makers[f"ErrorDetector(ADWIN), {backend}"] = built_by(backend, ErrorDetector)
+    print(f"backend: {edgebayes.backend_description()}")
     for name, stream in streams.items():
         print(f"\n{name}, n={args.n}, best of {args.repeats}")
         print(f"{'detector':32s} {'updates/s':>12s} {'ns/update':>10s} {'vs river':>9s} "

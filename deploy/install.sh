@@ -8,7 +8,8 @@
 #   sudo deploy/install.sh --uninstall  # remove the service, the venv and the broker snippet
 #   sudo deploy/install.sh --uninstall --purge   # ... and the config, checkpoints, user, passwords
 #
-# What it does: apt packages (python3-venv, mosquitto); a system user "edgebayes"; a venv under
+# What it does: apt packages (python3-venv, mosquitto, and build-essential and python3-dev to
+# build the compiled core); a system user "edgebayes"; a venv under
 # /opt/edgebayes with edgebayes pip-installed from this checkout; the config in /etc/edgebayes
 # (an existing one is never overwritten); the local Mosquitto configured from deploy/mosquitto
 # (no anonymous access, an ACL, a generated password for the runtime); the systemd unit
@@ -106,6 +107,8 @@ check_platform() {
 install_packages() {
   local packages=(python3 python3-venv)
   [ "$BROKER" = 1 ] && packages+=(mosquitto)
+  # the compiled core (setup.py); without a compiler pip installs the pure-Python reference
+  packages+=(build-essential python3-dev)
   # no armv7 wheels of numpy and msgpack on PyPI: Debian's, seen through the venv
   [ "$ARCH" = armhf ] && packages+=(python3-numpy python3-msgpack)
   run apt-get update -qq

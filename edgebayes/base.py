@@ -16,8 +16,10 @@ A learner is a plain object (DESIGN.md 3):
 - ``state() -> dict``: plain lists/numbers/strings, msgpack-serialisable, with a ``"kind"`` key
   naming the registry entry; ``cls.from_state(state)`` rebuilds an identical learner.
 
-Bad input (wrong length, non-numeric, +/-inf, out of range, a None or NaN label) raises
-``ValueError`` and leaves the model unchanged; so does a malformed state given to ``from_state``.
+Bad input (wrong length, non-numeric, +/-inf, out of range, a None or NaN label, an int label
+beyond 64 bits, a str label that is not valid Unicode) raises ``ValueError`` (for feature
+values the `InputError` of `to_float`, the rule the runtime's parser applies too) and leaves
+the model unchanged; so does a malformed state given to ``from_state``.
 Labels are dict keys, compared by Python equality: ``True``, ``1`` and ``1.0`` are one class
 (the first one seen names it), as are ``0``, ``0.0`` and ``False``. The registry maps the config's ``kind`` names to classes, so the
 runtime, the budget tool and checkpoints build learners without importing them all.
@@ -138,10 +140,27 @@ def check_finite(name: str, values, low: float = -math.inf, high: float = math.i
             raise ValueError(f"invalid state: {name} holds {v!r} (must be finite, in [{low:g}, {high:g}])")
 
 
+#: int labels are 64-bit signed: the widest int msgpack and JSON peers read back, and what a
+#: learner's ``state()`` can hold
+LABEL_MIN, LABEL_LIMIT = -2**63, 2**63
+
+
 def check_label(y: Any) -> None:
-    """Raise ``ValueError`` for a label a learner must refuse: None, NaN, or unhashable."""
+    """Raise ``ValueError`` for a label a learner must refuse: None, NaN, unhashable, an int
+    outside [-2**63, 2**63), or a str that is not valid Unicode text (a lone surrogate such as
+    ``"\\ud800"``: neither msgpack nor a checkpoint can hold it)."""
+    t = type(y)
+    if t is str:
+        if not y.isascii():
+            try:
+                y.encode()
+            except UnicodeEncodeError:
+                raise ValueError(f"label {y[:40]!r} is not valid Unicode text (a lone surrogate)") from None
+        return
     if y is None:
         raise ValueError("label is None")
+    if isinstance(y, numbers.Integral) and not LABEL_MIN <= y < LABEL_LIMIT:
+        raise ValueError("label is an int outside [-2**63, 2**63)")
     if isinstance(y, float) and math.isnan(y):
         raise ValueError("label is NaN")
     try:
@@ -178,29 +197,89 @@ def check_weights(w, n: int) -> np.ndarray:
     return w
 
 
-def _number(v, j: int) -> float:
-    if isinstance(v, numbers.Real):
+class InputError(ValueError):
+    """A feature value a learner refuses. ``kind``: ``field`` (not a real number),
+    ``not_finite`` (+/-inf, or an int beyond the float range) or ``out_of_range`` (magnitude
+    above `MAX_ABS_X`); the runtime reports it under that error kind."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def to_float(v: Any, name: str, limit: float = MAX_ABS_X) -> float:
+    """One feature value ``v`` (a real number; NaN marks a missing value) as a float: the one
+    rule for feature values, shared by the learners, the wire protocol and ``[[sources]]``.
+    ``name`` names the value in the message (``"x[2]"``, ``"feature 'temp'"``); ``limit``:
+    the largest magnitude taken (`MAX_ABS_X` to learn, ``math.inf`` to predict).
+
+    Raises:
+        InputError: kind ``field``, ``not_finite`` or ``out_of_range`` (see `InputError`).
+    """
+    if not isinstance(v, numbers.Real):
+        raise InputError("field", f"{name} = {repr(v)[:40]} is not a number")
+    try:
+        f = float(v)
+    except OverflowError:  # an int beyond the float range
+        raise InputError("not_finite", f"{name} is an int beyond the float range: out of range") from None
+    if f == math.inf or f == -math.inf:
+        raise InputError("not_finite", f"{name} is {f}: features must be finite (NaN marks a missing value)")
+    if abs(f) > limit:
+        raise InputError("out_of_range",
+                         f"{name} = {f:.3g} is out of range: learning takes |x| <= {MAX_ABS_X:g}")
+    return f
+
+
+_FLOAT = frozenset({float})
+_INT_FLOAT = frozenset({float, int})
+
+
+def to_floats(values: list, names=None, limit: float = MAX_ABS_X) -> tuple[list, bool]:
+    """``values`` (a list of real numbers) as a list of floats by the rule of `to_float`, and
+    whether it holds a NaN (a missing value). ``names``: the feature names for messages (None:
+    ``x[j]``). The common case (all floats or ints, all finite) costs a few C-level passes.
+
+    Raises:
+        InputError: the first value `to_float` refuses.
+    """
+    types = set(map(type, values))
+    xs = None
+    if types <= _FLOAT:
+        xs = values
+    elif types <= _INT_FLOAT:
         try:
-            return float(v)
-        except OverflowError:  # an int beyond the float range
-            raise ValueError(f"x[{j}] is an int beyond the float range: out of range") from None
-    raise ValueError(f"x[{j}] = {v!r} is not a number")
+            xs = list(map(float, values))
+        except OverflowError:
+            pass
+    if xs is None:  # other types or a huge int: value by value, naming the first refused
+        xs = [to_float(v, _name(names, j), limit) for j, v in enumerate(values)]
+    s = sum(xs)
+    if s - s == 0.0:  # no inf, no NaN: max and min are exact
+        if xs and not -limit <= min(xs) <= max(xs) <= limit:
+            j = next(j for j, v in enumerate(xs) if abs(v) > limit)
+            to_float(xs[j], _name(names, j), limit)  # raises out_of_range
+        return xs, False
+    for j, v in enumerate(xs):
+        if v != v:
+            continue
+        if v == math.inf or v == -math.inf or abs(v) > limit:
+            to_float(v, _name(names, j), limit)  # raises
+    return xs, True
 
 
-def _out_of_range(xs: list) -> ValueError:
-    j = next(j for j, v in enumerate(xs) if abs(v) > MAX_ABS_X)
-    return ValueError(f"x[{j}] = {xs[j]:.3g} is out of range: learning takes |x| <= {MAX_ABS_X:g}")
+def _name(names, j: int) -> str:
+    return f"x[{j}]" if names is None else f"feature {names[j]!r}"
 
 
 def as_floats(x, d: int | None, learning: bool = False) -> tuple[list, bool]:
     """``x`` (a 1-D numpy array or sequence of real numbers) as a list of Python floats, and
     whether it holds a NaN (a missing value). ``d`` is the expected length (None: any, not 0).
     ``learning``: also refuse a value of magnitude above `MAX_ABS_X` (the learner's sums of
-    squares could overflow); prediction takes any finite value.
+    squares could overflow); prediction takes any finite value. The value rule is `to_floats`.
 
     Raises:
         ValueError: not a 1-D sequence of numbers (None and strings included), wrong length
-            (``d``), empty, +/-inf, or (``learning``) out of range.
+            (``d``), empty; `InputError` for +/-inf or (``learning``) out of range.
     """
     if type(x) is np.ndarray:
         if x.ndim != 1:
@@ -215,24 +294,12 @@ def as_floats(x, d: int | None, learning: bool = False) -> tuple[list, bool]:
             xs = list(x)
         except TypeError:
             raise ValueError(f"x must be a 1-D sequence of numbers, got {type(x).__name__}") from None
-        if not set(map(type, xs)) <= {float}:
-            xs = [_number(v, j) for j, v in enumerate(xs)]
     if d is None:
         if not xs:
             raise ValueError("x is empty")
     elif len(xs) != d:
         raise ValueError(f"x has {len(xs)} features, the model {d}")
-    s = sum(xs)
-    if s - s == 0.0:  # no inf, no NaN: max and min are exact
-        if learning and not -MAX_ABS_X <= min(xs) <= max(xs) <= MAX_ABS_X:
-            raise _out_of_range(xs)
-        return xs, False
-    for j, v in enumerate(xs):
-        if v == math.inf or v == -math.inf:
-            raise ValueError(f"x[{j}] is {v}: features must be finite (NaN marks a missing value)")
-    if learning and any(abs(v) > MAX_ABS_X for v in xs):
-        raise _out_of_range(xs)
-    return xs, any(v != v for v in xs)
+    return to_floats(xs, None, MAX_ABS_X if learning else math.inf)
 
 
 

@@ -24,7 +24,7 @@ from edgebayes.runtime.config import ConfigError, load_config
 from edgebayes.runtime.device import Device
 from edgebayes.runtime.memory import plan_memory
 from edgebayes.runtime.pending import PendingLabels
-from edgebayes.streams import open_stream
+from edgebayes.streams import drop_hint, open_stream
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"edgebayes budget: {message}", file=sys.stderr)
+    print(f"edgebayes budget: {message}{drop_hint(message)}", file=sys.stderr)
     return 2
 
 
@@ -72,8 +72,8 @@ def main(args: argparse.Namespace) -> int:
                     PendingLabels(c.labels.max_pending, c.labels.max_age_s))
     try:
         peaks, n = _run(device, stream, args.every)
-    except (OSError, ValueError) as exc:
-        return _fail(f"{args.data}: {exc}")
+    except (OSError, ValueError) as exc:  # a reader's error names its file already
+        return _fail(str(exc) if str(exc).startswith(args.data) else f"{args.data}: {exc}")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     over = _report(config, plan, device, peaks, n, rss, args)
     return 1 if over else 0
@@ -96,7 +96,7 @@ def _run(device: Device, stream, every: int) -> tuple[dict, int]:
     with tqdm(total=stream.n_samples, unit="samples", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
         for x, y in stream:
             xs = x.tolist()
-            y_preds, _ = device.predict(xs)
+            y_preds = device.predict(xs)[0]
             device.learn(n, xs, y, y_preds, time.time())
             n += 1
             if n % every == 0:

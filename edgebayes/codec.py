@@ -55,7 +55,11 @@ def decode(payload: bytes, max_bytes: int | None = None) -> Any:
     """Decode a msgpack or JSON payload (sniffed from its first byte).
 
     Raises:
-        DecodeError: empty, oversize (over ``max_bytes``), truncated or otherwise invalid payload.
+        DecodeError: empty, oversize (over ``max_bytes``), truncated or otherwise invalid
+            payload, or one past a decoder limit: nesting deeper than the decoder takes (JSON:
+            about 1,000 levels, Python's recursion limit; msgpack: 1,024), a JSON int of more
+            than 4,300 digits (``sys.get_int_max_str_digits``), a msgpack length beyond the
+            payload's own.
     """
     if not payload:
         raise DecodeError("empty payload")
@@ -64,9 +68,11 @@ def decode(payload: bytes, max_bytes: int | None = None) -> Any:
     if sniff(payload) == "json":
         try:
             return json.loads(payload)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except RecursionError:
+            raise DecodeError("invalid JSON: nested too deep") from None
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an int of too many digits
             raise DecodeError(f"invalid JSON: {exc}") from None
     try:
         return msgpack.unpackb(payload, raw=False, strict_map_key=False)
-    except (msgpack.UnpackException, ValueError, TypeError) as exc:
+    except (msgpack.UnpackException, ValueError, TypeError) as exc:  # StackError: nested too deep
         raise DecodeError(f"invalid msgpack: {type(exc).__name__}: {exc}") from None

@@ -2,9 +2,10 @@
 
     edgebayes evaluate --model nb --data ../shared/data/elec2/elec2.csv.gz --drop date [--json]
 
-Prints accuracy, Cohen's kappa, window accuracy, speed and model size (or one JSON object with
-``--json``). A progress bar goes to stderr when it is a terminal. Unreadable input (missing or
-empty file, missing column, a row the model refuses): one-line error, exit code 2.
+Prints the backend (`edgebayes.backend()`), accuracy, Cohen's kappa, window accuracy, speed
+and model size (or one JSON object with ``--json``). A
+progress bar goes to stderr when it is a terminal. Unreadable input (missing or empty file,
+missing column, a row the model refuses): one-line error, exit code 2.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import argparse
 import csv
 import inspect
 import json
-import re
 import sys
 
+from edgebayes import backend, backend_description
 from edgebayes.base import learner_class, make_learner
 
 #: ``--model`` name -> learner kind of the registry (`edgebayes.base.KINDS`).
@@ -51,20 +52,11 @@ def _model(args):
     return make_learner(kind, **params)
 
 
-#: the streams' error for text in a feature column (a date, an id): the column is named last
-_NON_NUMERIC = re.compile(r"non-numeric value .* in feature column (['\"])(?P<name>.*)\1\Z")
-
-
-def _drop_hint(message: str) -> str:
-    """" (drop it with --drop NAME)" when ``message`` names a non-numeric feature column."""
-    m = _NON_NUMERIC.search(message)
-    return f" (drop it with --drop {m['name']})" if m else ""
-
-
 def main(args: argparse.Namespace) -> int:
     from edgebayes.evaluate import prequential
-    from edgebayes.streams import open_stream
+    from edgebayes.streams import drop_hint, open_stream
 
+    used, used_why = backend(), backend_description()  # before any model is built
     try:
         model = _model(args)
         stream = open_stream(args.data, target=args.target, drop=args.drop, n_samples=args.samples, seed=args.seed)
@@ -72,12 +64,14 @@ def main(args: argparse.Namespace) -> int:
         if result.n_samples == 0:
             raise ValueError(f"{args.data}: no samples")
     except (OSError, ValueError, csv.Error) as exc:
-        print(f"edgebayes evaluate: error: {exc}{_drop_hint(str(exc))}", file=sys.stderr)
+        print(f"edgebayes evaluate: error: {exc}{drop_hint(str(exc))}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"model": args.model, "learner": repr(model), "data": args.data, **result.as_dict()}))
+        print(json.dumps({"model": args.model, "learner": repr(model), "data": args.data, "backend": used,
+                          **result.as_dict()}))
         return 0
     r = result
+    print(f"backend          {used_why}")
     print(f"model            {args.model}: {model!r}")
     print(f"data             {args.data}")
     print(f"samples          {r.n_samples:,}")

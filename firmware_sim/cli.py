@@ -19,6 +19,7 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
+from edgebayes.streams import drop_hint
 from firmware_sim.device import (
     ENCODINGS,
     FORMATS,
@@ -191,29 +192,7 @@ def run_main(args) -> int:
         burst_size=args.burst_size,
         malformed_kinds=tuple(args.malformed_kinds),
     )
-    config = SimConfig(
-        args.source,
-        n_devices=args.devices,
-        rate_hz=args.rate,
-        limit=args.limit,
-        duration_s=args.duration,
-        seed=args.seed,
-        labels=args.labels,
-        label_delay_s=args.label_delay_s,
-        label_fraction=args.label_fraction,
-        jitter=args.jitter,
-        faults=faults,
-        reboot_s=args.reboot_s,
-        reboot_seq=args.reboot_seq,
-        prefix=args.prefix,
-        device_prefix=args.device_prefix,
-        target=args.target,
-        drop=tuple(args.drop),
-        label_key=args.label_key,
-        x_shape=args.x_shape,
-        encoding=args.encoding,
-        format=args.format,
-    )
+    config = _sim_config(args, faults)
     _check_json_path(args.json)
     sim = Simulator(config, _broker(args), qos=args.qos, client_id=args.client_id)
     stop = threading.Event()
@@ -277,6 +256,49 @@ def monitor_main(args) -> int:
     return 0
 
 
+
+#: SimConfig fields named by their command-line flags in error messages
+FLAGS = {"n_devices": "--devices", "rate_hz": "--rate", "duration_s": "--duration", "limit": "--limit",
+         "seed": "--seed", "label_delay_s": "--label-delay-s", "label_fraction": "--label-fraction",
+         "jitter": "--jitter", "reboot_s": "--reboot-s", "label_key": "--label-key", "prefix": "--prefix"}
+
+
+def _sim_config(args, faults: FaultRates) -> SimConfig:
+    """The simulator's config from the command line.
+
+    Raises:
+        ValueError: a bad value, named by its flag (``--devices must be ...``).
+    """
+    try:
+        return SimConfig(
+            args.source,
+            n_devices=args.devices,
+            rate_hz=args.rate,
+            limit=args.limit,
+            duration_s=args.duration,
+            seed=args.seed,
+            labels=args.labels,
+            label_delay_s=args.label_delay_s,
+            label_fraction=args.label_fraction,
+            jitter=args.jitter,
+            faults=faults,
+            reboot_s=args.reboot_s,
+            reboot_seq=args.reboot_seq,
+            prefix=args.prefix,
+            device_prefix=args.device_prefix,
+            target=args.target,
+            drop=tuple(args.drop),
+            label_key=args.label_key,
+            x_shape=args.x_shape,
+            encoding=args.encoding,
+            format=args.format,
+        )
+    except ValueError as exc:
+        name = str(exc).split(" ", 1)[0]
+        if name in FLAGS:
+            raise ValueError(FLAGS[name] + str(exc)[len(name):]) from None
+        raise
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -285,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args._main(args)
     except (ValueError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:
-        print(f"firmware-sim: {exc}", file=sys.stderr)
+        print(f"firmware-sim: {exc}{drop_hint(str(exc))}", file=sys.stderr)
         return 2
     except (ConnectionError, OSError) as exc:
         print(f"firmware-sim: cannot reach the broker {args.broker}: {exc}", file=sys.stderr)

@@ -1,6 +1,45 @@
+import contextlib
+import os
+
 import pytest
 
+import edgebayes
 from tests.broker import Broker
+
+BACKENDS = ("compiled", "python")
+#: Set (to 1) where the compiled core must be built, as in CI: a missing core fails the
+#: compiled half of the backend tests instead of skipping it.
+REQUIRE_COMPILED_ENV = "EDGEBAYES_REQUIRE_COMPILED"
+
+
+@contextlib.contextmanager
+def use_backend(name: str):
+    """Objects built inside the block get backend ``name`` ("compiled" or "python"); the test
+    is skipped for "compiled" when the compiled core is not built."""
+    saved = os.environ.get(edgebayes.PURE_PYTHON_ENV)
+    if name == "python":
+        os.environ[edgebayes.PURE_PYTHON_ENV] = "1"
+    else:
+        os.environ.pop(edgebayes.PURE_PYTHON_ENV, None)
+    try:
+        if edgebayes.backend() != name:
+            if os.environ.get(REQUIRE_COMPILED_ENV) == "1":
+                pytest.fail(f"backend {edgebayes.backend_description()}, but {REQUIRE_COMPILED_ENV}=1")
+            pytest.skip(f"backend {edgebayes.backend_description()}")
+        yield name
+    finally:
+        if saved is None:
+            os.environ.pop(edgebayes.PURE_PYTHON_ENV, None)
+        else:
+            os.environ[edgebayes.PURE_PYTHON_ENV] = saved
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    """Runs the test once per backend (``pytestmark = pytest.mark.usefixtures("backend")`` for a
+    whole module): what the test builds gets that backend; the value is its name."""
+    with use_backend(request.param) as name:
+        yield name
 
 
 @pytest.fixture

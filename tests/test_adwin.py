@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import json
 import math
+import pickle
 import random
 import sys
 from pathlib import Path
@@ -13,9 +14,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+import edgebayes
 from edgebayes import codec
 from edgebayes.drift import ADWIN, DriftDetector, ErrorDetector, detector_from_state
+from tests.conftest import BACKENDS, use_backend
 
+pytestmark = pytest.mark.usefixtures("backend")  # every test, on each backend
 VECTORS = sorted(
     (Path(__file__).resolve().parents[1] / ".." / "shared" / "vectors" / "adwin").glob("*.json")
 )
@@ -205,6 +209,16 @@ def test_c22_one_detection_for_a_caller_that_resets_on_drift():
     assert adwin.n_detections == 0 and not adwin.drift_detected
 
 
+def test_a_sub_window_needs_more_than_min_window_length_plus_one_inputs():
+    # W0 = [100, 100] against W1 = [0, 0, 0] passes the cut test's bound, but with
+    # min_window_length=1 both parts need 3 inputs or more: no admissible split cuts (MOA).
+    params = dict(delta=0.5, clock=1, max_buckets=5, min_window_length=1, grace_period=0)
+    adwin, moa = ADWIN(**params), MoaADWIN(**params)
+    stream = [100.0, 100.0] + [0.0] * 6
+    assert [adwin.update(x) for x in stream] == [moa.update(x) for x in stream] == [False] * 8
+    assert adwin.width == 8
+
+
 @pytest.mark.parametrize("n", [64, 128])
 def test_c23_alternating_stream_variance(n):
     adwin = ADWIN()
@@ -345,6 +359,26 @@ def test_state_round_trip_through_the_codec_mid_stream():
     assert copy.state() == adwin.state() and signal_copy.state() == signal.state()
 
 
+def test_a_state_with_abs_max_still_loads():
+    adwin = ADWIN(clock=5)
+    for x in _stream(4, 700, "real"):
+        adwin.update(x)
+    state = adwin.state()
+    assert "abs_max" not in state
+    assert ADWIN.from_state(dict(state, abs_max=3.5)).state() == state  # written by 0.1.0
+
+
+def test_pickle_round_trip_mid_stream():  # casebook C30, for models that hold detectors
+    stream = _stream(12, 3000, "bits")
+    adwin = ADWIN(delta=0.01)
+    for x in stream[:2017]:
+        adwin.update(x)
+    copy = pickle.loads(pickle.dumps(adwin))
+    assert type(copy) is type(adwin) and copy.state() == adwin.state()
+    assert [adwin.update(x) for x in stream[2017:]] == [copy.update(x) for x in stream[2017:]]
+    assert copy.state() == adwin.state()
+
+
 def test_from_state_refuses_foreign_or_broken_states():
     with pytest.raises(ValueError, match="kind"):
         detector_from_state({"kind": "page_hinkley"})
@@ -357,6 +391,14 @@ def test_from_state_refuses_foreign_or_broken_states():
     state = ADWIN(clock=8).state()
     state["ticks"] = 9
     with pytest.raises(ValueError, match="ticks"):
+        ADWIN.from_state(state)
+
+
+@pytest.mark.parametrize("key, value", [("n_detections", 2**63), ("n_detections", -1)])
+def test_from_state_refuses_counters_out_of_range_on_both_backends(key, value):
+    state = ADWIN().state()
+    state[key] = value
+    with pytest.raises(ValueError, match=f"{key} must be in"):
         ADWIN.from_state(state)
 
 
@@ -458,3 +500,69 @@ def test_from_state_refuses_rows_the_algorithm_cannot_produce():
     state["width"] -= 8
     with pytest.raises(ValueError, match="width and max_buckets"):
         ADWIN.from_state(state)
+
+
+# -- the two backends -------------------------------------------------------------------------
+
+
+def test_the_backend_fixture_builds_that_backend(backend):
+    assert edgebayes.backend() == backend
+    expected = "edgebayes._core.adwin" if backend == "compiled" else "edgebayes.drift.adwin"
+    built = (ADWIN(), ADWIN().clone(), ADWIN.from_state(ADWIN().state()), ErrorDetector().detector)
+    for adwin in built:
+        assert type(adwin).__module__ == expected and type(adwin).__name__ == "ADWIN"
+        assert isinstance(adwin, ADWIN)
+
+
+def _both(params):
+    """One detector per backend, same parameters."""
+    out = {}
+    for name in BACKENDS:
+        with use_backend(name):
+            out[name] = ADWIN(**params)
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 3000),
+    kind=st.sampled_from(["bits", "real"]),
+    delta=st.sampled_from([0.5, 0.05, 0.002, 1e-5]),
+    clock=st.sampled_from([1, 3, 32]),
+    max_buckets=st.integers(2, 6),
+    min_window_length=st.integers(1, 8),
+    grace_period=st.integers(0, 40),
+)
+def test_backends_give_identical_states(
+    seed, n, kind, delta, clock, max_buckets, min_window_length, grace_period
+):
+    params = dict(delta=delta, clock=clock, max_buckets=max_buckets,
+                  min_window_length=min_window_length, grace_period=grace_period)  # fmt: skip
+    dets = _both(params)
+    for i, x in enumerate(_stream(seed, n, kind)):
+        assert dets["compiled"].update(x) == dets["python"].update(x), i
+        if i % 257 == 0:  # mid-stream, with inputs pending
+            assert dets["compiled"].state() == dets["python"].state(), i
+    assert dets["compiled"].state() == dets["python"].state()
+    assert dets["compiled"].memory_bytes() == dets["python"].memory_bytes()
+    for name in ("width", "estimation", "variance", "n_detections", "estimation_before_drift"):
+        assert getattr(dets["compiled"], name) == getattr(dets["python"], name), name
+
+
+@pytest.mark.parametrize("writer, reader", [BACKENDS, BACKENDS[::-1]])
+def test_a_state_written_by_one_backend_continues_identically_in_the_other(writer, reader):
+    stream = _stream(17, 6000, "bits") + [1.0] * 800 + _stream(18, 3000, "real")
+    with use_backend(writer):
+        original = ErrorDetector(ADWIN(delta=0.01, clock=7))
+    for x in stream[:4003]:  # cuts have happened and inputs are pending
+        original.update(x)
+    state = codec.decode(codec.encode(original.state()))
+    with use_backend(reader):
+        copy = detector_from_state(state)
+    assert type(copy.detector).__module__ != type(original.detector).__module__
+    assert copy.state() == original.state()
+    rest = stream[4003:]
+    flags = [original.update(x) for x in rest]
+    assert flags == [copy.update(x) for x in rest] and sum(flags) > 0
+    assert copy.state() == original.state()

@@ -279,3 +279,85 @@ def test_bridge_stores_and_forwards_outputs_while_the_upstream_is_down(tmp_path)
                 c.close()
         local.stop()
         upstream.stop()
+
+
+def _shipped_runtime(broker: Broker, tmp_path: Path):
+    from edgebayes.runtime.service import Runtime
+
+    (tmp_path / "mqtt-password").write_text(PASSWORDS["edgebayes"] + "\n")
+    cfg = load_config(DEPLOY / "edgebayes.toml").with_overrides(
+        broker.address, str(tmp_path / "checkpoints")
+    )
+    cfg = dataclasses.replace(
+        cfg,
+        broker=dataclasses.replace(
+            cfg.broker, password_file=str(tmp_path / "mqtt-password"), reconnect_min_s=0.1
+        ),
+        models=cfg.models[:1],  # naive Bayes: the broker is what is tested
+    )
+    runtime = Runtime(cfg)
+    runtime.start()
+    wait_for(runtime.client.subscribed.is_set, what="the runtime's subscriptions granted")
+    return runtime
+
+
+def _reading(seq: int) -> dict:
+    y = seq % 2
+    return {"seq": seq, "x": [21.0 + y, 27.0, 500.0 * y, 450.0 + 400 * y, 0.0042], "y": y}
+
+
+def test_no_client_can_take_over_the_runtimes_session(secure_broker, tmp_path):
+    """A device connecting with the runtime's client id (edgebayes-pi) gets its user name as
+    client id instead: the runtime keeps its one connection and serves every reading."""
+    runtime = _shipped_runtime(secure_broker, tmp_path)
+    clients = []
+    try:
+        intruder = Client(secure_broker, "edgebayes-pi", "sim-1")
+        sim0 = Client(secure_broker, "sim-0", "sim-0")
+        clients = [intruder, sim0]
+        assert intruder.connack == [0]
+        for seq in range(50):
+            assert sim0.publish("edgebayes/sim-0/reading", _reading(seq)) == 0
+        wait_for(lambda: runtime.worker.n_readings == 50, what="50 readings served")
+        time.sleep(0.5)
+        assert (runtime.client.n_connects, runtime.client.n_takeovers) == (1, 0)
+        assert runtime.client.connected.is_set() and intruder.client.is_connected()
+    finally:
+        for c in clients:
+            c.close()
+        runtime.stop()
+
+
+def test_a_kill_9_of_mosquitto_keeps_the_runtimes_subscription_and_queued_readings(
+    secure_broker, tmp_path
+):
+    """kill -9 two seconds after the runtime first subscribed (the shipped autosave once saved
+    every minute: the restarted broker knew no subscription, and readings published to it were
+    acknowledged and dropped) and after readings were queued for the stopped runtime."""
+    runtime = _shipped_runtime(secure_broker, tmp_path)
+    sim0 = Client(secure_broker, "sim-0", "sim-0")
+    try:
+        for seq in range(20):
+            assert sim0.publish("edgebayes/sim-0/reading", _reading(seq)) == 0
+        wait_for(lambda: runtime.worker.n_readings == 20, what="20 readings served")
+        runtime.stop()  # its session stays, readings queue in it
+        runtime = None
+        for seq in range(20, 60):
+            assert sim0.publish("edgebayes/sim-0/reading", _reading(seq)) == 0  # 0: a subscriber
+        time.sleep(2.0)
+        secure_broker.proc.kill()
+        secure_broker.proc.wait()
+        sim0.close()
+        secure_broker.start()
+        sim0 = Client(secure_broker, "sim-0", "sim-0")
+        for seq in range(60, 80):
+            assert sim0.publish("edgebayes/sim-0/reading", _reading(seq)) == 0, "no subscriber"
+        runtime = _shipped_runtime(secure_broker, tmp_path)
+        wait_for(lambda: runtime.worker.n_readings == 60, what="the 60 queued readings served")
+        time.sleep(0.3)
+        m = runtime.worker.metrics()
+        assert (m["n_readings"], m["n_duplicates"], runtime.worker.devices["sim-0"].last_seq) == (60, 0, 79)
+    finally:
+        sim0.close()
+        if runtime is not None:
+            runtime.stop()

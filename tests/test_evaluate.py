@@ -15,6 +15,7 @@ from edgebayes.cli import main as cli
 from edgebayes.evaluate import PrequentialResult, prequential
 from edgebayes.metrics import Accuracy, CohenKappa, WindowAccuracy
 from edgebayes.naive_bayes import GaussianNB
+from firmware_sim.cli import main as sim_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 ELEC = ROOT / ".." / "shared" / "data" / "elec2" / "elec2.csv.gz"
@@ -210,3 +211,16 @@ def test_cli_text_in_a_feature_column_suggests_drop(capsys, tmp_path):
                    "in feature column 'date' (drop it with --drop date)\n")
     code, _, err = _run(capsys, "--data", IRIS, "--target", "species")  # other errors: no hint
     assert code == 2 and "--drop" not in err
+
+
+def test_budget_and_firmware_sim_suggest_drop_for_text_in_a_feature_column(capsys, tmp_path):
+    dated = tmp_path / "dated.csv"
+    dated.write_text("date,t,class\n2015-02-02 14:19:00,21.5,1\n")
+    config = tmp_path / "c.toml"
+    config.write_text('[schema]\nfeatures = ["date", "t"]\n[[models]]\nname = "nb"\nkind = "gaussian_nb"\n')
+    problem = (f"{dated}, line 2: non-numeric value '2015-02-02 14:19:00' in feature column 'date' "
+               "(drop it with --drop date)\n")
+    assert cli(["budget", "--config", str(config), "--data", str(dated), "--samples", "1"]) == 2
+    assert capsys.readouterr().err == f"edgebayes budget: {problem}"
+    assert sim_cli(["run", "--broker", "127.0.0.1:1", "--source", str(dated), "--limit", "1"]) == 2
+    assert capsys.readouterr().err == f"firmware-sim: {problem}"

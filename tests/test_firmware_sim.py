@@ -560,9 +560,9 @@ def test_cli_run_and_monitor(broker, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--rate", "0"], "rate_hz"),
+    (["--rate", "0"], "firmware-sim: --rate must be"),
     (["--loss-rate", "0.7", "--malformed-rate", "0.5"], "at most 1"),
-    (["--label-fraction", "1.5"], "label_fraction"),
+    (["--label-fraction", "1.5"], "firmware-sim: --label-fraction must be"),
     (["--devices", "2", "--client-id", "fixed"], "{device}"),
     (["--device-prefix", "a/b"], "device ids"),
 ])
@@ -583,13 +583,13 @@ def one_line_error(capsys, argv) -> str:
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--label-key", "x"], "label_key must not be one of the reading's own keys (seq, ts, x)"),
-    (["--label-key", "seq"], "label_key must not be"),
-    (["--label-key", "ts"], "label_key must not be"),
-    (["--prefix", "a/#"], "prefix must be a non-empty topic without wildcards, got 'a/#'"),
-    (["--prefix", ""], "prefix must be"),
-    (["--devices", "100000"], "n_devices must be an integer in 1..1000, got 100000"),
-    (["--devices", "0"], "n_devices must be an integer in 1..1000"),
+    (["--label-key", "x"], "--label-key must not be one of the reading's own keys (seq, ts, x)"),
+    (["--label-key", "seq"], "--label-key must not be"),
+    (["--label-key", "ts"], "--label-key must not be"),
+    (["--prefix", "a/#"], "--prefix must be a non-empty topic without wildcards, got 'a/#'"),
+    (["--prefix", ""], "--prefix must be"),
+    (["--devices", "100000"], "--devices must be an integer in 1..1000, got 100000"),
+    (["--devices", "0"], "firmware-sim: --devices must be an integer in 1..1000"),
     (["--json", "/nonexistent-dir/x.json"], "--json: no folder /nonexistent-dir"),
     (["--format", "tasmota", "--x-shape", "map"], "x_shape='map' has no effect with format 'tasmota'"),
     (["--format", "esphome", "--label-key", "class"], "label_key='class' has no effect with format 'esphome'"),

@@ -12,11 +12,12 @@ way but the documented one (hypothesis; the long run is bench/fuzz.py).
   wrong): ``ValueError``, or a model that predicts a finite distribution, learns a valid
   sample, predicts again and can be checkpointed again (`check_restored`).
 - ``Device.load_state`` on mutated checkpoints: an exception (the worker moves the file
-  aside), or a device whose models and pending readings all serve without a reset.
+  aside), or a device whose models and pending readings all serve without a model error.
 
-Rules another change owns are stated by the `PENDING` tests, marked ``xfail(strict=True)``:
-a value beyond ``MAX_ABS_X``, a lone-surrogate label and the decoder's limits (nesting depth,
-integer digits). Until they hold, `check_item` names such an accepted item instead of failing.
+The parser's rules for values and labels are edgebayes.base's (``to_float``, ``check_label``):
+a feature value is finite (or NaN) with magnitude at most ``MAX_ABS_X``, a label an int of 64
+bits or valid Unicode text; the decoder's limits (nesting depth, integer digits) are
+``decode`` errors.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgebayes.base import MAX_ABS_X, learner_from_state
+from edgebayes.base import LABEL_LIMIT, LABEL_MIN, MAX_ABS_X, learner_from_state
 from edgebayes.codec import decode, encode
 from edgebayes.drift import ADWIN, ErrorDetector
 from edgebayes.drift.base import detector_from_state
@@ -44,16 +45,7 @@ from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import parse_config
 from edgebayes.runtime.device import Device
 from edgebayes.runtime.pending import Pending, PendingLabels
-from edgebayes.runtime.protocol import (
-    ERROR_KINDS,
-    LABEL_LIMIT,
-    LABEL_MIN,
-    SEQ_LIMIT,
-    Label,
-    Parser,
-    ProtocolError,
-    Reading,
-)
+from edgebayes.runtime.protocol import ERROR_KINDS, SEQ_LIMIT, Label, Parser, ProtocolError, Reading
 from edgebayes.runtime.sources import Extract, make_adapter
 from tests import test_runtime_robustness as robustness
 from tests.runtime_client import blobs
@@ -68,12 +60,6 @@ FUZZ = settings.get_profile("fuzz")
 FEATURES = ("f0", "f1", "f2")
 PARSER = Parser(FEATURES)
 PAYLOADS = Path(__file__).resolve().parents[1] / ".." / "shared" / "payloads"
-
-#: rules owned by another change (see the module docstring): name -> the rule
-PENDING = {
-    "x_out_of_range": "the parser refuses a feature value beyond MAX_ABS_X (learners refuse it)",
-    "surrogate_label": "a label that cannot be encoded as UTF-8 (a lone surrogate) is refused",
-}
 
 # --- values -------------------------------------------------------------------------------
 
@@ -104,40 +90,37 @@ def wire(doc, fmt: str) -> bytes:
 
 # --- the parser -----------------------------------------------------------------------------
 
-def _label_ok(y) -> str | None:
-    """None for a label a model can learn and both output formats can encode, else the
-    pending rule it breaks (an assertion error for anything else)."""
+def check_label(y) -> None:
+    """Assert ``y`` is a label a model can learn and both output formats encode and decode."""
     assert type(y) is str or type(y) is int, y
     if type(y) is int:
         assert LABEL_MIN <= y < LABEL_LIMIT, y
-    try:
-        y.encode() if type(y) is str else None
-    except UnicodeEncodeError:
-        return "surrogate_label"
     for fmt in ("msgpack", "json"):
         assert decode(encode({"y": y}, fmt)) == {"y": y}
-    return None
 
 
-def check_item(item, device: str = "d") -> str | None:
-    """Assert the invariants of a parsed ``Reading``/``Label``; returns None, or the `PENDING`
-    rule the item breaks (the caller tolerates only those)."""
+def check_values(xs) -> None:
+    """Assert every value is a float, NaN (missing) or of magnitude at most ``MAX_ABS_X``."""
+    assert all(type(v) is float and (v != v or abs(v) <= MAX_ABS_X) for v in xs), xs
+
+
+def check_item(item, device: str = "d") -> None:
+    """Assert the invariants of a parsed ``Reading``/``Label``."""
     assert item.device == device
     assert type(item.seq) is int and 0 <= item.seq < SEQ_LIMIT
     if type(item) is Label:
-        return _label_ok(item.y)
+        check_label(item.y)
+        return
     assert type(item) is Reading
     assert item.ts is None or (type(item.ts) is float and math.isfinite(item.ts))
     assert type(item.x) is list and len(item.x) == len(PARSER.features)
-    assert all(type(v) is float and not math.isinf(v) for v in item.x), item.x
-    pending = None if item.y is None else _label_ok(item.y)
-    if any(abs(v) > MAX_ABS_X for v in item.x):
-        pending = "x_out_of_range"
-    return pending
+    check_values(item.x)
+    if item.y is not None:
+        check_label(item.y)
 
 
 def parse_outcome(payload: bytes, kind: str = "reading") -> str:
-    """"ok", a pending rule's name, or the ``ProtocolError`` kind; any other exception escapes."""
+    """"ok" or the ``ProtocolError`` kind; any other exception escapes."""
     parse = PARSER.parse_reading if kind == "reading" else PARSER.parse_label
     try:
         item = parse("d", payload)
@@ -145,7 +128,8 @@ def parse_outcome(payload: bytes, kind: str = "reading") -> str:
         assert exc.kind in ERROR_KINDS, exc.kind
         assert exc.seq is None or type(exc.seq) is int
         return exc.kind
-    return check_item(item) or "ok"
+    check_item(item)
+    return "ok"
 
 
 @st.composite
@@ -192,13 +176,13 @@ def mutate_bytes(data: bytes, r: random.Random) -> bytes:
 @FUZZ
 @given(st.binary(max_size=200), st.sampled_from(["reading", "label"]))
 def test_parser_on_arbitrary_bytes(payload, kind):
-    assert parse_outcome(payload, kind) in ERROR_KINDS + ("ok", *PENDING)
+    assert parse_outcome(payload, kind) in ERROR_KINDS + ("ok",)
 
 
 @settings(FUZZ, max_examples=200)
 @given(documents, st.sampled_from(["msgpack", "json"]), st.sampled_from(["reading", "label"]))
 def test_parser_on_arbitrary_documents(doc, fmt, kind):
-    assert parse_outcome(wire(doc, fmt), kind) in ERROR_KINDS + ("ok", *PENDING)
+    assert parse_outcome(wire(doc, fmt), kind) in ERROR_KINDS + ("ok",)
 
 
 @FUZZ
@@ -206,9 +190,9 @@ def test_parser_on_arbitrary_documents(doc, fmt, kind):
 def test_parser_on_mutated_readings_and_labels(data, fmt, kind):
     doc = data.draw(readings(label=kind == "label"))
     payload = wire(doc, fmt)
-    assert parse_outcome(payload, kind) in ERROR_KINDS + ("ok", *PENDING)
+    assert parse_outcome(payload, kind) in ERROR_KINDS + ("ok",)
     rng = random.Random(data.draw(st.integers(0, 2**32)))
-    assert parse_outcome(mutate_bytes(payload, rng), kind) in ERROR_KINDS + ("ok", *PENDING)
+    assert parse_outcome(mutate_bytes(payload, rng), kind) in ERROR_KINDS + ("ok",)
 
 
 def test_parser_accepts_the_unmutated_documents_exactly():
@@ -219,33 +203,26 @@ def test_parser_accepts_the_unmutated_documents_exactly():
     assert (lab.seq, lab.y) == (2**53 - 1, "é")
 
 
-# the rules another change owns: these fail today and must pass once it lands
 _DEEP_JSON = b'{"seq": 1, "x": ' + b"[" * 5000 + b"]" * 5000 + b"}"
 _DEEP_MSGPACK = b"\x82\xa3seq\x01\xa1x" + b"\x91" * 5000 + b"\x90"
 _LONG_INT = b'{"seq": 1, "x": [' + b"9" * 5000 + b', 0, 0]}'
 
 
-@pytest.mark.xfail(strict=True, reason="decoder limits (nesting depth, integer digits) give a 'decode' error")
-@pytest.mark.parametrize("payload", [_DEEP_JSON, _LONG_INT], ids=["json_depth", "json_int_digits"])
-def test_pending_decoder_limits_are_decode_errors(payload):
+@pytest.mark.parametrize("payload", [_DEEP_JSON, _LONG_INT, _DEEP_MSGPACK],
+                         ids=["json_depth", "json_int_digits", "msgpack_depth"])
+def test_decoder_limits_are_decode_errors(payload):
     assert parse_outcome(payload) == "decode"
 
 
-def test_msgpack_nesting_is_already_a_decode_error():
-    assert parse_outcome(_DEEP_MSGPACK) == "decode"
-
-
-@pytest.mark.xfail(strict=True, reason=PENDING["x_out_of_range"])
 @pytest.mark.parametrize("x", [[1e101, 0, 0], {"f2": -1.7976931348623157e308}, [0, 10**200, 0]])
-def test_pending_a_value_beyond_max_abs_x_is_refused(x):
-    assert parse_outcome(wire({"seq": 1, "x": x}, "msgpack")) in ERROR_KINDS
+def test_a_value_beyond_max_abs_x_is_refused(x):
+    assert parse_outcome(wire({"seq": 1, "x": x}, "msgpack")) == "out_of_range"
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING["surrogate_label"])
 @pytest.mark.parametrize("kind, doc", [("reading", {"seq": 1, "x": [0, 0, 0], "y": "\ud800"}),
                                        ("label", {"seq": 1, "y": "a\udfff"})])
-def test_pending_a_lone_surrogate_label_is_refused(kind, doc):
-    assert parse_outcome(wire(doc, "json"), kind) in ("field", "label_type")
+def test_a_lone_surrogate_label_is_refused(kind, doc):
+    assert parse_outcome(wire(doc, "json"), kind) == "field"
 
 
 # --- the [[sources]] adapters ---------------------------------------------------------------
@@ -276,27 +253,23 @@ FIXTURES = {name: json.loads((PAYLOADS / f"{name if name != 'json' else 'homeass
             for name in SOURCES}
 
 
-def check_extract(ex) -> str | None:
-    """Assert an ``Extract``'s invariants; returns None or the `PENDING` rule it breaks."""
+def check_extract(ex) -> None:
+    """Assert an ``Extract``'s invariants (values and label as the parser's)."""
     assert isinstance(ex, Extract) and ex.kind in ("values", "availability", "ignored", "rejected")
     if ex.kind == "rejected":
         assert ex.reason in ERROR_KINDS + ("no_feature",), ex.reason
-        return None
-    pending = None
-    for v in ex.values.values():
-        assert type(v) is float and not math.isinf(v)
-        if abs(v) > MAX_ABS_X:
-            pending = "x_out_of_range"
+        return
+    check_values(list(ex.values.values()))
     if ex.has_label and ex.label is not None:
-        pending = _label_ok(ex.label) or pending
-    return pending
+        check_label(ex.label)
 
 
 def extract_outcome(name: str, topic: str, payload: bytes) -> str:
-    """"values"/"availability"/"ignored", a pending rule's name, or "rejected:<reason>"."""
+    """"values", "availability", "ignored" or "rejected:<reason>"; a broken invariant or an
+    exception escapes."""
     ex = ADAPTERS[name].extract(topic, payload)
-    pending = check_extract(ex)
-    return pending or (f"rejected:{ex.reason}" if ex.kind == "rejected" else ex.kind)
+    check_extract(ex)
+    return f"rejected:{ex.reason}" if ex.kind == "rejected" else ex.kind
 
 
 def _set_somewhere(doc, value, draw_index):
@@ -494,7 +467,7 @@ def _device():
 def _device_state():
     dev = _device()
     for seq, (xi, yi) in enumerate(zip(X_VALID[:60].tolist(), Y_VALID[:60])):
-        y_preds, _ = dev.predict(xi)
+        y_preds, _, _ = dev.predict(xi)
         if seq % 3:
             dev.check_label(yi)
             dev.learn(seq, xi, yi, y_preds, 0.0)
@@ -512,7 +485,7 @@ DEVICE_KEY_PATHS = [p for p in DEVICE_PATHS if isinstance(p[-1], str)]
 def check_device(state: dict) -> str:
     """"refused" (any exception from ``load_state``: the worker moves the checkpoint aside) or
     "restored", after every model predicted, every pending reading was labelled and learned,
-    and a new reading was learned, all without a model reset."""
+    and a new reading was learned, all without a model error (``Device.model_errors``)."""
     dev = _device()
     try:
         dev.load_state(state, 4)
@@ -522,10 +495,10 @@ def check_device(state: dict) -> str:
     for seq in list(dev.pending._items):
         entry = dev.pending.pop(seq)
         dev.learn(seq, entry.x, Y_VALID[seq % len(Y_VALID)], entry.y_preds, now)
-    y_preds, proba = dev.predict(X_VALID[1].tolist())
+    y_preds, _, proba = dev.predict(X_VALID[1].tolist())
     _assert_distribution(proba)
     dev.learn(dev.last_seq + 1, X_VALID[1].tolist(), Y_VALID[1], y_preds, now)
-    assert dev.resets == [], dev.resets
+    assert dev.model_errors == [], dev.model_errors
     encode(dev.state())
     return "restored"
 
@@ -566,14 +539,14 @@ CHECKPOINT_KEY_PATHS = [p for p in CHECKPOINT_PATHS if isinstance(p[-1], str)]
 def restore_outcome(data: bytes) -> str:
     """Start a worker on checkpoint ``data`` and send device d1 its next reading (seq 12):
     "moved aside" (then the reading is predicted by a fresh model) or "restored"; either
-    way no internal error, no model reset, and the device is checkpointed again."""
+    way no internal error, no learner error, and the device is checkpointed again."""
     with tempfile.TemporaryDirectory() as d:
         store = CheckpointStore(Path(d), robustness.FEATURES)
         store.path("d1").write_bytes(data)
         w = robustness.worker(store=store)
         robustness.send(w, "d1", "reading", {"seq": 12, "x": [0.5, 0.5, 0.5], "y": "a"})
         aside = list(Path(d).glob("d1.ckpt.corrupt-*"))
-        assert w.n_internal_errors == 0 and w.n_model_resets == 0
+        assert w.n_internal_errors == 0 and not w.errors["learner_error"]
         predicted = [p["seq"] for p in w.client.on("prediction")]
         refused = [e["kind"] for e in w.client.on("error")]
         assert (predicted, refused) == ([12], []) or not aside and predicted == [] and len(refused) == 1
@@ -613,7 +586,7 @@ def _spoiled(change) -> dict:
 
 
 def _pending_x(s):
-    s["pending"]["items"][0][2][2] = [0.5]  # a learner refuses it: every model was reset
+    s["pending"]["items"][0][2][2] = [0.5]  # a learner refuses it (its delayed label reset every model)
 
 
 def _pending_x_short(s):

@@ -12,49 +12,23 @@ import math
 import numpy as np
 import pytest
 
-from edgebayes.base import learner_from_state
+from edgebayes.base import KINDS, learner_from_state
 from edgebayes.codec import decode, encode
+from edgebayes.ensemble import NaiveBayesCommittee, SRPClassifier
+from edgebayes.naive_bayes import GaussianNB
+from edgebayes.naive_bayes_mixed import MixedNB
+from edgebayes.tree import HoeffdingTreeClassifier
 
-
-def _factories():
-    out = {}
-    try:
-        from edgebayes.naive_bayes import GaussianNB
-
-        out["gaussian_nb"] = lambda: GaussianNB()
-        out["gaussian_nb_lr"] = lambda: GaussianNB(learning_rate=0.01)
-    except ImportError:
-        pass
-    try:
-        from edgebayes.naive_bayes_mixed import MixedNB
-
-        out["mixed_nb"] = lambda: MixedNB(nominal_attributes=[3])
-        out["mixed_nb_borrow_lr"] = lambda: MixedNB([2, 3], learning_rate=0.01, zero_frequency="borrow")
-    except ImportError:
-        pass
-    try:
-        from edgebayes.tree import HoeffdingTreeClassifier
-
-        out["hoeffding_tree"] = lambda: HoeffdingTreeClassifier(grace_period=20, delta=0.01, seed=1)
-    except ImportError:
-        pass
-    try:
-        from edgebayes.ensemble import SRPClassifier
-
-        out["srp"] = lambda: SRPClassifier(n_models=3, seed=1)
-    except ImportError:
-        pass
-    try:
-        from edgebayes.ensemble import NaiveBayesCommittee
-
-        out["nb_committee"] = lambda: NaiveBayesCommittee(n_models=5, seed=1)
-        out["nb_committee_mc"] = lambda: NaiveBayesCommittee(4, "monte_carlo", 0.5, nominal_attributes=[3], seed=2)
-    except ImportError:
-        pass
-    return out
-
-
-LEARNERS = _factories()
+LEARNERS = {
+    "gaussian_nb": lambda: GaussianNB(),
+    "gaussian_nb_lr": lambda: GaussianNB(learning_rate=0.01),
+    "mixed_nb": lambda: MixedNB(nominal_attributes=[3]),
+    "mixed_nb_borrow_lr": lambda: MixedNB([2, 3], learning_rate=0.01, zero_frequency="borrow"),
+    "hoeffding_tree": lambda: HoeffdingTreeClassifier(grace_period=20, delta=0.01, seed=1),
+    "srp": lambda: SRPClassifier(n_models=3, seed=1),
+    "nb_committee": lambda: NaiveBayesCommittee(n_models=5, seed=1),
+    "nb_committee_mc": lambda: NaiveBayesCommittee(4, "monte_carlo", 0.5, nominal_attributes=[3], seed=2),
+}
 
 
 def _stream(n=300, seed=0, labels=("a", "b", "c")):
@@ -73,8 +47,8 @@ def make(request):
     return LEARNERS[request.param]
 
 
-def test_registry_is_not_empty():
-    assert "gaussian_nb" in LEARNERS
+def test_every_registered_kind_is_checked():
+    assert sorted({make().state()["kind"] for make in LEARNERS.values()}) == sorted(KINDS)
 
 
 def test_predict_before_learn(make):

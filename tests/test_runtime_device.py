@@ -15,7 +15,7 @@ def _run_flip(kind, params, n=3000, flip=1500):
     for seq in range(n):
         x = rng.normal(size=4).tolist()
         y = int(x[0] > 0) if seq < flip else int(x[0] <= 0)  # the concept flips at `flip`
-        y_preds, _ = dev.predict(x)
+        y_preds, _, _ = dev.predict(x)
         alerts += dev.learn(seq, x, y, y_preds, now=float(seq))
     return alerts
 

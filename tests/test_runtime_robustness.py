@@ -42,25 +42,15 @@ class Recorder:
         pass
 
     def wait_for_room(self, timeout_s):
-        pass  # nothing waits to be written
+        return True  # nothing waits to be written
 
     def on(self, kind):
         return [p for t, p in self.published if t.endswith("/" + kind)]
 
 
-class Broken:
-    """A learner whose state went bad: every prediction and every update raises."""
-
-    def predict_proba_one(self, x):
-        raise ValueError("max() arg is an empty sequence")
-
-    def learn_one(self, x, y):
-        raise ValueError("max() arg is an empty sequence")
-
-
-def worker(store=None, **tables):
+def worker(store=None, models=({"name": "nb", "kind": "gaussian_nb"},), **tables):
     cfg = parse_config({"schema": {"features": list(FEATURES)}, "output": {"format": "json", "error_interval_s": 0},
-                        "models": [{"name": "nb", "kind": "gaussian_nb"}], **tables})
+                        "models": list(models), **tables})
     w = Worker(cfg, Topics("eb", "+", "rt"), store)
     w.client = Recorder()
     return w
@@ -112,42 +102,98 @@ def test_stop_with_a_long_backlog_checkpoints_in_time_and_leaves_the_rest_unackn
     assert acked == list(range(1, len(acked) + 1))
 
 
-# --- 1. internal errors are reported; a failing model is reset -------------------------------
+# --- 1. internal errors are reported; a model that raises keeps what it learned --------------
 
-def test_a_model_that_raises_is_reset_reported_and_the_device_recovers(caplog):
+class Flaky(GaussianNB):
+    """A naive Bayes with a bug: predicting or learning a reading whose first feature is 9 raises."""
+
+    def predict_proba_one(self, x):
+        if x[0] == 9:
+            raise ValueError("max() arg is an empty sequence")
+        return super().predict_proba_one(x)
+
+    def learn_one(self, x, y, w=1.0):
+        if x[0] == 9:
+            raise ValueError("max() arg is an empty sequence")
+        super().learn_one(x, y, w)
+
+
+def _flaky(w, device):
+    slot = w.devices[device].slots[0]
+    slot.learner = Flaky.from_state(slot.learner.state())
+    return slot
+
+
+def test_a_model_that_raises_keeps_its_state_skips_the_reading_and_is_reported(caplog):
+    """It used to be replaced by a fresh learner (kind model_reset): one bad reading wiped months."""
+    w = worker()
+    for seq in range(4):
+        send(w, "d1", "reading", {"seq": seq, "x": [seq, 0, 0], "y": "ab"[seq % 2]})
+    slot = _flaky(w, "d1")
+    before = slot.learner.state()
+    with caplog.at_level(logging.ERROR, logger="edgebayes.runtime"):
+        send(w, "d1", "reading", {"seq": 4, "x": [9, 1, 1], "y": "b"})
+    assert w.client.on("prediction")[4]["models"] == {"nb": None}  # it had no answer
+    errors = w.client.on("error")
+    assert [(e["kind"], e["seq"]) for e in errors] == [("learner_error", 4), ("learner_error", 4)]
+    assert "'nb'" in errors[0]["error"] and "predict_proba_one raised ValueError" in errors[0]["error"]
+    assert "learn_one raised ValueError" in errors[1]["error"]
+    assert slot.learner.state() == before and type(slot.learner) is Flaky  # kept, not reset
+    logged = [r for r in caplog.records if r.levelno == logging.ERROR]  # once a minute per device
+    assert len(logged) == 1 and logged[0].exc_info is not None and "predict_proba_one" in logged[0].getMessage()
+    send(w, "d1", "reading", {"seq": 5, "x": [3, 0, 0], "y": "b"})
+    assert w.client.on("prediction")[5]["y_pred"] == "b" and slot.learner.state()["n"] == 5.0
+    m = w.metrics()
+    assert (m["errors"]["learner_error"], m["n_internal_errors"], "n_model_resets" in m) == (2, 0, False)
+
+
+def test_a_class_the_model_cannot_hold_is_a_class_limit_error_without_a_traceback(caplog):
+    from edgebayes.base import ClassLimitError
+
+    class Full(GaussianNB):
+        def learn_one(self, x, y, w=1.0):
+            if y not in self.classes_:
+                raise ClassLimitError(f"class {y!r}: max_size_bytes holds 2 classes")
+            super().learn_one(x, y, w)
+
     w = worker()
     send(w, "d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})
-    w.devices["d1"].slots[0].learner = Broken()
-    with caplog.at_level(logging.ERROR, logger="edgebayes.runtime"):
-        send(w, "d1", "reading", {"seq": 1, "x": [1, 1, 1], "y": "b"})
-    assert [p["seq"] for p in w.client.on("prediction")] == [0, 1]
-    assert w.client.on("prediction")[1]["models"] == {"nb": None}  # the broken model had no answer
-    errors = w.client.on("error")
-    assert [(e["kind"], e["seq"]) for e in errors] == [("model_reset", 1)]
-    assert "nb" in errors[0]["error"] and "max() arg is an empty sequence" in errors[0]["error"]
-    assert any(r.levelno == logging.ERROR and "reset" in r.getMessage() for r in caplog.records)
+    send(w, "d1", "reading", {"seq": 1, "x": [1, 0, 0], "y": "b"})
     slot = w.devices["d1"].slots[0]
-    off = GaussianNB()
-    off.learn_one([1.0, 1.0, 1.0], "b")  # the fresh learner learns the reading it failed on
-    assert type(slot.learner) is GaussianNB and slot.learner.state() == off.state()
-    send(w, "d1", "reading", {"seq": 2, "x": [1, 1, 1]})
-    assert w.client.on("prediction")[2]["y_pred"] == "b"
-    m = w.metrics()
-    assert (m["n_model_resets"], m["errors"]["model_reset"], m["n_internal_errors"]) == (1, 1, 0)
+    slot.learner = Full.from_state(slot.learner.state())
+    before = slot.learner.state()
+    with caplog.at_level(logging.WARNING, logger="edgebayes.runtime"):
+        send(w, "d1", "reading", {"seq": 2, "x": [2, 0, 0], "y": "c"})
+    assert [(e["kind"], e["seq"]) for e in w.client.on("error")] == [("class_limit", 2)]
+    assert "max_size_bytes holds 2 classes" in w.client.on("error")[0]["error"]
+    assert slot.learner.state() == before
+    assert not any(r.exc_info for r in caplog.records) and w.errors["class_limit"] == 1
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
 
 
-def test_a_model_that_raises_on_learn_from_a_label_is_reset():
+def test_when_the_best_model_fails_to_predict_the_next_best_is_published():
+    w = worker(models=[{"name": "nb", "kind": "gaussian_nb"}, {"name": "nb2", "kind": "gaussian_nb"}])
+    for seq in range(4):
+        send(w, "d1", "reading", {"seq": seq, "x": [seq, 0, 0], "y": "ab"[seq % 2]})
+    assert w.devices["d1"].best == 0
+    _flaky(w, "d1")
+    send(w, "d1", "reading", {"seq": 4, "x": [9, 0, 0]})
+    p = w.client.on("prediction")[4]
+    assert (p["model"], p["models"]["nb"], p["y_pred"]) == ("nb2", None, p["models"]["nb2"])
+    assert p["y_pred"] in ("a", "b") and set(p["proba"]) == {"a", "b"}
+    send(w, "d1", "label", {"seq": 4, "y": "b"})  # nb's failed prediction is scored as wrong
+    assert [s.window[-1] for s in w.devices["d1"].slots] == [0, int(p["y_pred"] == "b")]
+
+
+def test_a_model_that_raises_on_learn_from_a_label_keeps_its_state():
     w = worker()
-    send(w, "d1", "reading", {"seq": 0, "x": [0, 0, 0]})
-
-    class LearnFails(GaussianNB):
-        def learn_one(self, x, y):
-            raise FloatingPointError("overflow in variance")
-
-    w.devices["d1"].slots[0].learner = LearnFails()
-    send(w, "d1", "label", {"seq": 0, "y": "a"})
-    assert [e["kind"] for e in w.client.on("error")] == ["model_reset"]
-    assert type(w.devices["d1"].slots[0].learner) is GaussianNB and w.n_learned == 1
+    send(w, "d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})
+    send(w, "d1", "reading", {"seq": 1, "x": [9, 0, 0]})
+    slot = _flaky(w, "d1")
+    before = slot.learner.state()
+    send(w, "d1", "label", {"seq": 1, "y": "a"})
+    assert [e["kind"] for e in w.client.on("error")] == ["learner_error"]
+    assert slot.learner.state() == before and w.n_learned == 2
 
 
 def test_any_other_exception_after_parsing_is_reported_as_internal():
@@ -160,24 +206,29 @@ def test_any_other_exception_after_parsing_is_reported_as_internal():
     assert w.n_internal_errors == 1 and w.errors["internal"] == 1
 
 
-def test_a_poisoned_model_recovers_through_mosquitto(broker, tmp_path):
-    rt = Runtime(load_config(write_config(tmp_path / "c.toml", broker, extra="[output]\nerror_interval_s = 0\n")))
+def test_a_model_that_raises_keeps_its_learning_and_checkpoint_through_mosquitto(broker, tmp_path):
+    ck = tmp_path / "ck"
+    rt = Runtime(load_config(write_config(tmp_path / "c.toml", broker, checkpoint_dir=ck,
+                                          extra="[output]\nerror_interval_s = 0\n")))
     rt.start()
     try:
         wait_for(rt.client.subscribed.is_set, what="runtime subscription")
         dev = Device(broker)
-        dev.publish("d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})
-        wait_for(lambda: rt.worker.n_learned == 1, what="the first reading learned")
-        rt.worker.devices["d1"].slots[0].learner = Broken()
-        for seq in (1, 2, 3):
-            dev.publish("d1", "reading", {"seq": seq, "x": [seq, 0, 0], "y": "b"})
-        wait_for(lambda: len(dev.predictions()) == 4 and rt.worker.n_learned == 4, what="every reading served")
-        wait_for(lambda: dev.got("error"), what="the model_reset report")
-        assert [(e["kind"], e["seq"]) for e in dev.got("error")] == [("model_reset", 1)]
-        assert [dev.predictions()[s]["y_pred"] for s in (1, 2, 3)] == [None, "b", "b"]
-        assert rt.worker.metrics()["n_model_resets"] == 1
+        for seq in range(20):
+            dev.publish("d1", "reading", {"seq": seq, "x": [seq % 2 * 5, 0, 0], "y": "ab"[seq % 2]})
+        wait_for(lambda: rt.worker.n_learned == 20, what="20 readings learned")
+        slot = rt.worker.devices["d1"].slots[0]
+        slot.learner = Flaky.from_state(slot.learner.state())
+        for seq in (20, 21, 22):
+            dev.publish("d1", "reading", {"seq": seq, "x": [9 if seq == 20 else 5, 0, 0], "y": "b"})
+        wait_for(lambda: len(dev.predictions()) == 23 and rt.worker.n_learned == 23, what="every reading served")
+        wait_for(lambda: len(dev.got("error")) == 2, what="the learner_error reports")
+        assert [(e["kind"], e["seq"]) for e in dev.got("error")] == [("learner_error", 20), ("learner_error", 20)]
+        assert [dev.predictions()[s]["y_pred"] for s in (20, 21, 22)] == [None, "b", "b"]
     finally:
         rt.stop(timeout_s=5)
+    saved = CheckpointStore(ck, FEATURES).read("d1")
+    assert saved["models"][0]["learner"]["n"] == 22.0  # 20 + 2: only the failed reading is missing
 
 
 # --- 2, 4. ints the runtime would echo or store are bounded ----------------------------------

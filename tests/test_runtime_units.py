@@ -14,7 +14,7 @@ from paho.mqtt.client import topic_matches_sub
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
 from edgebayes.runtime.config import ConfigError, check_files, load_config, parse_config
 from edgebayes.runtime.pending import Pending, PendingLabels
-from edgebayes.runtime.protocol import Parser, ProtocolError, Topics
+from edgebayes.runtime.protocol import SEQ_JUMP, SEQ_PER_S, TS_AHEAD_S, Parser, ProtocolError, Topics
 
 BASE = """
 [broker]
@@ -108,11 +108,19 @@ def test_overrides_and_bad_file(tmp_path):
     assert (cfg.broker.host, cfg.broker.port, cfg.checkpoint.dir) == ("broker.local", 1999, tmp_path / "ck")
     with pytest.raises(ConfigError, match="HOST:PORT"):
         cfg.with_overrides("nohost")
+    with pytest.raises(ConfigError, match=r"port 99999 is out of range 1\.\.65535"):
+        cfg.with_overrides("127.0.0.1:99999")
     path.write_text("[broker\n")
     with pytest.raises(ConfigError, match="invalid TOML"):
         load_config(path)
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.toml")
+
+
+def test_a_shared_subscription_prefix_is_refused_by_name():
+    with pytest.raises(ConfigError, match=r"\$share/ shared subscriptions are not supported"):
+        parse_config({"topics": {"prefix": "$share/g/edgebayes"}, "schema": {"features": ["a"]},
+                      "models": [{"name": "m", "kind": "gaussian_nb"}]})
 
 
 def test_cli_exits_2_with_the_problem_on_stderr(tmp_path):
@@ -297,8 +305,37 @@ def _device(max_pending=10):
 ])
 def test_a_reboot_is_a_seq_not_above_the_last_with_a_later_ts(last_ts, ts, restarted):
     dev = _device()
-    dev.last_seq, dev.last_ts = 5, last_ts
-    assert dev.restarted(ts) is restarted
+    dev.last_seq, dev.last_ts, dev.last_recv = 5, last_ts, 1000.0
+    if restarted:
+        assert dev.check_seq(3, ts, 1001.0) is True
+    else:
+        with pytest.raises(ProtocolError) as err:
+            dev.check_seq(3, ts, 1001.0)
+        assert err.value.kind == "duplicate"
+    assert dev.check_seq(6, ts, 1001.0) is False  # above the last: never a reboot
+
+
+def test_a_seq_may_run_ahead_by_a_bound_that_grows_with_the_time_since_the_last_reading():
+    dev = _device()
+    assert dev.check_seq(2**53 - 1, None, 1000.0) is False  # the first reading sets where seq starts
+    dev.last_seq, dev.last_recv = 100, 1000.0
+    assert dev.check_seq(100 + SEQ_JUMP, None, 1000.0) is False
+    with pytest.raises(ProtocolError) as err:
+        dev.check_seq(100 + SEQ_JUMP + 1, None, 1000.0)
+    assert (err.value.kind, err.value.seq) == ("seq_jump", 100 + SEQ_JUMP + 1)
+    assert dev.check_seq(100 + SEQ_JUMP + 3 * SEQ_PER_S, None, 1003.0) is False  # 3 s later
+    with pytest.raises(ProtocolError, match="runs ahead"):
+        dev.check_seq(100 + SEQ_JUMP + 1, None, 990.0)  # the clock stepped back: no credit, no debt
+    dev.last_recv = None  # a checkpoint written before arrival times were kept
+    assert dev.check_seq(2**53 - 1, None, 1000.0) is False
+
+
+def test_a_ts_too_far_ahead_of_the_runtime_clock_is_refused():
+    dev = _device()
+    assert dev.check_seq(0, 1000.0 + TS_AHEAD_S, 1000.0) is False
+    with pytest.raises(ProtocolError) as err:
+        dev.check_seq(0, 1000.0 + TS_AHEAD_S + 1.0, 1000.0)
+    assert (err.value.kind, err.value.seq) == ("ts_ahead", 0)
 
 
 def test_a_reboot_drops_pending_readings_and_is_checkpointed():
@@ -311,9 +348,13 @@ def test_a_reboot_drops_pending_readings_and_is_checkpointed():
     again = _device()
     again.load_state(json.loads(json.dumps(dev.state())), 1)
     assert (again.last_seq, again.last_ts, again.n_reboots, again.pending.n_rebooted) == (2, 102.0, 1, 3)
+    dev.last_recv = 1234.5
+    again.load_state(dev.state(), 1)
+    assert again.last_recv == 1234.5
     old = dev.state()  # a checkpoint written before reboots were tracked
-    for key in ("last_ts", "n_reboots"):
+    for key in ("last_ts", "last_recv", "n_reboots"):
         del old[key]
     del old["pending"]["n_rebooted"]
     again.load_state(old, 1)
     assert (again.last_seq, again.last_ts, again.n_reboots, again.pending.n_rebooted) == (2, None, 0, 0)
+    assert again.last_recv is None

@@ -469,18 +469,20 @@ def test_disable_detector_modes(mode):
         assert srp.n_drifts > 0 and srp.members != old  # reset with fresh learners
 
 
-def test_last_events_is_cleared_by_the_next_learn_one():
+def test_last_events_holds_what_the_latest_learn_one_signalled_and_nothing_else():
     X, y = _flip_stream(500, 1500, seed=6)
     srp = SRPClassifier(model=GaussianNB(), n_models=3, seed=6)
-    seen = None
-    for xi, yi in zip(X, y):
+    signalled = {}
+    for i, (xi, yi) in enumerate(zip(X, y)):
         srp.learn_one(xi, yi)
-        if seen is not None:
-            assert srp.last_events == [] or srp.last_events is not seen
-            break
         if srp.last_events:
-            seen = srp.last_events
-    assert seen
+            signalled[i] = [(e["level"], e["member"]) for e in srp.last_events]
+    # a warning and a drift per member: member 2 at 543, members 0 and 1 at 546, then none
+    assert signalled == {
+        543: [("warning", 2), ("drift", 2)],
+        546: [("warning", 0), ("drift", 0), ("warning", 1), ("drift", 1)],
+    }
+    assert srp.n_warnings == srp.n_drifts == 3
 
 
 # ---------------------------------------------------------------------------- state, labels

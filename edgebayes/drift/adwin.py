@@ -3,21 +3,25 @@
 Semantics follow MOA's ``moa.classifiers.core.driftdetection.ADWIN`` line for line where it
 decides anything (cut test, arithmetic order, the window kept after a cut), so that the
 reference vectors in ``../shared/vectors/adwin/`` are reproduced exactly.
+
+`ADWIN` is the pure-Python reference; ``ADWIN(...)`` builds the compiled one
+(`edgebayes._core.adwin`, same fields, same results bit for bit) when `edgebayes.backend()` is
+``"compiled"``. What both share (parameters, read-outs, memory, state) is `ADWINShared`.
 """
 
 from __future__ import annotations
 
 import math
 import sys
+from abc import ABCMeta
 from array import array
-from struct import pack_into as _pack_into
 
+from edgebayes import backend
 from edgebayes.base import check_count, check_finite, refuse_malformed
 
 _log = math.log
 _sqrt = math.sqrt
 _TWO_THIRDS = 2.0 / 3  # MOA's ``(double) 2 / 3``
-_SIZES = tuple(float(1 << i) for i in range(64))  # bucket size of each row, as floats
 #: most doubles a buffer sized by ``clock`` or ``max_buckets`` holds (a corrupt 10**18 is refused)
 MAX_ALLOCATED = 65536
 _ZERO = array("d", [0.0])
@@ -25,15 +29,25 @@ _ONE_COUNT = array("q", [0])
 _ARRAY_BYTES = sys.getsizeof(array("d"))  # header of an empty array; items are 8 bytes each
 
 
-def _as_input(x) -> float:
-    """``x`` as a float; ValueError for anything that is not a real number (str, None, ...)."""
-    if isinstance(x, (str, bytes)) or not hasattr(x, "__float__"):
-        raise ValueError(f"ADWIN input must be a real number, got {x!r}")
-    return float(x)
-
-
 #: input type -> converter; 0/1 error streams often arrive as int or bool
 _CONVERT = {int: float, bool: float}
+
+
+def as_input(x) -> float:
+    """An ADWIN input that is not a float (int, bool, numpy scalar, ...) as a float.
+
+    Raises:
+        ValueError: ``x`` is not a real number (str, None, ...) or too large for a float.
+    """
+    convert = _CONVERT.get(x.__class__)
+    if convert is None:
+        if isinstance(x, (str, bytes)) or not hasattr(x, "__float__"):
+            raise ValueError(f"ADWIN input must be a real number, got {x!r}")
+        convert = float
+    try:
+        return convert(x)
+    except OverflowError:
+        raise ValueError(f"ADWIN input too large for a float: {x!r}") from None
 
 
 def _zeros(n: int) -> array:
@@ -41,173 +55,12 @@ def _zeros(n: int) -> array:
     return array("d", _ZERO) * n
 
 
-def _insert(adwin: ADWIN, xs: list) -> None:
-    """Append inputs ``xs`` to the histogram and compress it (MOA ``compressBuckets``).
+class ADWINShared:
+    """What every ADWIN implementation shares: parameter checks, reset, read-outs, memory,
+    copies and checkpoints, over the fields listed in :class:`ADWIN`'s ``__slots__``. An
+    implementation adds ``update(x)`` and ``_flush()`` (fold the pending inputs in)."""
 
-    Whenever a row holds ``limit + 1`` buckets its two oldest merge into one bucket of the next
-    row: totals add, variances add plus n1 n2 (u1 - u2)^2 / (n1 + n2) (casebook C23). A row's
-    merges depend only on the sequence of buckets it receives, so rows are processed one after
-    the other on whole batches: the same pairs, in the same order, with the same arithmetic as
-    inserting the inputs one by one. The low rows, which a batch of b inputs mostly touches
-    (about log2(b) + 1 of them), are copied out of the flat buffers into lists once, worked on
-    there, and written back once: per-item access to an array costs more than to a list.
-    """
-    limit = adwin.max_buckets
-    counts = adwin._counts
-    rows = len(counts)
-    hot = min(rows, len(xs).bit_length() + 1)
-    t = adwin._totals[: hot * limit].tolist()
-    v = adwin._variances[: (hot - 1) * limit].tolist()
-    cnt = counts[:hot].tolist()
-    c = cnt[0]
-    row = t[:c] + xs
-    n = len(row)
-    k = (n - limit + 1) // 2 * 2  # one-by-one insertion merges this many, oldest first
-    i = 0  # the highest row changed
-    if k <= 0:
-        t[c:n] = xs
-        cnt[0] = n
-    else:
-        a, b = row[0:k:2], row[1:k:2]
-        t[: n - k] = row[k:]
-        cnt[0] = n - k
-        ups = [x + y for x, y in zip(a, b)]
-        vups = [(x - y) * (x - y) / 2.0 for x, y in zip(a, b)]  # n = 1: du * du / 2
-        i = 1
-        while True:
-            if i == hot:  # one more row: the next stored one, or a new top row
-                if hot < rows:
-                    t += adwin._totals[hot * limit : (hot + 1) * limit].tolist()
-                    v += adwin._variances[(hot - 1) * limit : hot * limit].tolist()
-                    cnt.append(counts[hot])
-                else:
-                    t += [0.0] * limit
-                    v += [0.0] * limit
-                    cnt.append(0)
-                hot += 1
-            base, c = i * limit, cnt[i]
-            vbase, m = base - limit, c + len(ups)
-            if m <= limit:  # no merge: the new buckets land in free slots
-                t[base + c : base + m] = ups
-                v[vbase + c : vbase + m] = vups
-                cnt[i] = m
-                break
-            row = t[base : base + c] + ups
-            vrow = v[vbase : vbase + c] + vups
-            k = (m - limit + 1) // 2 * 2
-            n = _SIZES[i]
-            nn, n2 = n * n, n + n
-            ups, vups = [], []
-            for j in range(0, k, 2):  # upper rows get few buckets: plain loops beat comprehensions
-                x = row[j]
-                y = row[j + 1]
-                du = x / n - y / n
-                ups.append(x + y)
-                vups.append(vrow[j] + vrow[j + 1] + nn * du * du / n2)
-            t[base : base + m - k] = row[k:]
-            v[vbase : vbase + m - k] = vrow[k:]
-            cnt[i] = m - k
-            i += 1
-    if hot > rows:  # grew a row: new buffers, allocated exactly
-        adwin._totals, adwin._variances, adwin._counts = array("d", t), array("d", v), array("q", cnt)
-    else:  # rows 0..i in place; struct packs a list faster than array() converts it
-        end = (i + 1) * limit
-        _pack_into(f"{end}d", adwin._totals, 0, *t[:end])
-        if i:
-            _pack_into(f"{end - limit}d", adwin._variances, 0, *v[: end - limit])
-        _pack_into(f"{i + 1}q", adwin._counts, 0, *cnt[: i + 1])
-
-
-class ADWIN:
-    """ADaptive WINdowing change detector and mean estimator (ADWIN2).
-
-    The window of recent inputs is summarised by an exponential histogram: row ``i`` holds up
-    to ``max_buckets`` buckets of ``2**i`` inputs each (total and variance per bucket); when a
-    row gets one bucket too many, its two oldest buckets merge into one bucket of the next row.
-    Every ``clock`` inputs, once the window holds more than ``grace_period`` inputs, every
-    split of the window into an older part W0 and a newer part W1 at a bucket boundary is
-    tested (Bifet and Gavalda 2007, ADWIN2, with the Bernstein-type bound of MOA's 2008
-    version):
-
-        |mean(W0) - mean(W1)| > sqrt(2 m v dd) + 2/3 dd m,
-        dd = ln(2 ln(n) / delta),
-        m = 1/(n0 - min_window_length + 1) + 1/(n1 - min_window_length + 1),
-
-    with ``n`` the window length and ``v`` the window's population variance; only splits with
-    both parts longer than ``min_window_length + 1`` count. While some split passes, the
-    oldest bucket is dropped and the test starts again. An input that dropped anything is a
-    *drift*: ``update`` returns True. The shrunken window is kept (the algorithm's own
-    behaviour, as MOA; later checks may cut it again); call ``reset()`` for a fresh detector.
-
-    Parameters are River's names. ``grace_period`` is the smallest window length (exclusive)
-    at which the cut test runs: MOA hard-codes it to 10 (``mintMinimLongitudWindow``), River
-    exposes it with the same meaning and default, so the default reproduces MOA. Where River
-    differs from MOA we follow MOA: sub-windows need more than ``min_window_length + 1``
-    inputs (River: at least ``min_window_length``), and River resets the whole detector on the
-    input after a drift while this keeps the window.
-
-    Args:
-        delta: confidence of the cut test, in (0, 1); smaller means fewer, later detections.
-        clock: the cut test runs every ``clock`` inputs (int in [1, 65536]); detection may lag
-            by up to ``clock - 1`` inputs (casebook C24).
-        max_buckets: buckets per histogram row before two merge (int in [2, 65536]).
-        min_window_length: sub-windows shorter than ``min_window_length + 2`` are not tested
-            (int >= 1).
-        grace_period: no cut test while the window holds ``grace_period`` inputs or fewer
-            (int >= 0).
-
-    Memory is O(max_buckets * log2(width / max_buckets)): the histogram lives in flat float64
-    arrays with ``max_buckets`` slots per row, (2 * max_buckets + 1) * 8 bytes per row (about
-    3.4 kB in all for a window of 2**32 inputs with the defaults); ``max_memory_bytes(max_width)``
-    gives the exact worst case. One input costs O(1) amortised, one cut test
-    O(max_buckets * log2(width)).
-
-    Implementation: inputs wait in a buffer until the next cut test (or read-out) and are then
-    inserted row by row; the cut test screens each boundary with a cheap necessary condition
-    before MOA's exact test. Neither changes a single bit of MOA's buckets, sums or decisions
-    (``tests/test_adwin.py`` checks both against a plain port of MOA). MOA multiplies bucket
-    sizes as Java ints, which overflow once a window passes about 330,000 inputs; here they
-    are exact. Floats in are fastest; ints and bools are converted. The time goes to the
-    interpreter: the per-input call, the batched insertion and the cut test's walk over all
-    buckets. Reading floats out of arrays and back costs more than keeping them in lists: the
-    arrays made an update about 1.6x slower than lists did, for a quarter of the bytes
-    (``bench/adwin.py``).
-
-    For an error stream, wrap it in :class:`~edgebayes.drift.ErrorDetector`, which signals only
-    the cuts across which ``estimation`` rose above ``estimation_before_drift``.
-
-    Example:
-        >>> adwin = ADWIN()
-        >>> drifts = [i for i, x in enumerate([0.0] * 1000 + [1.0] * 1000) if adwin.update(x)]
-        >>> drifts
-        [1023, 1055, 1087]
-        >>> adwin.width, adwin.estimation
-        (1000, 1.0)
-
-    Reference: A. Bifet and R. Gavalda, "Learning from time-changing data with adaptive
-    windowing", SIAM SDM 2007; MOA ``ADWIN.java``.
-    """
-
-    __slots__ = (
-        "_abs_max",
-        "_counts",
-        "_drifted",
-        "_estimation_before_drift",
-        "_n_detections",
-        "_pending",
-        "_ticks",
-        "_top",
-        "_total",
-        "_totals",
-        "_variance",
-        "_variances",
-        "_width",
-        "clock",
-        "delta",
-        "grace_period",
-        "max_buckets",
-        "min_window_length",
-    )  # fmt: skip
+    __slots__ = ()
 
     def __init__(
         self,
@@ -244,7 +97,6 @@ class ADWIN:
         self._drifted = False  # the latest cut test cut
         self._n_detections = 0
         self._estimation_before_drift = 0.0
-        self._abs_max = 0.0  # largest |input| since reset: bounds rounding in the cut test
         # Histogram in flat float64 buffers, ``max_buckets`` slots per row, newest row (bucket
         # size 1) first; within a row, oldest bucket first. Row i's totals live in
         # _totals[i*M : i*M + _counts[i]], its variances (rows >= 1: row 0 holds single inputs,
@@ -254,171 +106,10 @@ class ADWIN:
         self._variances = array("d")
         self._counts = array("q", _ONE_COUNT)
         # Inputs not yet in the histogram, newest at the lowest index: _pending[_ticks:_top].
-        # Folding them in at the next cut test (or read-out) yields the same buckets, totals
-        # and variances as inserting them one by one, without per-input method calls.
+        # Nothing reads the histogram before the next cut test or read-out, which fold them in
+        # oldest first: the same buckets, totals and variances as inserting each on arrival.
         self._pending = _zeros(self.clock)
         self._top = self.clock
-
-    # -- the hot path -------------------------------------------------------------------------
-
-    def update(self, x: float) -> bool:
-        """Add one input; True when it made the window shrink (a drift).
-
-        Args:
-            x: a finite real number (bool, int, float, numpy scalar). For an error stream:
-                1 = wrong, 0 = right.
-
-        Returns:
-            bool, also readable as ``drift_detected`` until the next input.
-
-        Raises:
-            ValueError: ``x`` is NaN, +/-inf or not a real number; the detector is unchanged.
-        """
-        if x.__class__ is not float:
-            try:
-                x = _CONVERT.get(x.__class__, _as_input)(x)
-            except OverflowError:
-                raise ValueError(f"ADWIN input too large for a float: {x!r}") from None
-        if x - x:  # NaN for NaN and +/-inf, 0.0 otherwise
-            raise ValueError(f"ADWIN input must be finite, got {x}")
-        ticks = self._ticks - 1
-        self._pending[ticks] = x
-        self._ticks = ticks
-        if ticks:
-            return False
-        return self._check()
-
-    def _flush(self) -> tuple[float, float]:
-        """Insert the pending inputs in order (MOA ``insertElement``); return the window's
-        width and total as they were before the last of them (0, 0.0 if none pending)."""
-        low, top = self._ticks, self._top
-        if low == top:
-            return 0.0, 0.0
-        pending = self._pending[low:top].tolist()
-        pending.reverse()  # oldest first
-        self._top = low
-        self._abs_max = max(self._abs_max, max(pending), -min(pending))
-        w, total, var = float(self._width), self._total, self._variance
-        total_before, rest = total, pending
-        if not w:  # the first input of an empty window adds no variance (MOA)
-            w, total, rest = 1.0, pending[0], pending[1:]
-        for x in rest:  # incremental sum of squared deviations, in MOA's operation order
-            total_before = total
-            d = x - total / w
-            w1 = w + 1.0
-            var += w * d * d / w1
-            w = w1
-            total += x
-        self._width, self._total, self._variance = int(w), total, var
-        _insert(self, pending)
-        return w - 1.0, total_before
-
-    def _check(self) -> bool:
-        """Fold in the pending inputs, then MOA's reduce-window loop: drop the oldest bucket
-        while some split passes the cut test."""
-        width_before, total_before = self._flush()
-        self._ticks = self._top = self.clock
-        cut = False
-        if self._width > self.grace_period:
-            while self._has_cut():
-                cut = True
-                self._drop_oldest()
-        self._drifted = cut
-        if cut:
-            self._n_detections += 1
-            self._estimation_before_drift = total_before / width_before if width_before else 0.0
-        return cut
-
-    def _has_cut(self) -> bool:
-        """Whether a bucket boundary splits the window into an older W0 (n0 inputs, sum u0) and
-        a newer W1 (n1, u1), both longer than min_window_length + 1, with
-        |u0/n0 - u1/n1| > eps (MOA ``blnCutexpression``, same operation order).
-
-        Most boundaries are ruled out by a necessary condition that costs two additions: as
-        m >= 1/n0 + 1/n1 = W/(n0 n1), a cut implies |D| > sqrt(v dd min(n0, n1)) + 2/3 dd with
-        D = u0 - n0 * total/W. The bound is taken per histogram row (the row's smallest
-        min(n0, n1)) and lowered by a slack far above the rounding of the running sums, so it
-        never rules out a boundary where MOA's test cuts: the decisions are MOA's.
-        """
-        w = self._width
-        longer = self.min_window_length + 1
-        if w <= 2 * longer:
-            return False  # no admissible split (and ln(2 ln w / delta) may be undefined)
-        fw = float(w)
-        v = self._variance / fw
-        if v < 0.0:
-            return False  # rounded below zero: MOA's sqrt gives NaN and NaN never cuts
-        dd = _log(2 * _log(fw) / self.delta)
-        vdd = v * dd
-        floor = _TWO_THIRDS * dd - 1e-10 * (fw * self._abs_max + dd)  # c - rounding slack
-        mean = self._total / fw
-        totals, counts, mb = self._totals, self._counts, self.max_buckets
-        d, n0 = 0.0, 0.0
-        for i in range(len(counts) - 1, -1, -1):
-            size = _SIZES[i]
-            c = counts[i]
-            row = totals[i * mb : i * mb + c]
-            end = n0 + size * c
-            low, rest = n0 + size, fw - end  # the row's smallest n0 and smallest n1
-            low = min(low, rest)
-            bound = _sqrt(vdd * low) + floor if low > 0.0 else floor
-            step = size * mean
-            start = d
-            for t in row:
-                d += t - step
-                if -bound < d < bound:
-                    continue
-                # Rare: replay the running sum to find which boundaries failed the filter.
-                d = start
-                for j, t in enumerate(row):
-                    d += t - step
-                    if not -bound < d < bound and self._cuts_at(i, j, v, dd):
-                        return True
-                break
-            n0 = end
-        return False
-
-    def _cuts_at(self, row: int, position: int, v: float, dd: float) -> bool:
-        """MOA's exact test at the boundary after bucket ``position`` of ``row``, with u0 and
-        u1 summed bucket by bucket from the oldest, as MOA does."""
-        totals, counts, mb = self._totals, self._counts, self.max_buckets
-        n0, u0, u1 = 0, 0.0, self._total
-        for i in range(len(counts) - 1, row - 1, -1):
-            size = 1 << i
-            for b in totals[i * mb : i * mb + (counts[i] if i > row else position + 1)]:
-                n0 += size
-                u0 += b
-                u1 -= b
-        n1 = self._width - n0
-        longer = self.min_window_length + 1
-        if n0 <= longer or n1 <= longer:
-            return False
-        shift = self.min_window_length - 1  # n - min_window_length + 1 == n - shift
-        m = 1.0 / (n0 - shift) + 1.0 / (n1 - shift)
-        eps = _sqrt(2 * m * v * dd) + _TWO_THIRDS * dd * m
-        return abs(u0 / n0 - u1 / n1) > eps
-
-    def _drop_oldest(self) -> None:
-        """Remove the oldest bucket and its share of width, total and variance (MOA)."""
-        totals, variances, counts = self._totals, self._variances, self._counts
-        last = len(counts) - 1
-        mb, c = self.max_buckets, counts[last]
-        base, vbase = last * mb, (last - 1) * mb
-        n = 1 << last
-        t = totals[base]
-        w = self._width - n
-        total = self._total - t
-        d = t / n - total / w
-        self._variance -= (variances[vbase] if last else 0.0) + n * w * d * d / (n + w)
-        self._width = w
-        self._total = total
-        if c == 1 and last:  # the top row empties: buffers re-allocated one row shorter
-            self._totals, self._variances, self._counts = totals[:base], variances[:vbase], counts[:last]
-            return
-        totals[base : base + c - 1] = totals[base + 1 : base + c]
-        if last:
-            variances[vbase : vbase + c - 1] = variances[vbase + 1 : vbase + c]
-        counts[last] = c - 1
 
     # -- read-outs (they fold pending inputs in first) ----------------------------------------
 
@@ -520,7 +211,7 @@ class ADWIN:
         }
 
     def clone(self) -> ADWIN:
-        """A fresh, empty detector with the same parameters."""
+        """A fresh, empty detector with the same parameters, from the current `edgebayes.backend()`."""
         return ADWIN(**self._params())
 
     def state(self) -> dict:
@@ -537,7 +228,6 @@ class ADWIN:
             "drifted": self._drifted,
             "n_detections": self._n_detections,
             "estimation_before_drift": self._estimation_before_drift,
-            "abs_max": self._abs_max,
             "totals": [self._totals[i * mb : i * mb + c].tolist() for i, c in enumerate(counts)],
             "variances": [[0.0] * counts[0]]
             + [self._variances[(i - 1) * mb : (i - 1) * mb + c].tolist() for i, c in enumerate(counts) if i],
@@ -569,6 +259,9 @@ class ADWIN:
             raise ValueError("ADWIN state: histogram rows do not match width and max_buckets")
         if not 1 <= int(state["ticks"]) <= out.clock:
             raise ValueError(f"ADWIN state: ticks must be in [1, clock], got {state['ticks']!r}")
+        for key in ("width", "n_detections"):  # 64-bit counters in the compiled implementation
+            if not 0 <= int(state[key]) < 2**63:
+                raise ValueError(f"ADWIN state: {key} must be in [0, 2**63), got {state[key]!r}")
         out._width = int(state["width"])
         out._total = float(state["total"])
         out._variance = float(state["variance"])
@@ -576,8 +269,7 @@ class ADWIN:
         out._drifted = bool(state["drifted"])
         out._n_detections = check_count("n_detections", state["n_detections"])
         out._estimation_before_drift = float(state["estimation_before_drift"])
-        out._abs_max = float(state["abs_max"])
-        check_finite("ADWIN state", [out._total, out._variance, out._estimation_before_drift, out._abs_max])
+        check_finite("ADWIN state", [out._total, out._variance, out._estimation_before_drift])
         for row in totals + variances:
             check_finite("ADWIN state", row)
         mb = out.max_buckets
@@ -590,3 +282,278 @@ class ADWIN:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
         return f"ADWIN({args})"
+
+
+
+class ADWIN(ADWINShared, metaclass=ABCMeta):
+    """ADaptive WINdowing change detector and mean estimator (ADWIN2).
+
+    The window of recent inputs is summarised by an exponential histogram: row ``i`` holds up
+    to ``max_buckets`` buckets of ``2**i`` inputs each (total and variance per bucket); when a
+    row gets one bucket too many, its two oldest buckets merge into one bucket of the next row.
+    Every ``clock`` inputs, once the window holds more than ``grace_period`` inputs, every
+    split of the window into an older part W0 and a newer part W1 at a bucket boundary is
+    tested (Bifet and Gavalda 2007, ADWIN2, with the Bernstein-type bound of MOA's 2008
+    version):
+
+        |mean(W0) - mean(W1)| > sqrt(2 m v dd) + 2/3 dd m,
+        dd = ln(2 ln(n) / delta),
+        m = 1/(n0 - min_window_length + 1) + 1/(n1 - min_window_length + 1),
+
+    with ``n`` the window length and ``v`` the window's population variance; only splits with
+    both parts longer than ``min_window_length + 1`` count. While some split passes, the
+    oldest bucket is dropped and the test starts again. An input that dropped anything is a
+    *drift*: ``update`` returns True. The shrunken window is kept (the algorithm's own
+    behaviour, as MOA; later checks may cut it again); call ``reset()`` for a fresh detector.
+
+    Parameters are River's names. ``grace_period`` is the smallest window length (exclusive)
+    at which the cut test runs: MOA hard-codes it to 10 (``mintMinimLongitudWindow``), River
+    exposes it with the same meaning and default, so the default reproduces MOA. Where River
+    differs from MOA we follow MOA: sub-windows need more than ``min_window_length + 1``
+    inputs (River: at least ``min_window_length``), and River resets the whole detector on the
+    input after a drift while this keeps the window.
+
+    Args:
+        delta: confidence of the cut test, in (0, 1); smaller means fewer, later detections.
+        clock: the cut test runs every ``clock`` inputs (int in [1, 65536]); detection may lag
+            by up to ``clock - 1`` inputs (casebook C24).
+        max_buckets: buckets per histogram row before two merge (int in [2, 65536]).
+        min_window_length: sub-windows shorter than ``min_window_length + 2`` are not tested
+            (int >= 1).
+        grace_period: no cut test while the window holds ``grace_period`` inputs or fewer
+            (int >= 0).
+
+    Memory is O(max_buckets * log2(width / max_buckets)): the histogram lives in flat float64
+    arrays with ``max_buckets`` slots per row, (2 * max_buckets + 1) * 8 bytes per row (about
+    3.4 kB in all for a window of 2**32 inputs with the defaults); ``max_memory_bytes(max_width)``
+    gives the exact worst case. One input costs O(1) amortised, one cut test
+    O(max_buckets * log2(width)).
+
+    Implementation: inputs wait in a buffer until the next cut test (or read-out) and are then
+    inserted one by one; the cut test runs MOA's exact test at every bucket boundary, summing
+    from the oldest bucket (``tests/test_adwin.py`` checks buckets, sums and decisions against
+    a plain port of MOA). MOA multiplies bucket sizes as Java ints, which overflow once a
+    window passes about 330,000 inputs; here they are exact. Floats in are fastest; ints and
+    bools are converted. This reference is written for reading, its loops in the order of the
+    compiled implementation (`edgebayes._core.adwin`, the same method names), which
+    ``ADWIN(...)`` builds when `edgebayes.backend()` is ``"compiled"``: same fields and
+    buffers, same ``state()``, decisions and ``memory_bytes()`` bit for bit, one C call per
+    input.
+
+    For an error stream, wrap it in :class:`~edgebayes.drift.ErrorDetector`, which signals only
+    the cuts across which ``estimation`` rose above ``estimation_before_drift``.
+
+    Example:
+        >>> adwin = ADWIN()
+        >>> drifts = [i for i, x in enumerate([0.0] * 1000 + [1.0] * 1000) if adwin.update(x)]
+        >>> drifts
+        [1023, 1055, 1087]
+        >>> adwin.width, adwin.estimation
+        (1000, 1.0)
+
+    Reference: A. Bifet and R. Gavalda, "Learning from time-changing data with adaptive
+    windowing", SIAM SDM 2007; MOA ``ADWIN.java``.
+    """
+
+    __slots__ = (
+        "_counts",
+        "_drifted",
+        "_estimation_before_drift",
+        "_n_detections",
+        "_pending",
+        "_ticks",
+        "_top",
+        "_total",
+        "_totals",
+        "_variance",
+        "_variances",
+        "_width",
+        "clock",
+        "delta",
+        "grace_period",
+        "max_buckets",
+        "min_window_length",
+    )  # fmt: skip
+
+    def __new__(cls, *args, **kwargs):
+        """The compiled ADWIN (`edgebayes._core.adwin`) when `edgebayes.backend()` is
+        ``"compiled"``, this reference otherwise; both take the same arguments."""
+        if cls is ADWIN and backend() == "compiled":
+            from edgebayes._core.adwin import ADWIN as Compiled
+
+            return Compiled(*args, **kwargs)
+        return super().__new__(cls)
+
+    # -- the hot path -------------------------------------------------------------------------
+
+    def update(self, x: float) -> bool:
+        """Add one input; True when it made the window shrink (a drift).
+
+        Args:
+            x: a finite real number (bool, int, float, numpy scalar). For an error stream:
+                1 = wrong, 0 = right.
+
+        Returns:
+            bool, also readable as ``drift_detected`` until the next input.
+
+        Raises:
+            ValueError: ``x`` is NaN, +/-inf or not a real number; the detector is unchanged.
+        """
+        if x.__class__ is not float:
+            x = as_input(x)
+        if x - x:  # NaN for NaN and +/-inf, 0.0 otherwise
+            raise ValueError(f"ADWIN input must be finite, got {x}")
+        ticks = self._ticks - 1
+        self._pending[ticks] = x
+        self._ticks = ticks
+        if ticks:
+            return False
+        return self._check()
+
+    def _flush(self) -> tuple[float, float]:
+        """Insert the pending inputs, oldest first (MOA ``insertElement``); return the window's
+        width and total as they were before the last of them (0, 0.0 if none pending)."""
+        low, top = self._ticks, self._top
+        if low == top:
+            return 0.0, 0.0
+        pending = self._pending
+        self._top = low
+        w, total, var = float(self._width), self._total, self._variance
+        total_before = total
+        j = top - 1  # the oldest pending input
+        if w == 0.0:  # the first input of an empty window adds no variance (MOA)
+            x = pending[j]
+            w, total = 1.0, x
+            self._insert(x)
+            j -= 1
+        while j >= low:  # incremental sum of squared deviations, in MOA's operation order
+            x = pending[j]
+            total_before = total
+            d = x - total / w
+            w1 = w + 1.0
+            var += w * d * d / w1
+            w = w1
+            total += x
+            self._insert(x)
+            j -= 1
+        self._width, self._total, self._variance = int(w), total, var
+        return w - 1.0, total_before
+
+    def _insert(self, x: float) -> None:
+        """Append one input to row 0; a full row's two oldest buckets merge into one bucket of
+        the next row (MOA ``compressBuckets``: totals add, variances add plus
+        n1 n2 (u1 - u2)^2 / (n1 + n2), casebook C23)."""
+        mb = self.max_buckets
+        i, t, v = 0, x, 0.0
+        while True:
+            if i == len(self._counts):  # a new top row
+                self._resize(i + 1)
+            totals, variances, counts = self._totals, self._variances, self._counts
+            base, c = i * mb, counts[i]
+            if c < mb:
+                totals[base + c] = t
+                if i:
+                    variances[base - mb + c] = v
+                counts[i] = c + 1
+                return
+            # full: the two oldest merge, the rest move up two slots, the new bucket goes last
+            n = float(1 << i)
+            a, b = totals[base], totals[base + 1]
+            du = a / n - b / n
+            merged_t = a + b
+            if i:
+                va, vb = variances[base - mb], variances[base - mb + 1]
+                merged_v = va + vb + n * n * du * du / (n + n)
+            else:  # single inputs: variance 0
+                merged_v = du * du / 2.0
+            totals[base : base + mb - 2] = totals[base + 2 : base + mb]
+            totals[base + mb - 2] = t
+            if i:
+                variances[base - mb : base - 2] = variances[base - mb + 2 : base]
+                variances[base - 2] = v
+            counts[i] = mb - 1
+            t, v = merged_t, merged_v
+            i += 1
+
+    def _resize(self, rows: int) -> None:
+        """Re-allocate the buffers for ``rows`` histogram rows, exactly; new slots hold 0."""
+        mb, old = self.max_buckets, len(self._counts)
+        if rows > old:  # a + b is allocated exactly, a += b over-allocates
+            self._totals = self._totals + _zeros((rows - old) * mb)
+            self._variances = self._variances + _zeros((rows - 1) * mb - len(self._variances))
+            self._counts = self._counts + array("q", _ONE_COUNT) * (rows - old)
+        else:
+            self._totals = self._totals[: rows * mb]
+            self._variances = self._variances[: (rows - 1) * mb]
+            self._counts = self._counts[:rows]
+
+    def _check(self) -> bool:
+        """Fold in the pending inputs, then MOA's reduce-window loop: drop the oldest bucket
+        while some split passes the cut test."""
+        width_before, total_before = self._flush()
+        self._ticks = self._top = self.clock
+        cut = False
+        if self._width > self.grace_period:
+            while self._has_cut():
+                cut = True
+                self._drop_oldest()
+        self._drifted = cut
+        if cut:
+            self._n_detections += 1
+            self._estimation_before_drift = total_before / width_before if width_before else 0.0
+        return cut
+
+    def _has_cut(self) -> bool:
+        """Whether a bucket boundary splits the window into an older W0 (n0 inputs, sum u0) and
+        a newer W1 (n1, u1), both longer than min_window_length + 1, with
+        |u0/n0 - u1/n1| > eps (MOA ``blnCutexpression``, same operation order, u0 and u1
+        summed bucket by bucket from the oldest)."""
+        w = self._width
+        longer = self.min_window_length + 1
+        if w <= 2 * longer:
+            return False  # no admissible split (and ln(2 ln w / delta) may be undefined)
+        fw = float(w)
+        v = self._variance / fw
+        if v < 0.0:
+            return False  # rounded below zero: MOA's sqrt gives NaN and NaN never cuts
+        dd = _log(2.0 * _log(fw) / self.delta)
+        shift = self.min_window_length - 1  # n - min_window_length + 1 == n - shift
+        n0, u0, u1 = 0, 0.0, self._total
+        totals, counts, mb = self._totals, self._counts, self.max_buckets
+        for i in range(len(counts) - 1, -1, -1):
+            size = 1 << i
+            for j in range(counts[i]):
+                bucket = totals[i * mb + j]
+                n0 += size
+                u0 += bucket
+                u1 -= bucket
+                n1 = w - n0
+                if n0 > longer and n1 > longer:
+                    m = 1.0 / (n0 - shift) + 1.0 / (n1 - shift)
+                    eps = _sqrt(2.0 * m * v * dd) + _TWO_THIRDS * dd * m
+                    if abs(u0 / n0 - u1 / n1) > eps:
+                        return True
+        return False
+
+    def _drop_oldest(self) -> None:
+        """Remove the oldest bucket and its share of width, total and variance (MOA)."""
+        totals, variances, counts = self._totals, self._variances, self._counts
+        last = len(counts) - 1
+        mb, c = self.max_buckets, counts[last]
+        base, vbase = last * mb, (last - 1) * mb
+        n = 1 << last
+        t = totals[base]
+        w = self._width - n
+        total = self._total - t
+        d = t / n - total / w
+        oldest_v = variances[vbase] if last else 0.0
+        self._variance -= oldest_v + n * w * d * d / (n + w)
+        self._width = w
+        self._total = total
+        if c == 1 and last:  # the top row empties: buffers one row shorter
+            self._resize(last)
+            return
+        totals[base : base + c - 1] = totals[base + 1 : base + c]
+        if last:
+            variances[vbase : vbase + c - 1] = variances[vbase + 1 : vbase + c]
+        counts[last] = c - 1

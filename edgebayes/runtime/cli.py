@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 
+from edgebayes import backend_description
 from edgebayes.runtime.config import ConfigError, check_files, load_config
 
 log = logging.getLogger("edgebayes.runtime")
@@ -38,6 +39,7 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"edgebayes run: {exc}", file=sys.stderr)
         return 2
+    log.info("backend: %s", backend_description())
     from edgebayes.runtime.service import Runtime
     from edgebayes.runtime.systemd import attach
 

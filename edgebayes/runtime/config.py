@@ -17,7 +17,8 @@ with defaults (``-`` = no default, ``None`` = unset)::
     [checkpoint]  dir=None (no checkpoints) interval_s=60
     [labels]      max_pending=1000 (per device) max_age_s=3600
     [output]      format="msgpack" ("msgpack" | "json") prediction_qos=0 metrics_interval_s=10
-                  error_interval_s=1
+                  error_interval_s=1 max_backlog_bytes=8388608 (outgoing messages not yet
+                  written or acknowledged; at the bound the runtime stops taking readings)
     [queue]       max_size=10000 policy="block" ("block" | "drop_oldest")
                   max_payload_bytes=65536
     [evaluation]  accuracy_window=200 (labelled readings per model and device)
@@ -121,6 +122,7 @@ class OutputConfig:
     prediction_qos: int = 0
     metrics_interval_s: float = 10.0
     error_interval_s: float = 1.0
+    max_backlog_bytes: int = 8 * 2**20
 
 
 @dataclass(frozen=True)
@@ -167,8 +169,10 @@ class Config:
         cfg = self
         if broker is not None:
             host, sep, port = broker.rpartition(":")
-            if not (sep and host and port.isdigit() and 1 <= int(port) <= 65535):
+            if not (sep and host and port.isdigit()):
                 raise ConfigError([f"--broker {broker!r}: expected HOST:PORT"], "command line")
+            if not 1 <= int(port) <= 65535:
+                raise ConfigError([f"--broker {broker!r}: port {port} is out of range 1..65535"], "command line")
             cfg = dataclasses.replace(cfg, broker=dataclasses.replace(cfg.broker, host=host, port=int(port)))
         if checkpoint_dir is not None:
             cfg = dataclasses.replace(
@@ -228,6 +232,9 @@ def _port(v):
 
 
 def _prefix(v):
+    if v.startswith("$"):  # $share/..., $SYS: broker-reserved, incoming topics never carry them
+        return ("must not start with '$' ($share/ shared subscriptions are not supported: "
+                "each runtime serves the devices its [topics] devices names)")
     levels = v.split("/")
     if not v or any(not lvl or "+" in lvl or "#" in lvl for lvl in levels):
         return "must be non-empty topic levels without wildcards, no leading or trailing '/'"
@@ -258,6 +265,10 @@ def _window(v):
 
 def _receive_max(v):
     return None if 1 <= v <= 65535 else "must be in 1..65535 (MQTT receive maximum)"
+
+
+def _backlog(v):
+    return None if v >= 65536 else "must be at least 65536 (a few messages)"
 
 
 def _delta(v):
@@ -297,6 +308,7 @@ SPEC: dict[str, tuple[type, dict[str, tuple[tuple[type, ...], Callable | None]]]
         "prediction_qos": (INT, _one_of(0, 1)),
         "metrics_interval_s": (NUM, _positive),
         "error_interval_s": (NUM, _non_negative),
+        "max_backlog_bytes": (INT, _backlog),
     }),
     "queue": (QueueConfig, {
         "max_size": (INT, _receive_max),

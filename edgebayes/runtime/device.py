@@ -8,11 +8,17 @@ with its own detectors (SRP) reports them after ``learn_one`` in ``last_events``
 member the ensemble index; see ``SRPClassifier``); every
 other learner gets an ``ErrorDetector(ADWIN(delta))`` over its 0/1 error stream (1 = wrong),
 which signals only a rise of the error (DESIGN.md 2.4). The prediction published is the one
-of the model with the best recent accuracy (first configured on ties and before any label).
+of the model with the best recent accuracy (first configured on ties and before any label)
+among those that predicted.
 
-A model that raises in ``predict_proba_one`` or ``learn_one`` (its state went bad: input was
-validated before it got here) is replaced by a fresh learner of its config, logged at ERROR and
-recorded in ``Device.resets`` for the worker to report: a model never fails a device for good.
+A model that raises in ``predict_proba_one`` or ``learn_one`` keeps everything it learned: input
+was validated before it got here (`edgebayes.base.to_floats`, ``check_label``), so the exception
+is a bug or a limit, never a reason to throw months of learning away. The reading is skipped for
+that model only: its prediction is None (scored as wrong), and a failed ``learn_one`` is not
+fed to its drift detector. Each failure is recorded in ``Device.model_errors`` for the worker to
+report: kind ``class_limit`` for ``ClassLimitError`` (a new class its ``max_size_bytes`` cannot
+hold; logged without a traceback), else ``learner_error`` (logged at ERROR with its traceback);
+each kind is logged at most once per `LOG_INTERVAL_S` per device.
 A device takes labels of one type (all int or all str): in JSON ``1`` and ``"1"`` are one key.
 
 Only the runtime's worker thread touches these objects (no locks).
@@ -23,31 +29,32 @@ from __future__ import annotations
 import logging
 import math
 import sys
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from edgebayes.base import check_count, learner_from_state
+from edgebayes.base import ClassLimitError, check_count, learner_from_state
 from edgebayes.drift.base import ErrorDetector, detector_from_state
 from edgebayes.runtime.config import ModelConfig
 from edgebayes.runtime.pending import PendingLabels
-from edgebayes.runtime.protocol import SEQ_LIMIT
+from edgebayes.runtime.protocol import SEQ_JUMP, SEQ_LIMIT, SEQ_PER_S, TS_AHEAD_S, ProtocolError
 
 log = logging.getLogger(__name__)
+
+#: a model error of one kind is logged at most this often per device (seconds); all are reported
+LOG_INTERVAL_S = 60.0
 
 
 class ModelSlot:
     """A learner with its recent-accuracy window and (unless it has its own) its detector."""
 
     __slots__ = (
-        "build",
         "detector",
-        "drift_delta",
         "kind",
         "learner",
         "n_correct",
         "n_labels",
-        "n_resets",
         "n_window_correct",
         "name",
         "window",
@@ -56,24 +63,12 @@ class ModelSlot:
     def __init__(self, name: str, kind: str, build: Callable[[], Any], accuracy_window: int, drift_delta: float):
         self.name = name
         self.kind = kind
-        self.build = build
-        self.drift_delta = drift_delta
         self.window: deque[int] = deque(maxlen=accuracy_window)
-        self.n_resets = 0
-        self._fresh()
-
-    def _fresh(self) -> None:
-        self.learner = learner = self.build()
-        self.window.clear()
+        self.learner = learner = build()
         self.n_window_correct = 0
-        self.detector = None if hasattr(learner, "last_events") else _error_detector(self.drift_delta)
+        self.detector = None if hasattr(learner, "last_events") else _error_detector(drift_delta)
         self.n_labels = 0
         self.n_correct = 0
-
-    def reset(self) -> None:
-        """Replace the learner by a fresh one; its accuracy window and detector start over."""
-        self._fresh()
-        self.n_resets += 1
 
     @property
     def accuracy(self) -> float | None:
@@ -112,14 +107,15 @@ class ModelSlot:
             raise ValueError(f"model {self.name!r}: accuracy window holds {window!r:.80}, not 0/1 ints")
         n_labels = check_count("n_labels", state["n_labels"])
         n_correct = check_count("n_correct", state["n_correct"])
-        if state["learner"]["kind"] != self.kind:
-            raise ValueError(f"model {self.name!r}: a {state['learner']['kind']!r:.40} learner, not {self.kind!r}")
+        kind = state["learner"]["kind"]
+        if kind != self.kind:
+            raise ValueError(f"model {self.name!r}: a {kind!r:.40} learner, not {self.kind!r}")
         learner = learner_from_state(state["learner"])
         detector = self.detector
         if detector is not None and state["detector"] is not None:
             detector = detector_from_state(state["detector"])
             if type(detector) is not ErrorDetector:  # learn() reads its wrapped detector
-                raise ValueError(f"model {self.name!r}: detector {type(detector).__name__}, not ErrorDetector")
+                raise ValueError(f"model {self.name!r}: a {type(detector).__name__}, not an ErrorDetector")
         self.learner, self.detector = learner, detector
         self.window.clear()
         self.window.extend(window)
@@ -159,20 +155,45 @@ class Device:
         self.slots = [ModelSlot(m.name, m.kind, m.build, accuracy_window, drift_delta) for m in models]
         self.pending = pending
         self.label_type: type | None = None  # int or str, from the first label (one per device)
-        self.resets: list[tuple[str, str]] = []  # (model, why) reset since the worker last looked
+        self.model_errors: list[tuple[str, str]] = []  # (kind, why) since the worker last looked
+        self._log_state: dict[str, tuple[float, int]] = {}  # kind -> (next log time, not logged since)
         self.last_seq = -1
         self.last_ts: float | None = None  # ts of the last accepted reading
+        self.last_recv: float | None = None  # when it arrived (unix s; None: unknown)
         self.n_reboots = 0  # seq restarts (docs/protocol.md "Reboots")
         self.best = 0  # index of the slot with the best recent accuracy
 
-    def restarted(self, ts: float | None) -> bool:
-        """Whether a reading whose ``seq`` is not above ``last_seq`` starts a new seq epoch (the
-        device rebooted and counts again) rather than being a duplicate: its ``ts`` is later than
-        the last accepted reading's. A QoS 1 redelivery or a replay carries its original ``ts``,
-        so it stays a duplicate; without ``ts`` on both, a reboot cannot be told from a
-        redelivery (a broker restart resends ``seq`` 0 too), so it is a duplicate."""
-        last_ts = self.last_ts
-        return ts is not None and last_ts is not None and ts > last_ts
+    def check_seq(self, seq: int, ts: float | None, now: float) -> bool:
+        """Whether reading ``seq`` (taken at ``ts``, unix s, arrived at ``now``, unix s) starts a
+        new seq epoch; raises ``ProtocolError`` when the reading must be refused. No single
+        reading can lock the device out (docs/protocol.md "Seq and ts bounds"):
+
+        - ``ts_ahead``: ``ts`` is more than `TS_AHEAD_S` ahead of ``now`` (else no later reading
+          could be "later" and so a reboot);
+        - ``seq_jump``: ``seq`` is more than `SEQ_JUMP` + `SEQ_PER_S` per second since the last
+          accepted reading arrived above its ``seq`` (else every later ``seq`` of a device without
+          ``ts`` would be a duplicate); the first reading of a device sets where it starts;
+        - ``duplicate``: ``seq`` is not above the last accepted one and ``ts`` is not later than
+          its ``ts``. A QoS 1 redelivery or a replay carries its original ``ts``, so it stays a
+          duplicate; without ``ts`` on both, a reboot cannot be told from a redelivery (a broker
+          restart resends ``seq`` 0 too). A later ``ts`` is a reboot: True.
+        """
+        if ts is not None and ts > now + TS_AHEAD_S:
+            raise ProtocolError("ts_ahead", f"ts {ts:.6g} is more than {TS_AHEAD_S:g} s ahead of the runtime's "
+                                f"clock ({now:.0f}); is the device's clock (or the runtime's) wrong?", seq)
+        last_seq, last_ts = self.last_seq, self.last_ts
+        if seq > last_seq:
+            if self.last_recv is not None:
+                limit = last_seq + SEQ_JUMP + int(SEQ_PER_S * max(0.0, now - self.last_recv))
+                if seq > limit:
+                    raise ProtocolError("seq_jump", f"seq {seq} runs ahead of the last accepted seq {last_seq} "
+                                        f"by more than {limit - last_seq} (at most {SEQ_JUMP} + {SEQ_PER_S} "
+                                        "per second since it arrived)", seq)
+            return False
+        if ts is None or last_ts is None or ts <= last_ts:
+            raise ProtocolError("duplicate", f"seq {seq} is not above the last accepted seq {last_seq}, "
+                                "and its ts is not later (not a reboot)", seq)
+        return True
 
     def reboot(self) -> int:
         """Start a new seq epoch: pending readings of the old one are dropped (counted), since a
@@ -193,35 +214,58 @@ class Device:
                     f"{self.label_type.__name__}s (in JSON 1 and \"1\" are one key)")
         return None
 
-    def predict(self, x: list[float]) -> tuple[list[Any], dict]:
-        """Every model's prediction for ``x`` (None before it learned, or when the model raised
-        and was reset), and the best one's proba."""
-        y_preds, best_proba = [], {}
-        best = self.best
-        for i, slot in enumerate(self.slots):
+    def predict(self, x: list[float]) -> tuple[list[Any], int, dict]:
+        """Every model's prediction for ``x`` (None before it learned, or when it raised), the
+        index of the model whose prediction is published, and that model's class probabilities.
+
+        The published model is ``best`` (the best recent accuracy) if it predicted, else the
+        most accurate of those that did (first configured on ties); if none did, ``best`` with
+        no prediction. A model that raises is recorded in ``model_errors`` and keeps its state.
+        """
+        y_preds, probas, failed = [], [], False
+        for slot in self.slots:
             try:
                 proba = slot.learner.predict_proba_one(x)
                 y_pred = max(proba, key=proba.get) if proba else None
             except Exception as exc:
-                self._reset(slot, "predict_proba_one", exc)
-                proba, y_pred = {}, None
+                self._model_error(slot, "predict_proba_one", exc)
+                proba, y_pred, failed = None, None, True
             y_preds.append(y_pred)
-            if i == best:
-                best_proba = proba
-        return y_preds, best_proba
+            probas.append(proba)
+        best = self.best
+        if failed and probas[best] is None:
+            ok = [i for i, p in enumerate(probas) if p is not None]
+            if ok:
+                accuracy = [-1.0 if s.accuracy is None else s.accuracy for s in self.slots]
+                best = max(ok, key=accuracy.__getitem__)
+        return y_preds, best, probas[best] or {}
 
-    def _reset(self, slot: ModelSlot, where: str, exc: Exception) -> None:
-        why = f"{where} raised {type(exc).__name__}: {exc}"
-        log.error("device %s: model %r %s; it is reset to a fresh learner", self.device, slot.name, why,
-                  exc_info=exc)
-        slot.reset()
-        self.resets.append((slot.name, why))
+    def _model_error(self, slot: ModelSlot, where: str, exc: Exception) -> None:
+        """Record a model's exception as ``class_limit`` (``ClassLimitError``, logged at WARNING)
+        or ``learner_error`` (a bug, logged at ERROR with its traceback). Each kind is logged at
+        most once per `LOG_INTERVAL_S` per device, saying how many went unlogged; all are
+        recorded. The model is left as it was."""
+        kind = "class_limit" if isinstance(exc, ClassLimitError) else "learner_error"
+        why = (f"model {slot.name!r}: {where} raised {type(exc).__name__}: {str(exc)[:200]}; "
+               "the reading is skipped for it")
+        self.model_errors.append((kind, why))
+        now = time.monotonic()
+        next_log, unlogged = self._log_state.get(kind, (0.0, 0))
+        if now < next_log:
+            self._log_state[kind] = (next_log, unlogged + 1)
+            return
+        self._log_state[kind] = (now + LOG_INTERVAL_S, 0)
+        more = f" ({unlogged} more {kind} not logged since the last one)" if unlogged else ""
+        if kind == "class_limit":
+            log.warning("device %s: %s%s", self.device, why, more)
+        else:
+            log.error("device %s: %s%s", self.device, why, more, exc_info=exc)
 
     def learn(self, seq: int, x: list[float], y: Any, y_preds: list[Any], now: float) -> list[dict]:
         """Score each model's reading-time prediction against ``y``, learn, and return alerts.
 
-        A model that raises is reset (see the module docstring); its fresh learner learns the
-        sample, and if that raises too the sample is skipped for this model.
+        A model whose ``learn_one`` raises skips this sample and keeps its state (see the
+        module docstring); its drift detector does not see the sample either.
 
         Returns:
             Drift alerts (docs/protocol.md "Drift alert" payloads, ``ts`` = ``now``).
@@ -233,13 +277,8 @@ class Device:
             try:
                 slot.learner.learn_one(x, y)
             except Exception as exc:
-                self._reset(slot, "learn_one", exc)
-                try:
-                    slot.learner.learn_one(x, y)
-                except Exception:
-                    log.exception("device %s: fresh model %r cannot learn seq %d either; skipped",
-                                  self.device, slot.name, seq)
-                continue  # a fresh model has no drift to report
+                self._model_error(slot, "learn_one", exc)
+                continue
             det = slot.detector
             if det is None:
                 for ev in slot.learner.last_events:
@@ -263,6 +302,7 @@ class Device:
     def state(self) -> dict:
         """Plain-data state of the whole device, for checkpoints."""
         return {"device": self.device, "last_seq": self.last_seq, "last_ts": self.last_ts,
+                "last_recv": self.last_recv,
                 "n_reboots": self.n_reboots, "models": [s.state() for s in self.slots],
                 "pending": self.pending.state(),
                 "label_type": None if self.label_type is None else self.label_type.__name__}
@@ -293,6 +333,10 @@ class Device:
             raise ValueError(f"last_ts must be finite, got {last_ts!r}")
         self.last_seq = last_seq
         self.last_ts = None if last_ts is None else float(last_ts)
+        last_recv = state.get("last_recv")  # absent in older checkpoints: no seq_jump bound until the next
+        if last_recv is not None and not math.isfinite(last_recv):
+            raise ValueError(f"last_recv must be finite, got {last_recv!r}")
+        self.last_recv = None if last_recv is None else float(last_recv)
         self.n_reboots = check_count("n_reboots", state.get("n_reboots", 0))
         if "label_type" in state:
             self.label_type = {None: None, "int": int, "str": str}[state["label_type"]]

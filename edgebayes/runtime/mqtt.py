@@ -27,13 +27,25 @@
 - Disconnect reason codes are logged with their MQTT 5 names (casebook C35).
 - TCP_NODELAY on the socket: small packets go out at once instead of waiting for the broker's
   delayed acknowledgement (Nagle), which added up to a reading period (or 40 ms) of latency.
-- Outgoing traffic is bounded: ``max_queued_out`` QoS>0 messages, and as many QoS 0 packets
-  waiting for the socket; beyond that ``publish`` refuses and counts. QoS 0 publishes are
-  never waited for (casebook C34).
+- The outgoing backlog is bounded in bytes (``max_backlog_bytes``): every message published
+  and not yet done with (a QoS 0 one until it is written to the socket, a QoS 1 one until the
+  broker acknowledges it) counts its topic, its payload and ``PAHO_MESSAGE_BYTES``. The
+  consumer calls ``wait_for_room`` before each message it processes: at the bound, or while
+  the broker is away, it waits and its readings stay at the broker, unacknowledged; paho's own
+  message-count limit is off, so no prediction or alert is refused at a bound. What paho still
+  refuses (a QoS 0 message while disconnected) or the broker refuses (a failure PUBACK) is
+  counted in ``n_publish_failed``. QoS 0 publishes are never waited for (casebook C34).
+- Session takeover: another client connecting with our client id takes the session, and the
+  broker drops us (MQTT 5 reason 142, or, as Mosquitto 2.0 does, just closing the socket).
+  Told by reason 142, or by ``TAKEOVER_LOSSES`` connections in a row each lost within
+  ``TAKEOVER_WINDOW_S`` of being made; then it is logged at ERROR, ``alert`` gets a
+  ``session_taken_over`` alert, and the next reconnect waits ``reconnect_max_s`` instead of
+  taking the session back (and losing it again) every ``reconnect_min_s``.
 """
 
 from __future__ import annotations
 
+import collections
 import inspect
 import logging
 import select
@@ -58,6 +70,19 @@ log = logging.getLogger(__name__)
 #: A payload the broker sent as retained is a ``protocol.Retained`` (a bytes subclass).
 MessageHandler = Callable[[str, bytes, int, int], None]
 
+#: What paho keeps per queued message besides its topic and payload (``MQTTMessage``, its
+#: ``MQTTMessageInfo`` and their lock and condition), from tracemalloc around paho 2.2 publishes
+#: (``python -m bench.mqtt_backlog``).
+PAHO_MESSAGE_BYTES = 1700
+#: Messages published and not yet done with, at most: paho's packet ids are 16 bits (65,535
+#: unacknowledged QoS 1 messages), and ids of QoS 0 messages come from the same counter.
+MAX_OUT_MESSAGES = 32768
+#: MQTT 5 DISCONNECT reason "Session taken over".
+SESSION_TAKEN_OVER = 142
+#: Connections lost this soon after being made, this many times in a row, are a takeover.
+TAKEOVER_WINDOW_S = 10.0
+TAKEOVER_LOSSES = 3
+
 
 class MqttClient:
     """One MQTT connection of the runtime.
@@ -69,14 +94,18 @@ class MqttClient:
         on_message: called on the network thread as ``on_message(topic, payload, mid, qos)``;
             the consumer must call ``ack(mid, qos)`` when done with the message.
         receive_maximum: most unacknowledged messages the broker may send us (MQTT 5).
-        max_queued_out: bound of the outgoing queues.
+        max_backlog_bytes: bound of the outgoing backlog in bytes (module docstring).
         on_connected: called (network thread) after each successful connect, once the broker
             granted the subscriptions (the runtime is then ready to serve).
         can_take: called (network thread) before each incoming packet is read; while it says
             False the socket is not read (the broker and TCP hold the rest) and queued output
             keeps going out. The runtime's worker says False while its queue is full: a
             handler blocked on a full queue would also hold back the acknowledgements and
-            predictions waiting to be written.
+            predictions waiting to be written. While the consumer waits in ``wait_for_room``
+            reading goes on (acknowledgements free the backlog) and messages it cannot take
+            are held here, in order, until it can.
+        alert: called (network thread) with a ``session_taken_over`` alert (a dict) on a
+            session takeover; it is published on the next connect.
 
     Raises:
         TypeError: ``on_message`` cannot take ``(topic, payload, mid, qos)``.
@@ -85,8 +114,9 @@ class MqttClient:
 
     def __init__(self, cfg: BrokerConfig, *, subscriptions: list[str], status_topic: str,
                  on_message: MessageHandler, receive_maximum: int = 65535,
-                 max_queued_out: int = 10000, on_connected: Callable[[], None] | None = None,
-                 can_take: Callable[[], bool] = lambda: True):
+                 max_backlog_bytes: int = 8 * 2**20, on_connected: Callable[[], None] | None = None,
+                 can_take: Callable[[], bool] = lambda: True,
+                 alert: Callable[[dict], None] | None = None):
         try:
             inspect.signature(on_message).bind("topic", b"", 0, 0)
         except TypeError:
@@ -94,10 +124,11 @@ class MqttClient:
         self.cfg = cfg
         self.subscriptions = list(subscriptions)
         self.status_topic = status_topic
-        self.max_queued_out = max_queued_out
+        self.max_backlog_bytes = max_backlog_bytes
         self._handler = on_message
         self._on_connected = on_connected
         self._can_take = can_take
+        self._alert = alert
         self.v5 = cfg.protocol == "mqttv5"
         self.connected = threading.Event()
         self.subscribed = threading.Event()  # set once the broker granted every subscription
@@ -105,7 +136,20 @@ class MqttClient:
         self.n_connect_failures = 0  # in a row, since the last connect
         self.n_callback_errors = 0
         self.n_publish_failed = 0
+        self.n_takeovers = 0
         self.last_disconnect_reason: paho.ReasonCode | None = None
+        # outgoing backlog: mid -> (bytes, qos) of each message not yet written (QoS 0) or
+        # acknowledged (QoS 1); mids paho finished before publish returned them
+        self._out_lock = threading.Lock()
+        self._out: dict[int, tuple[int, int]] = {}
+        self._out_done_early: set[int] = set()
+        self.backlog_bytes = 0
+        self._room = threading.Event()  # set by the network thread when room is made
+        self._waiting = False  # the consumer waits in wait_for_room
+        self._held: collections.deque = collections.deque()  # messages the consumer could not take
+        self._connected_at: float | None = None
+        self._n_quick_losses = 0  # connections in a row lost within TAKEOVER_WINDOW_S
+        self._hold_off = False  # a takeover: the next reconnect waits reconnect_max_s
         self._stopping = False
         self._halt = threading.Event()  # ends the network thread (and any backoff wait)
         self._thread: threading.Thread | None = None
@@ -126,11 +170,12 @@ class MqttClient:
         c.on_disconnect = self._on_disconnect
         c.on_message = self._on_message
         c.on_subscribe = self._on_subscribe
+        c.on_publish = self._on_publish
         # Not None, so paho never writes to the socket from the worker's thread (it would without
         # a loop thread of its own); queued packets are written by the network thread.
         c.on_socket_register_write = lambda client, userdata, sock: self._wake()
         c.will_set(status_topic, b"offline", qos=1, retain=True)
-        c.max_queued_messages_set(max_queued_out)
+        c.max_queued_messages_set(0)  # no count limit: the backlog is bounded in bytes here
         c.max_inflight_messages_set(100)
         if cfg.username is not None:
             password = None
@@ -187,11 +232,14 @@ class MqttClient:
                     return
                 if not first:  # after a failed attempt or a lost connection, as paho does
                     cfg = self.cfg
-                    self._backoff_s = (cfg.reconnect_min_s if self._backoff_s is None
+                    self._backoff_s = (cfg.reconnect_max_s if self._hold_off
+                                       else cfg.reconnect_min_s if self._backoff_s is None
                                        else min(2 * self._backoff_s, cfg.reconnect_max_s))
+                    self._hold_off = False
                     if self._halt.wait(self._backoff_s):
                         return
                 first = False
+                self._forget_qos0()  # paho drops the QoS 0 packets it did not write
                 try:
                     c.reconnect()
                 except OSError:
@@ -209,7 +257,8 @@ class MqttClient:
         """One round: wait for the socket (or a wake-up), read, write what is queued, keepalive."""
         sock = c.socket()
         self._idle = True  # before want_write: a packet queued after this check wakes us
-        take = self._can_take()  # paused: the consumer's acknowledgements wake us
+        self._deliver_held()
+        take = self._reading()  # paused: the consumer's acknowledgements wake us
         pending = getattr(sock, "pending", None)  # TLS may hold decrypted bytes select cannot see
         buffered = take and (c.n_buffered() > 0 or (pending is not None and pending() > 0))
         try:
@@ -224,7 +273,7 @@ class MqttClient:
             self._wake_sent = False
         if sock in readable or buffered:
             c.loop_read()
-            while c.n_buffered() and c.socket() is not None and self._can_take():  # the chunk's rest
+            while c.n_buffered() and c.socket() is not None and self._reading():  # the chunk's rest
                 if c.want_write():  # what the worker made meanwhile: one send a packet either way
                     c.loop_write()
                 c.loop_read()
@@ -232,6 +281,16 @@ class MqttClient:
             c.loop_write()  # non-blocking: what the socket cannot take stays queued
         if c.socket() is not None:
             c.loop_misc()
+
+    def _reading(self) -> bool:
+        """Whether to read the socket: the consumer takes messages, or it waits for
+        acknowledgements that free the backlog (what it cannot take is then held)."""
+        return self._waiting or self._can_take()
+
+    def _deliver_held(self) -> None:
+        while self._held and self._can_take():
+            deliver, msg = self._held.popleft()
+            deliver(msg)
 
     def _wake(self) -> None:
         """Wake the network thread if it sleeps in select (any thread; cheap when it is busy)."""
@@ -244,35 +303,73 @@ class MqttClient:
 
     # --- outgoing ---------------------------------------------------------------------------
     def publish(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False) -> paho.MQTTMessageInfo | None:
-        """Queue a message; never waits. None (and counted) if refused.
-
-        A QoS 1 message published while disconnected stays queued and goes out on reconnect; a
-        QoS 0 one is dropped (paho's behaviour) and counted.
+        """Queue a message; never waits, never refused for the backlog's bound (the consumer
+        waits in ``wait_for_room``). None (and counted in ``n_publish_failed``) if paho refuses
+        it: a QoS 0 message while disconnected (paho's behaviour); a QoS 1 one stays queued and
+        goes out on reconnect.
         """
-        if qos == 0 and len(self._client._out_packet) >= self.max_queued_out:  # paho keeps no bound here
-            self.n_publish_failed += 1
-            return None
         info = self._client.publish(topic, payload, qos=qos, retain=retain)
         self._wake()  # paho calls on_socket_register_write only on the first of a run of packets
         rc = info.rc
         if rc == MQTTErrorCode.MQTT_ERR_SUCCESS or (qos > 0 and rc == MQTTErrorCode.MQTT_ERR_NO_CONN):
+            self._count_out(info.mid, len(topic) + len(payload) + PAHO_MESSAGE_BYTES, qos)
             return info
         self.n_publish_failed += 1
         return None
 
-    def wait_for_room(self, timeout_s: float) -> None:
-        """Wait (the worker, before each message) while half of ``max_queued_out`` packets or
-        more wait to be written and the broker is connected, at most ``timeout_s`` seconds:
-        the worker then runs at the pace the broker takes its output, its queue fills and the
-        network loop stops reading, instead of QoS 0 predictions being refused at the bound."""
-        out = self._client._out_packet  # paho 2.x's queue of packets to write (see publish)
-        if len(out) < self.max_queued_out // 2:
-            return
-        deadline = time.monotonic() + timeout_s
-        high = self.max_queued_out // 2
-        while len(out) >= high and self.connected.is_set() and time.monotonic() < deadline:
-            self._wake()
-            time.sleep(0.001)
+    def _count_out(self, mid: int, nbytes: int, qos: int) -> None:
+        with self._out_lock:
+            if mid in self._out_done_early:  # written (or acknowledged) before publish returned
+                self._out_done_early.discard(mid)
+                return
+            self._out[mid] = (nbytes, qos)
+            self.backlog_bytes += nbytes
+
+    def _done_out(self, mid: int) -> None:
+        with self._out_lock:
+            entry = self._out.pop(mid, None)
+            if entry is None:
+                self._out_done_early.add(mid)
+                return
+            self.backlog_bytes -= entry[0]
+        if self._waiting and self.has_room():
+            self._room.set()
+
+    def _forget_qos0(self) -> None:
+        """Drop the QoS 0 messages from the backlog (network thread, before a reconnect: paho
+        discards the QoS 0 packets it had not written, without an on_publish)."""
+        with self._out_lock:
+            for mid in [m for m, (_, qos) in self._out.items() if qos == 0]:
+                self.backlog_bytes -= self._out.pop(mid)[0]
+
+    @property
+    def backlog_messages(self) -> int:
+        """Messages published and not yet written (QoS 0) or acknowledged (QoS 1)."""
+        return len(self._out)
+
+    def has_room(self) -> bool:
+        """Whether the consumer may process a message now: the broker is connected and the
+        backlog is under ``max_backlog_bytes`` and ``MAX_OUT_MESSAGES``."""
+        return (self.connected.is_set() and self.backlog_bytes < self.max_backlog_bytes
+                and len(self._out) < MAX_OUT_MESSAGES)
+
+    def wait_for_room(self, timeout_s: float) -> bool:
+        """Wait (the consumer, before each message) until ``has_room``, at most ``timeout_s``
+        seconds; returns ``has_room()``. While it waits, the network thread goes on reading
+        (acknowledgements free the backlog) and holds the messages the consumer cannot take.
+        The consumer calls it again after its periodic work: readings wait at the broker,
+        unacknowledged, for as long as the backlog is full or the broker is away."""
+        if self.has_room():
+            return True
+        self._waiting = True
+        self._room.clear()
+        try:
+            self._wake()  # the network thread reads again (acknowledgements) and writes
+            if not self.has_room():
+                self._room.wait(timeout_s)
+            return self.has_room()
+        finally:
+            self._waiting = False
 
     def publish_and_wait(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False,
                          timeout_s: float = 5.0) -> bool:
@@ -294,8 +391,12 @@ class MqttClient:
 
     def add_filter_callback(self, topic_filter: str, callback) -> None:
         """Route messages matching ``topic_filter`` to ``callback(client, userdata, msg)``
-        (paho's per-filter callback: it sees the whole message, retain flag included)."""
-        self._client.message_callback_add(topic_filter, callback)
+        (paho's per-filter callback: it sees the whole message, retain flag included); held
+        like any message while the consumer cannot take it."""
+        def held_or_delivered(client, userdata, msg):
+            self._take(lambda m: callback(client, userdata, m), msg)
+
+        self._client.message_callback_add(topic_filter, held_or_delivered)
 
     def ack(self, mid: int, qos: int) -> None:
         """Acknowledge an incoming message (safe from any thread: paho queues the packet)."""
@@ -316,17 +417,20 @@ class MqttClient:
                 client.subscribe([(f, SubscribeOptions(qos=1)) for f in self.subscriptions])
             else:
                 client.subscribe([(f, 1) for f in self.subscriptions])
-            client.publish(self.status_topic, b"online", qos=1, retain=True)
+            self.publish(self.status_topic, b"online", qos=1, retain=True)
             self.n_connects += 1
             self.n_connect_failures = 0
             self._backoff_s = None
+            self._connected_at = time.monotonic()
             self.connected.set()
+            self._room.set()
         except Exception:
             self._callback_error("on_connect")
 
     def _on_connect_fail(self, client, userdata) -> None:
         try:
             self.n_connect_failures += 1
+            self._n_quick_losses = 0  # the broker away (a restart), not a takeover
             # WARNING for the first failures, then INFO: a broker down for hours is not a flood
             level = logging.WARNING if self.n_connect_failures <= 3 else logging.INFO
             log.log(level, "broker %s:%d unreachable (attempt %d); retrying with backoff (%g s up to %g s)",
@@ -342,11 +446,36 @@ class MqttClient:
             self.last_disconnect_reason = reason_code
             if self._stopping and not reason_code.is_failure:
                 log.info("disconnected")
-            else:
-                log.warning("disconnected from the broker: %s (%d); reconnecting with backoff",
-                            reason_code.getName(), reason_code.value)
+                return
+            log.warning("disconnected from the broker: %s (%d); reconnecting with backoff",
+                        reason_code.getName(), reason_code.value)
+            if self._connected_at is not None and not self._stopping:
+                quick = time.monotonic() - self._connected_at < TAKEOVER_WINDOW_S
+                self._n_quick_losses = self._n_quick_losses + 1 if quick else 0
+                self._connected_at = None
+                if reason_code.value == SESSION_TAKEN_OVER or self._n_quick_losses >= TAKEOVER_LOSSES:
+                    self._taken_over(reason_code)
         except Exception:
             self._callback_error("on_disconnect")
+
+    def _taken_over(self, reason_code: paho.ReasonCode) -> None:
+        """Another client took our session: say so (log, alert) and back off."""
+        self.n_takeovers += 1
+        self._hold_off = True
+        cid, wait_s = self.cfg.client_id, self.cfg.reconnect_max_s
+        if reason_code.value == SESSION_TAKEN_OVER:
+            why = f"the broker says {reason_code.getName()}"
+        else:
+            why = (f"the broker closed {self._n_quick_losses} connections in a row within "
+                   f"{TAKEOVER_WINDOW_S:g} s of their start")
+        log.error("session taken over: another client connected with client id %s (%s); "
+                  "reconnecting in %g s (reconnect_max_s), not at once, so the two do not take "
+                  "the session from each other every second. Give each client its own client id "
+                  "(with deploy/mosquitto/edgebayes.conf the broker uses the user name)",
+                  cid, why, wait_s)
+        if self._alert is not None:
+            self._alert({"ts": time.time(), "alert": "session_taken_over", "client_id": cid,
+                         "reason": why, "n_takeovers": self.n_takeovers, "retry_in_s": wait_s})
 
     def _on_subscribe(self, client, userdata, mid, reason_code_list, properties) -> None:
         try:
@@ -360,7 +489,24 @@ class MqttClient:
         except Exception:
             self._callback_error("on_subscribe")
 
+    def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
+        try:
+            if reason_code.is_failure:  # the broker refused it (e.g. not authorized)
+                self.n_publish_failed += 1
+            self._done_out(mid)
+        except Exception:
+            self._callback_error("on_publish")
+
     def _on_message(self, client, userdata, msg) -> None:
+        self._take(self._deliver, msg)
+
+    def _take(self, deliver: Callable, msg) -> None:
+        if self._held or not self._can_take():  # in order, after the ones held before it
+            self._held.append((deliver, msg))
+        else:
+            deliver(msg)
+
+    def _deliver(self, msg) -> None:
         try:
             self._handler(msg.topic, Retained(msg.payload) if msg.retain else msg.payload, msg.mid, msg.qos)
         except Exception:

@@ -93,7 +93,8 @@ class PendingLabels:
             "n_rebooted": self.n_rebooted,
         }
 
-    def load_state(self, state: dict, n_features: int | None = None, n_models: int | None = None) -> None:
+    def load_state(self, state: dict, n_features: int | None = None,
+                   n_models: int | None = None) -> None:
         """Restore the entries and counters of ``state()``. Limits stay as configured: only the
         newest ``max_pending`` entries are kept, the others counted as overflow.
 
@@ -120,4 +121,4 @@ class PendingLabels:
         self._items = items
         self.n_overflow = n_overflow
         self.n_expired = check_count("n_expired", state["n_expired"])
-        self.n_rebooted = check_count("n_rebooted", state.get("n_rebooted", 0))  # absent in older checkpoints
+        self.n_rebooted = check_count("n_rebooted", state.get("n_rebooted", 0))  # absent in old ones

@@ -14,36 +14,39 @@ from typing import Any
 
 from paho.mqtt.client import topic_matches_sub
 
+from edgebayes.base import InputError, check_label, to_float, to_floats
 from edgebayes.codec import DecodeError, decode
 from edgebayes.runtime.config import NAME_RE
 
 #: ``ProtocolError.kind`` values (docs/protocol.md, "Error report")
 ERROR_KINDS = (
-    "oversize", "decode", "not_a_map", "field", "vector_length", "not_finite",
-    "unknown_feature", "device_id", "duplicate", "unknown_seq", "device_limit", "label_type",
-    "retained", "internal", "model_reset", "class_limit", "learner_error",
+    "oversize", "decode", "not_a_map", "field", "vector_length", "not_finite", "out_of_range",
+    "unknown_feature", "device_id", "duplicate", "seq_jump", "ts_ahead", "unknown_seq",
+    "device_limit", "label_type", "retained", "internal", "class_limit", "learner_error",
 )
 
-#: ``seq`` is below 2**53 (exact in a double, so in any JSON reader); labels are 64-bit signed
-#: ints, the widest msgpack and JSON peers read back (docs/protocol.md "Reading")
+#: ``seq`` is below 2**53 (exact in a double, so in any JSON reader); int labels are 64-bit
+#: (`edgebayes.base.check_label`; docs/protocol.md "Reading")
 SEQ_LIMIT = 2**53
-LABEL_MIN, LABEL_LIMIT = -2**63, 2**63
-
+#: how far a reading's ``seq`` may run ahead of its device's last accepted one: this many, plus
+#: `SEQ_PER_S` per second since that reading arrived (docs/protocol.md "Seq and ts bounds")
+SEQ_JUMP = 2**16
+SEQ_PER_S = 10_000
+#: how far (seconds) a reading's ``ts`` may be ahead of the runtime's clock when it arrives
+TS_AHEAD_S = 86_400.0
 
 _NUMBER_TYPES = frozenset({float, int})
-_INF, _NEG_INF = math.inf, -math.inf
 
 
 class Retained(bytes):
     """A payload the broker delivered because it was retained (it may be arbitrarily old)."""
 
 
-class ProtocolError(ValueError):
+class ProtocolError(InputError):
     """A message the runtime refuses. ``kind`` is one of ``ERROR_KINDS``; ``seq`` if it was read."""
 
     def __init__(self, kind: str, message: str, seq: int | None = None):
-        super().__init__(message)
-        self.kind = kind
+        super().__init__(kind, message)
         self.seq = seq
 
 
@@ -140,8 +143,10 @@ def _label_field(msg: dict, key: str, seq: int, required: bool) -> Any:
         return None
     if type(y) is not str and type(y) is not int:
         raise ProtocolError("field", f"label '{key}' must be a str or an int, got {type(y).__name__}", seq)
-    if type(y) is int and not LABEL_MIN <= y < LABEL_LIMIT:
-        raise ProtocolError("field", f"label '{key}' must be an int in [-2**63, 2**63), got {_short(y)}", seq)
+    try:
+        check_label(y)  # the learners' rule: an int of 64 bits, a str of valid Unicode (no lone surrogate)
+    except ValueError as exc:
+        raise ProtocolError("field", f"label '{key}': {exc}", seq) from None
     return y
 
 
@@ -179,13 +184,9 @@ class Parser:
                 for name, v in zip(self.features, x):
                     self._number(v, name, seq)  # raises, naming the feature
             try:
-                out = list(map(float, x))
-            except OverflowError:
-                out = [self._number(v, name, seq) for name, v in zip(self.features, x)]
-            if _INF in out or _NEG_INF in out:
-                name = self.features[out.index(_INF) if _INF in out else out.index(_NEG_INF)]
-                raise ProtocolError("not_finite", f"feature {name!r} is infinite", seq)
-            return out
+                return to_floats(x, self.features)[0]
+            except InputError as exc:
+                raise ProtocolError(exc.kind, str(exc), seq) from None
         if isinstance(x, dict):
             out = [math.nan] * len(self.features)
             for name, v in x.items():
@@ -199,16 +200,14 @@ class Parser:
 
     @staticmethod
     def _number(v: Any, name: str, seq: int) -> float:
+        """A feature value by the learners' rule (`edgebayes.base.to_float`); JSON ``true`` is no number."""
         t = type(v)
         if t is not float and t is not int:
             raise ProtocolError("field", f"feature {name!r} must be a number, got {t.__name__}", seq)
         try:
-            v = float(v)
-        except OverflowError:
-            raise ProtocolError("not_finite", f"feature {name!r} is too large for a float", seq) from None
-        if math.isinf(v):
-            raise ProtocolError("not_finite", f"feature {name!r} is {v}", seq)
-        return v
+            return to_float(v, f"feature {name!r}")
+        except InputError as exc:
+            raise ProtocolError(exc.kind, str(exc), seq) from None
 
     def parse_reading(self, device: str, payload: bytes) -> Reading:
         """A clean ``Reading``, or ``ProtocolError`` naming the problem (see docs/protocol.md)."""

@@ -5,6 +5,10 @@
 ``stop()`` does the clean shutdown: no more intake, drain the queue, checkpoint every device,
 publish ``offline`` (retained), disconnect.
 
+The worker processes a message only while ``MqttClient.wait_for_room`` says the outgoing
+backlog is under ``[output] max_backlog_bytes`` and the broker is connected; a session
+takeover is published on the alert topic (``session_taken_over``).
+
 Hooks: ``ready_hooks`` run (network thread) after every successful connect, e.g. a systemd
 READY notification; ``worker.tick_hooks`` run from the worker loop (a watchdog keep-alive).
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from edgebayes.codec import encode
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.mqtt import MqttClient
@@ -22,12 +27,6 @@ from edgebayes.runtime.sources import attach, make_router
 from edgebayes.runtime.worker import Worker
 
 log = logging.getLogger(__name__)
-
-#: Outgoing packets (predictions, acknowledgements, alerts) waiting to be written: the worker
-#: waits at half of it (``MqttClient.wait_for_room``), QoS 0 is refused beyond it. Not the input
-#: queue's size: a small ``[queue] max_size`` refused most predictions of a burst.
-MAX_QUEUED_OUT = 2000
-
 
 class Runtime:
     """The whole runtime for one config (see the module docstring).
@@ -51,12 +50,15 @@ class Runtime:
             config.broker, subscriptions=self.topics.subscriptions + self.source_filters,
             status_topic=self.topics.status,
             on_message=self.worker.submit, receive_maximum=config.queue.max_size,
-            max_queued_out=MAX_QUEUED_OUT, on_connected=self._connected,
-            can_take=self.worker.can_take,
+            max_backlog_bytes=config.output.max_backlog_bytes, on_connected=self._connected,
+            can_take=self.worker.can_take, alert=self._alert,
         )
         self.worker.client = self.client
         if router is not None:
             attach(router, self.client)
+
+    def _alert(self, msg: dict) -> None:
+        self.client.publish(self.topics.alert, encode(msg, self.config.output.format), qos=1)
 
     def _connected(self) -> None:
         for hook in self.ready_hooks:

@@ -40,9 +40,9 @@ whose plain payload is the value, or ``{topic = "...", path = "..."}`` for JSON 
 Values: JSON numbers; numbers sent as strings (``"100.00"``); booleans and ``ON``/``OFF``,
 ``true``/``false`` as 1/0; ``nan``, ``None``, ``null``, ``unavailable``, ``unknown`` and
 empty payloads as "no value now" (the feature becomes missing); any other text is refused
-(kind ``field``), +/-inf too (``not_finite``). Tasmota temperatures in Fahrenheit and
-pressures in mmHg/inHg are converted to °C and hPa from the message's ``TempUnit`` and
-``PressureUnit``. Availability messages (zigbee2mqtt ``bridge/state`` and ``<name>/availability``,
+(kind ``field``), +/-inf too (``not_finite``), and a magnitude above 1e100 (``out_of_range``,
+the learners' bound). Tasmota temperatures in Fahrenheit and pressures in mmHg/inHg are
+converted to °C and hPa from the message's ``TempUnit`` and ``PressureUnit``. Availability messages (zigbee2mqtt ``bridge/state`` and ``<name>/availability``,
 Tasmota ``LWT``, ESPHome ``status``, Shelly ``online``) are never readings: ``offline``
 drops the values that device published, so nothing stale is assembled from them.
 Payload shapes, topics and pitfalls per ecosystem: ../shared/payloads/README.md.
@@ -61,10 +61,9 @@ from typing import Any
 
 from paho.mqtt.client import topic_matches_sub
 
+from edgebayes.base import InputError, check_label, to_float
 from edgebayes.runtime.config import NAME_RE
 from edgebayes.runtime.protocol import (
-    LABEL_LIMIT,
-    LABEL_MIN,
     Label,
     Parser,
     ProtocolError,
@@ -322,7 +321,7 @@ def to_number(v: Any, name: str) -> float:
 
     Raises:
         ProtocolError: ``field`` for text that is no number (a text sensor), a map or a list;
-            ``not_finite`` for +/-inf.
+            ``not_finite`` or ``out_of_range`` by the learners' rule (`edgebayes.base.to_float`).
     """
     if v is None:
         return math.nan
@@ -339,19 +338,15 @@ def to_number(v: Any, name: str) -> float:
         if low in _OFF:
             return 0.0
         try:
-            f = float(s)
+            v = float(s)
         except ValueError:
             raise ProtocolError("field", f"feature {name!r}: {s[:40]!r} is not a number") from None
-    elif t is int or t is float:
-        try:
-            f = float(v)
-        except OverflowError:
-            raise ProtocolError("not_finite", f"feature {name!r} is too large for a float") from None
-    else:
+    elif t is not int and t is not float:
         raise ProtocolError("field", f"feature {name!r} must be a number, got {t.__name__}")
-    if math.isinf(f):
-        raise ProtocolError("not_finite", f"feature {name!r} is {f}")
-    return f
+    try:
+        return to_float(v, f"feature {name!r}")
+    except InputError as exc:
+        raise ProtocolError(exc.kind, str(exc)) from None
 
 
 def to_label(v: Any, values: dict) -> Any:
@@ -378,12 +373,12 @@ def to_label(v: Any, values: dict) -> Any:
             raise ProtocolError("field", f"label value {key[:40]!r} is not in label_values "
                                          f"({', '.join(map(repr, values))})")
         return values[key]
-    if type(v) is int or type(v) is float:
-        y = int(key)
-        if not LABEL_MIN <= y < LABEL_LIMIT:  # echoed and checkpointed: a 64-bit int at most
-            raise ProtocolError("field", f"label value {key[:40]!r} is outside [-2**63, 2**63)")
-        return y
-    return key
+    y = int(key) if type(v) is int or type(v) is float else key
+    try:
+        check_label(y)  # the learners' rule: a 64-bit int, a str of valid Unicode
+    except ValueError as exc:
+        raise ProtocolError("field", f"label value {key[:40]!r}: {exc}") from None
+    return y
 
 
 def availability(payload: bytes) -> bool | None:

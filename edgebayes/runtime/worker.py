@@ -8,7 +8,8 @@ validates them (``protocol.Parser``), predicts, publishes, learns, raises drift 
 acknowledges the message to the broker. Readings and labels the broker sent as retained are
 stale and skipped (kind ``retained``). Any other exception while processing a message is
 logged, counted and reported on the device's error topic (kind ``internal``); a model that
-raises is reset by its ``Device`` and reported (kind ``model_reset``). Every ``TICK_S`` it also expires old pending labels,
+raises skips that reading, keeps its state and is reported (kinds ``learner_error``,
+``class_limit``; see ``Device``). Every ``TICK_S`` it also expires old pending labels,
 writes due checkpoints, publishes due metrics and runs ``tick_hooks``.
 
 Hooks for later work: ``admit_device`` is where a memory budget refuses a device that does not
@@ -36,9 +37,12 @@ from edgebayes.runtime.protocol import Label, Parser, ProtocolError, Reading, Re
 log = logging.getLogger(__name__)
 
 TICK_S = 0.2
+#: error topics whose last report time is remembered at once (about 260 bytes each); quiet ones
+#: are forgotten after error_interval_s
+MAX_ERROR_TOPICS = 4096
 #: error kinds counted as malformed input (the others are protocol-level refusals)
 MALFORMED = frozenset({"oversize", "decode", "not_a_map", "field", "vector_length", "not_finite",
-                       "unknown_feature", "device_id"})
+                       "out_of_range", "unknown_feature", "device_id"})
 
 
 class Worker:
@@ -79,7 +83,7 @@ class Worker:
         self._pred_qos = config.output.prediction_qos
         self._names = [m.name for m in config.models]
         self._dirty: set[str] = set()
-        self._last_error: dict[str, float] = {}
+        self._last_error: dict[str | None, float] = {}  # at most MAX_ERROR_TOPICS + 1 (see _error)
         self._suppressed: Counter = Counter()
         self._closed = False
         self._drain_until = float("inf")  # set by stop
@@ -88,7 +92,6 @@ class Worker:
         self.errors: Counter = Counter()  # error kind -> count
         self.n_readings = self.n_labels = self.n_predictions = self.n_learned = 0
         self.n_dropped = self.n_errors_suppressed = self.n_internal_errors = self.n_drift_alerts = 0
-        self.n_model_resets = 0
         self.started_at = time.time()
         now = time.monotonic()
         self._next_tick = now + TICK_S
@@ -150,8 +153,12 @@ class Worker:
                 if self._closed:
                     break
                 item = None
+            while item is not None and not self.client.wait_for_room(TICK_S):  # backlog full, broker away
+                if time.monotonic() >= self._next_tick:
+                    self._tick()
+                if self._closed and time.monotonic() >= self._drain_until:
+                    item = None  # stopping: unacknowledged, the broker delivers it again
             if item is not None:
-                self.client.wait_for_room(1.0)
                 self._handle(*item)
             if time.monotonic() >= self._next_tick:
                 self._tick()
@@ -194,8 +201,8 @@ class Worker:
 
     def serve(self, item: Reading | Label, topic: str, t_recv: float) -> None:
         """Predict and learn from a validated reading, or learn from a label (``[[sources]]``
-        deliver here too). A refusal, an internal error and a model reset are each counted and
-        reported on the device's error topic."""
+        deliver here too). A refusal, an internal error and a model that raised are each counted
+        and reported on the device's error topic."""
         device = item.device
         out = self.topics.device_topic(device, "error")
         try:
@@ -212,24 +219,21 @@ class Worker:
             self._error(out, topic, ProtocolError("internal", f"{type(exc).__name__}: {exc}", item.seq), logged=True)
         finally:
             dev = self.devices.get(device)
-            if dev is not None and dev.resets:
-                self._report_resets(dev, topic, item.seq)
+            if dev is not None and dev.model_errors:
+                self._report_model_errors(dev, topic, item.seq)
 
-    def _report_resets(self, dev: Device, topic: str, seq: int | None) -> None:
+    def _report_model_errors(self, dev: Device, topic: str, seq: int | None) -> None:
+        """Count and report each model that raised (kind ``class_limit`` or ``learner_error``);
+        ``Device`` logged them and kept the models."""
         out = self.topics.device_topic(dev.device, "error")
-        for name, why in dev.resets:
-            self.n_model_resets += 1
-            self._dirty.add(dev.device)
-            self._error(out, topic, ProtocolError("model_reset", f"model {name!r} {why}; reset to a fresh "
-                                                  "learner", seq), logged=True)
-        dev.resets.clear()
+        for kind, why in dev.model_errors:
+            self._error(out, topic, ProtocolError(kind, why, seq), logged=True)
+        dev.model_errors.clear()
 
     def _reading(self, r: Reading, t_recv: float) -> None:
         dev = self._device(r.device, create=True)
-        rebooted = r.seq <= dev.last_seq
-        if rebooted and not dev.restarted(r.ts):
-            raise ProtocolError("duplicate", f"seq {r.seq} is not above the last accepted seq "
-                                f"{dev.last_seq}, and its ts is not later (not a reboot)", r.seq)
+        now = time.time()
+        rebooted = dev.check_seq(r.seq, r.ts, now)  # refused: duplicate, seq_jump, ts_ahead
         if r.y is not None:
             self._check_label(dev, r.y, r.seq)  # refused: the whole reading, before any effect
         if rebooted:
@@ -237,15 +241,14 @@ class Worker:
             log.info("device %s restarted its seq at %d after %d (reboot %d); %d pending readings "
                      "dropped", r.device, r.seq, dev.last_seq, dev.n_reboots, n)
         self.n_readings += 1
-        y_preds, proba = dev.predict(r.x)
-        best = dev.best
+        y_preds, best, proba = dev.predict(r.x)
         msg = {"seq": r.seq, "ts": r.ts, "y_pred": y_preds[best], "proba": proba,
                "model": self._names[best], "models": dict(zip(self._names, y_preds)),
                "latency_ms": (time.perf_counter() - t_recv) * 1000.0}
         self.client.publish(self.topics.device_topic(r.device, "prediction"), encode(msg, self._fmt),
                             qos=self._pred_qos)
         self.n_predictions += 1
-        dev.last_seq, dev.last_ts = r.seq, r.ts
+        dev.last_seq, dev.last_ts, dev.last_recv = r.seq, r.ts, now
         self._dirty.add(r.device)
         if r.y is not None:
             self._learn(dev, r.seq, r.x, r.y, y_preds)
@@ -279,20 +282,24 @@ class Worker:
             self.client.publish(self.topics.device_topic(dev.device, "drift"), encode(alert, self._fmt), qos=1)
 
     def _error(self, out_topic: str, topic: str, exc: ProtocolError, logged: bool = False) -> None:
-        """Count the problem; publish it unless this topic had a report under error_interval_s ago.
-        ``logged``: already logged (at ERROR, with its traceback) by the caller."""
+        """Count the problem; publish it unless this topic had a report under error_interval_s ago
+        (error topics beyond the first `MAX_ERROR_TOPICS` remembered share one such limit).
+        ``logged``: already logged by the caller."""
         self.errors[exc.kind] += 1
         now = time.monotonic()
-        last = self._last_error.get(out_topic)
+        last_error = self._last_error
+        # past MAX_ERROR_TOPICS topics the others share one rate limit (None), so junk ids cannot grow memory
+        key = out_topic if out_topic in last_error or len(last_error) < MAX_ERROR_TOPICS else None
+        last = last_error.get(key)
         if last is not None and now - last < self.config.output.error_interval_s:
-            self._suppressed[out_topic] += 1
+            self._suppressed[key] += 1
             self.n_errors_suppressed += 1
             return
-        self._last_error[out_topic] = now
+        last_error[key] = now
         if not logged:
             log.warning("%s on %s: %s", exc.kind, topic, exc)
         msg = {"ts": time.time(), "topic": topic, "seq": exc.seq, "kind": exc.kind, "error": str(exc),
-               "n_suppressed": self._suppressed.pop(out_topic, 0)}
+               "n_suppressed": self._suppressed.pop(key, 0)}
         self.client.publish(out_topic, encode(msg, self._fmt), qos=0)
 
     # --- devices --------------------------------------------------------------------------
@@ -408,7 +415,6 @@ class Worker:
             "n_reboots": sum(dev.n_reboots for dev in self.devices.values()),
             "n_publish_failed": getattr(self.client, "n_publish_failed", 0),
             "n_errors_suppressed": self.n_errors_suppressed, "n_internal_errors": self.n_internal_errors,
-            "n_model_resets": self.n_model_resets,
             "n_drift_alerts": self.n_drift_alerts, "errors": dict(self.errors),
             "pending_labels": sum(len(p) for p in pending), "n_devices": len(self.devices),
             "rss_bytes": rss_bytes(), "models": models,

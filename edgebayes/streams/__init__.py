@@ -18,6 +18,7 @@ which is what the command line and the configs use.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -51,10 +52,22 @@ __all__ = [
     "Schema",
     "Sine",
     "Stream",
+    "drop_hint",
     "open_stream",
     "srp_stream",
     "synthetic",
 ]
+
+
+#: a reader's error for text in a feature column (a date, an id): the column is named last
+_NON_NUMERIC = re.compile(r"non-numeric value .* in feature column (['\"])(?P<name>.*)\1\Z")
+
+
+def drop_hint(message: str) -> str:
+    """" (drop it with --drop NAME)" when ``message`` (a reader's ``ValueError``) names a
+    non-numeric feature column, else ""; the command lines append it to their error line."""
+    m = _NON_NUMERIC.search(message)
+    return f" (drop it with --drop {m['name']})" if m else ""
 
 
 def open_stream(
