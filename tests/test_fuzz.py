@@ -11,8 +11,12 @@ way but the documented one (hypothesis; the long run is bench/fuzz.py).
   types changed, numbers made nan/inf/huge/negative, lists shrunk or grown, values nested
   wrong): ``ValueError``, or a model that predicts a finite distribution, learns a valid
   sample, predicts again and can be checkpointed again (`check_restored`).
-- ``Device.load_state`` on mutated checkpoints: an exception (the worker moves the file
+- ``Device.load_state`` on mutated device states: an exception (the worker moves the file
   aside), or a device whose models and pending readings all serve without a model error.
+- checkpoint files, their bytes or fields mutated, given to a worker that serves the device's
+  next reading: moved aside or restored, never an internal or learner error.
+
+The minimal failing examples the fuzzing found are pinned at the end, one test per fix.
 
 The parser's rules for values and labels are edgebayes.base's (``to_float``, ``check_label``):
 a feature value is finite (or NaN) with magnitude at most ``MAX_ABS_X``, a label an int of 64
