@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import logging
 import random
 import shutil
@@ -138,10 +137,7 @@ def adapter_input(r: random.Random) -> tuple[str, str, bytes]:
     doc = entry["payload"]
     for _ in range(r.randrange(4)):
         doc = F._set_somewhere(doc, jsonable(rand_doc(r)), lambda n: r.randrange(n))
-    if isinstance(doc, str):
-        payload = doc.encode("utf-8", "surrogatepass")
-    else:
-        payload = json.dumps(doc, default=lambda b: b.hex()).encode() if doc is not None else b""
+    payload = F.as_payload(doc)
     return name, topic, F.mutate_bytes(payload, r) if r.random() < 0.3 else payload
 
 

@@ -52,6 +52,7 @@ from edgebayes.runtime.pending import Pending, PendingLabels
 from edgebayes.runtime.protocol import ERROR_KINDS, SEQ_LIMIT, Label, Parser, ProtocolError, Reading
 from edgebayes.runtime.sources import Extract, make_adapter
 from tests import test_runtime_robustness as robustness
+from tests import test_sources
 from tests.runtime_client import blobs
 from tests.test_learner_contract import LEARNERS, _stream
 
@@ -294,6 +295,14 @@ def _set_somewhere(doc, value, draw_index):
     return doc
 
 
+def as_payload(doc) -> bytes:
+    """A fixture's payload on the wire: text as is (surrogates kept), None as nothing, else
+    JSON (bytes as hex)."""
+    if isinstance(doc, str):
+        return doc.encode("utf-8", "surrogatepass")
+    return b"" if doc is None else json.dumps(doc, default=lambda b: b.hex()).encode()
+
+
 @settings(FUZZ, max_examples=150)
 @given(st.data(), st.sampled_from(sorted(SOURCES)))
 def test_adapters_on_mutated_real_payloads(data, name):
@@ -303,13 +312,32 @@ def test_adapters_on_mutated_real_payloads(data, name):
     for _ in range(data.draw(st.integers(0, 3))):
         value = data.draw(documents.filter(lambda d: not isinstance(d, bytes)))
         doc = _set_somewhere(doc, value, lambda n: data.draw(st.integers(0, n - 1)))
-    if isinstance(doc, str):
-        payload = doc.encode("utf-8", "surrogatepass")
-    else:
-        payload = json.dumps(doc, default=lambda b: b.hex()).encode() if doc is not None else b""
+    payload = as_payload(doc)
     assert extract_outcome(name, topic, payload)
     rng = random.Random(data.draw(st.integers(0, 2**32)))
     assert extract_outcome(name, topic, mutate_bytes(payload, rng))
+
+
+def _router_worker(name):
+    features, src = SOURCES[name]
+    return test_sources.worker_with(features, [src])
+
+
+@settings(FUZZ, max_examples=100)
+@given(st.data(), st.sampled_from(sorted(SOURCES)))
+def test_sources_through_the_worker(data, name):
+    """Mutated real payloads, a few in a row, through the ``SourceRouter``, the assembler and
+    the worker's reading/label path: never an exception, an internal or a learner error."""
+    w = _router_worker(name)
+    for _ in range(data.draw(st.integers(1, 6))):
+        entry = copy.deepcopy(data.draw(st.sampled_from(FIXTURES[name])))
+        topic = entry["topic"].replace("%topic%", "dev1").replace("<name>", "dev1")
+        doc = entry["payload"]
+        if data.draw(st.booleans()):
+            doc = _set_somewhere(doc, data.draw(documents), lambda n: data.draw(st.integers(0, n - 1)))
+        w.sources.handle(topic, as_payload(doc), 0.0)
+        w.sources.tick()
+    assert w.n_internal_errors == 0 and not w.errors["learner_error"], w.errors
 
 
 # --- learner and detector states ------------------------------------------------------------
