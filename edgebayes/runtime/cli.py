@@ -39,7 +39,6 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"edgebayes run: {exc}", file=sys.stderr)
         return 2
-    log.info("backend: %s", backend_description())
     from edgebayes.runtime.service import Runtime
     from edgebayes.runtime.systemd import attach
 
@@ -48,6 +47,7 @@ def main(args: argparse.Namespace) -> int:
     except (OSError, ConfigError) as exc:
         print(f"edgebayes run: {exc}", file=sys.stderr)
         return 2
+    log.info("backend: %s", backend_description())  # after the one-line start errors
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: stop.set())
