@@ -17,6 +17,7 @@ import numpy as np
 from edgebayes.base import (
     MAX_WEIGHT,
     STATE_ERRORS,
+    ClassLimitError,
     Learner,
     as_floats,
     check_finite,
@@ -28,6 +29,7 @@ from edgebayes.base import (
     rng_state,
 )
 from edgebayes.drift.base import ErrorDetector, detector_from_state
+from edgebayes.sizes import append_bytes, insert_bytes
 from edgebayes.ensemble.subspaces import (
     check_subspace_size,
     draw_subspaces,
@@ -51,6 +53,11 @@ UNKNOWN_ACCURACY_WEIGHT = 0.01
 MEMBER_FRACTION = 0.9
 #: Inputs an ADWIN window is sized for when the memory budget reserves room for detectors.
 _DETECTOR_HORIZON_LOG2 = 32
+#: Bytes a bounded ensemble reserves for its own bookkeeping (this object, the class list and
+#: index: about 100 short labels), plus `_MEMBER_BOOKKEEPING_BYTES` per member (its slot
+#: object, two subspace arrays).
+_BOOKKEEPING_BYTES = 8192
+_MEMBER_BOOKKEEPING_BYTES = 512
 
 
 def combine_votes(votes: list, weights: list, classes: list, index: dict) -> dict:
@@ -206,8 +213,14 @@ class SRPClassifier(Learner):
             ``max_size_bytes``: members `MEMBER_FRACTION` of the rest, background learners
             what is left (for 1 MB and 10 members: 82.7 kB per member, 9.2 kB per background
             learner, raised to a member's share when it is swapped in). The base learner must
-            therefore take ``max_size_bytes`` and read it at each allocation (our tree does).
-            The reserve assumes at most ~100 labels.
+            therefore take ``max_size_bytes`` and read it at each allocation, and tell with
+            ``has_room(x, y)`` whether it can hold a sample's class (our tree and naive
+            Bayes do). Classes are held whatever their number, within the bound: a sample
+            is refused with `edgebayes.base.ClassLimitError`, nothing changed (generators
+            included), when its new label does not fit the bookkeeping reserve (about 100
+            short labels) or when a member, whatever its Poisson weight, cannot hold its
+            class or nominal values; a background learner that cannot is dropped instead
+            (a later warning starts a new one).
         seed: int >= 0 or None (fresh entropy, fixed at construction). Subspaces, Poisson
             weights and members' seeds come from it; the same seed and stream give the same
             model and predictions.
@@ -337,9 +350,8 @@ class SRPClassifier(Learner):
         """
         n = self.n_models
         n_signals = n * ((self._drift_proto is not None) + (self._warning_proto is not None))
-        # bookkeeping: this object, class index (room for ~100 labels), per member its slot
-        # object and two subspace arrays; detectors: their size after 2**32 inputs
-        reserve = 8192 + 512 * n + n_signals * _signal_bound(self._drift_proto or self._warning_proto)
+        # detectors: their size after 2**32 inputs
+        reserve = self._bookkeeping_bytes() + n_signals * _signal_bound(self._drift_proto or self._warning_proto)
         pool = self.max_size_bytes - reserve
         if self._warning_proto is None:
             splits = [(pool // n, pool // n)]
@@ -356,6 +368,10 @@ class SRPClassifier(Learner):
             f"reserve {reserve} bytes, leaving {max(share, 0)} per member and "
             f"{max(bkg_share, 0)} per background learner for {n} members ({refusal})"
         )
+
+    def _bookkeeping_bytes(self) -> int:
+        """The part of a bounded ensemble's reserve for its own objects (`_own_bytes`)."""
+        return _BOOKKEEPING_BYTES + _MEMBER_BOOKKEEPING_BYTES * self.n_models
 
     def _new_learner(self, features, background: bool = False):
         """A fresh base learner for ``features`` (None = all): its share, seed and subspace."""
@@ -431,6 +447,8 @@ class SRPClassifier(Learner):
             ValueError: bad x, label or weight, or a weight k * w above
                 `edgebayes.base.MAX_WEIGHT`; checked before any member learns, the model
                 (generators included) is unchanged.
+            ClassLimitError: (a ValueError) a class or nominal value ``max_size_bytes``
+                cannot hold (see the class docstring); the model is unchanged.
         """
         xs, v = self._check_x(x, learning=True)
         check_label(y)
@@ -439,6 +457,8 @@ class SRPClassifier(Learner):
         if w == 0.0:
             self.last_events = []
             return
+        if self._share is not None:
+            self._make_room(xs, v, y)
         if self.training_method_ == "subspaces":
             ks = [1] * self.n_models
         else:
@@ -490,6 +510,29 @@ class SRPClassifier(Learner):
                 self._on_warning(i, m)
             if m.drift.update(error):
                 self._on_drift(i, m)
+
+    def _make_room(self, xs: list, v, y) -> None:
+        """Refuse (ClassLimitError, nothing changed) a sample whose new label the
+        bookkeeping reserve cannot hold or whose class or nominal values a member cannot
+        hold (`has_room`), whether or not its Poisson weight will be 0; then drop the
+        background learners that cannot hold them (a later warning starts new ones)."""
+        if y not in self._index:
+            grown = sys.getsizeof(y) + append_bytes(self.classes_, 1) + insert_bytes(self._index, [y])
+            if self._own_bytes() + grown > self._bookkeeping_bytes():
+                raise ClassLimitError(
+                    f"class {y!r} refused: max_size_bytes={self.max_size_bytes} reserves "
+                    f"{self._bookkeeping_bytes()} bytes for the ensemble's own bookkeeping, "
+                    f"full with {len(self.classes_)} labels"
+                )
+        for i, m in enumerate(self._members):
+            if not m.learner.has_room(xs if m.take is None else v[m.take], y):
+                raise ClassLimitError(
+                    f"class {y!r} refused: member {i}'s share of max_size_bytes={self.max_size_bytes} "
+                    f"({self._share} bytes) cannot hold it or this sample's nominal values"
+                )
+        for m in self._members:
+            if m.bkg is not None and not m.bkg.has_room(xs if m.bkg_take is None else v[m.bkg_take], y):
+                m.bkg = m.bkg_features = m.bkg_take = None
 
     def _event(self, level: str, i: int, signal) -> None:
         before, after = _accuracy_around(signal)
@@ -607,17 +650,11 @@ class SRPClassifier(Learner):
         return list(self._last_predictions)
 
     def memory_bytes(self) -> int:
-        """Bytes held: members' and background learners' own counts, detectors, subspaces,
-        and this object's bookkeeping (lists, class index)."""
-        total = sys.getsizeof(self) + sys.getsizeof(self.__dict__) + sys.getsizeof(self._members)
-        total += sys.getsizeof(self.classes_) + sys.getsizeof(self._index)
-        total += sum(sys.getsizeof(c) for c in self.classes_)
-        total += 2 * (sys.getsizeof(self._last_predictions) + 8 * self.n_models)
+        """Bytes held: members' and background learners' own counts, detectors, and this
+        object's bookkeeping (`_own_bytes`)."""
+        total = self._own_bytes()
         for m in self._members:
-            total += sys.getsizeof(m) + m.learner.memory_bytes()
-            for f in (m.features, m.bkg_features):
-                if f is not None:
-                    total += f.nbytes + 112
+            total += m.learner.memory_bytes()
             if m.bkg is not None:
                 total += m.bkg.memory_bytes()
             for det in (m.warning, m.drift):
@@ -626,6 +663,20 @@ class SRPClassifier(Learner):
         if not self._members:
             total += self._proto.memory_bytes()
         return int(total)
+
+    def _own_bytes(self) -> int:
+        """Bytes of this object's bookkeeping: lists, class index and labels, member slots
+        and subspaces."""
+        total = sys.getsizeof(self) + sys.getsizeof(self.__dict__) + sys.getsizeof(self._members)
+        total += sys.getsizeof(self.classes_) + sys.getsizeof(self._index)
+        total += sum(sys.getsizeof(c) for c in self.classes_)
+        total += 2 * (sys.getsizeof(self._last_predictions) + 8 * self.n_models)
+        for m in self._members:
+            total += sys.getsizeof(m)
+            for f in (m.features, m.bkg_features):
+                if f is not None:
+                    total += f.nbytes + 112
+        return total
 
     # ------------------------------------------------------------------ state
 

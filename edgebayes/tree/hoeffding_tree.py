@@ -8,7 +8,6 @@ management by leaf deactivation). See DESIGN.md 2.3 and 3 and the package docstr
 from __future__ import annotations
 
 import math
-import struct
 import sys
 from array import array
 
@@ -24,6 +23,7 @@ from edgebayes.base import (
     check_weight,
     refuse_malformed,
 )
+from edgebayes.sizes import append_bytes, insert_bytes
 from edgebayes.tree import storage
 from edgebayes.tree.criterion import MAX_SHARE_TO_SPLIT, hoeffding_bound, merit_range
 from edgebayes.tree.observers import (
@@ -262,24 +262,20 @@ class HoeffdingTreeClassifier(Learner):
 
     def _growth_bytes(self, labels: list, values: dict) -> int:
         """Most bytes `_py_bytes` gains when ``labels`` (new classes) and ``values`` (nominal
-        feature k -> a new value) are added: the labels, the list and dict growth (a dict copy
-        grows as the dict would), the memo's room for more votes, the vocabulary entries."""
+        feature k -> a new value) are added: the labels, the list and dict growth, the
+        memo's room for more votes, the vocabulary entries."""
         size = sys.getsizeof
         extra = 0
         if labels:
             n = len(self.classes_)
-            extra += sum(size(y) for y in labels) + _append_bytes(self.classes_, len(labels))
-            trial = self._cidx.copy()
-            trial.update(dict.fromkeys(labels))
-            extra += size(trial) - size(self._cidx)
+            extra += sum(size(y) for y in labels) + append_bytes(self.classes_, len(labels))
+            extra += insert_bytes(self._cidx, labels)
             if self.n_features_in_ is not None:
                 m = n + len(labels)
                 extra += size([0.0] * m) - size([0.0] * n) + (m - n) * size(0.0)
         for k, v in values.items():
             voc = self._vocab[k]
-            trial = voc.copy()
-            trial[v] = len(voc)
-            extra += size(trial) - size(voc) + size(v) + size(len(voc))
+            extra += insert_bytes(voc, [v]) + size(v) + size(len(voc))
         return extra
 
     def _fits(self, node_cap, slot_cap, ccap, vcaps) -> bool:
@@ -478,15 +474,12 @@ class HoeffdingTreeClassifier(Learner):
             ClassLimitError: even a tree with no active leaf could not hold them; nothing
                 has changed.
         """
-        new = {k: xl[self._gnom[k]] for k, code in enumerate(codes) if code is None}
-        ccap = max(self._ccap, len(self.classes_) + 1) if add_class else self._ccap
-        vcaps = [max(vc, len(self._vocab[k]) + 1) if k in new else vc for k, vc in enumerate(self._vcaps)]
-        labels = [y] if add_class else []
-        if self._slots_that_fit(self._node_cap or 1, ccap, vcaps, self._growth_bytes(labels, new)) < 0:
+        new, ccap, vcaps = self._needs(add_class, xl, codes)
+        if self._slots_that_fit(self._node_cap or 1, ccap, vcaps, self._growth_bytes([y] if add_class else [], new)) < 0:
             what = f"class {y!r}" if add_class else f"nominal value(s) {new}"
             raise ClassLimitError(
                 f"{what} refused: max_size_bytes={self.max_size_bytes} cannot hold "
-                f"{len(self.classes_) + len(labels)} classes and the nominal values of this tree"
+                f"{len(self.classes_) + add_class} classes and the nominal values of this tree"
             )
         self._memo = None  # a new class or value changes every class's votes
         c = self._cidx.get(y, -1)
@@ -505,6 +498,41 @@ class HoeffdingTreeClassifier(Learner):
             step[k] = vcaps[k]
             self._settle(self._ccap, step, ccap, vcaps, new)
         return c, codes
+
+    def _needs(self, add_class: bool, xl: list, codes: list) -> tuple[dict, int, list]:
+        """(nominal feature k -> new value, class capacity, value capacities) that learning
+        ``xl`` with a class needs at least; ``codes`` marks the new values None."""
+        new = {k: xl[self._gnom[k]] for k, code in enumerate(codes) if code is None}
+        ccap = max(self._ccap, len(self.classes_) + 1) if add_class else self._ccap
+        vcaps = [max(vc, len(self._vocab[k]) + 1) if k in new else vc for k, vc in enumerate(self._vcaps)]
+        return new, ccap, vcaps
+
+    def _codes(self, xl: list) -> list:
+        """Per nominal feature, the code of ``xl``'s value: -1 for NaN, None for a new value."""
+        vocab = self._vocab
+        return [vocab[k].get(xl[g]) if xl[g] == xl[g] else -1 for k, g in enumerate(self._gnom)]
+
+    def has_room(self, x, y) -> bool:
+        """Whether `learn_one` would take ``y`` and ``x``'s nominal values within
+        ``max_size_bytes`` (always True without a bound); changes nothing.
+
+        Args:
+            x, y: a sample `learn_one` accepts (ValueError otherwise, as `learn_one`).
+        """
+        if self.max_size_bytes is None:
+            return True
+        xl = self._check_x(x, learning=True)
+        tree = self
+        if self.n_features_in_ is None:  # a fresh copy fixes the schema, this one stays untouched
+            tree = self.clone()
+            tree._init_features(len(xl))
+        codes = tree._codes(xl)
+        add_class = y not in tree._cidx
+        if not add_class and None not in codes:
+            return True
+        new, ccap, vcaps = tree._needs(add_class, xl, codes)
+        extra = tree._growth_bytes([y] if add_class else [], new)
+        return tree._slots_that_fit(tree._node_cap or 1, ccap, vcaps, extra) >= 0
 
     def _settle(self, ccap: int, vcaps: list, final_ccap: int, final_vcaps: list, later: dict) -> None:
         """Re-lay to at least ``ccap`` / ``vcaps`` (one of them grown), doubling the grown
@@ -563,8 +591,7 @@ class HoeffdingTreeClassifier(Learner):
         if w == 0.0:
             return
         c = self._cidx.get(y)
-        vocab = self._vocab
-        codes = [vocab[k].get(xl[g]) if xl[g] == xl[g] else -1 for k, g in enumerate(self._gnom)]
+        codes = self._codes(xl)
         if c is None or None in codes:  # a new class or value may re-lay the arrays
             c, codes = self._make_room(y, c is None, xl, codes)
         self._learn(xl, c, w, codes)
@@ -1066,15 +1093,6 @@ class HoeffdingTreeClassifier(Learner):
             v = storage.view(a)
             if not (np.isfinite(v).all() and (v >= 0).all()):
                 raise bad("nominal counts must be finite and >= 0")
-
-
-def _append_bytes(items: list, n: int) -> int:
-    """Most bytes appending ``n`` items to the list ``items`` can add: CPython grows a full
-    list's slots by about an eighth plus a few."""
-    ptr = struct.calcsize("P")
-    slots = (sys.getsizeof(items) - sys.getsizeof([])) // ptr
-    m = len(items) + n
-    return 0 if m <= slots else ptr * (m + m // 8 + 8 - slots)
 
 
 def _empty_stats(n_slots: int, ccap: int, n_num: int) -> np.ndarray:
