@@ -7,10 +7,12 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from edgebayes.base import ClassLimitError
 from edgebayes.cli import main as cli_main
 from edgebayes.drift import ADWIN
 from edgebayes.ensemble import NaiveBayesCommittee, SRPClassifier
 from edgebayes.naive_bayes import GaussianNB
+from edgebayes.naive_bayes_mixed import MixedNB
 from edgebayes.runtime.config import ConfigError, load_config, parse_config
 from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
 from edgebayes.runtime.service import Runtime
@@ -114,6 +116,79 @@ def test_srp_of_10_stays_in_256_kib_over_agr_a_within_3_points_of_unbounded():
 def test_srp_budget_that_cannot_hold_its_detectors_is_refused_with_the_figures():
     with pytest.raises(ValueError, match=r"max_size_bytes=65536 is too small: detectors and bookkeeping reserve"):
         SRPClassifier(n_models=10, max_size_bytes=64 * 1024)
+
+
+# --- hard bounds whatever the classes or nominal values ---------------------------------------
+
+BOUNDED = {
+    "gaussian_nb": lambda: GaussianNB(max_size_bytes=20_000),
+    "mixed_nb": lambda: MixedNB(nominal_attributes=[1], max_size_bytes=20_000),
+    "tree": lambda: HoeffdingTreeClassifier(grace_period=50, max_size_bytes=20_000),
+    "tree_nominal": lambda: HoeffdingTreeClassifier(grace_period=50, nominal_attributes=[1], max_size_bytes=20_000),
+    "srp": lambda: SRPClassifier(n_models=3, seed=1, max_size_bytes=150_000),
+    "srp_nb": lambda: SRPClassifier(model=GaussianNB(), n_models=3, seed=1, max_size_bytes=150_000),
+    "nb_committee": lambda: NaiveBayesCommittee(n_models=5, seed=1, max_size_bytes=40_000),
+    "nb_committee_nominal": lambda: NaiveBayesCommittee(n_models=5, seed=1, nominal_attributes=[1], max_size_bytes=40_000),
+}
+
+
+def flood(model, labels, values):
+    """Test then train 10,000 samples of 2 features (the second a nominal code from
+    ``values``); returns (peak memory_bytes() after every sample, samples refused).
+    Every 500th refusal checks that the state did not change."""
+    X = np.random.default_rng(0).normal(size=(10_000, 2)).tolist()
+    peak = refused = 0
+    for i, x in enumerate(X):
+        x[1] = float(values(i))
+        before = model.state() if refused % 500 == 0 else None
+        try:
+            model.learn_one(x, labels(i))
+        except ClassLimitError:
+            refused += 1
+            if before is not None:
+                assert model.state() == before
+        model.predict_one(x)
+        peak = max(peak, model.memory_bytes())
+    return peak, refused
+
+
+@pytest.mark.parametrize("name", sorted(BOUNDED))
+def test_10000_distinct_labels_stay_within_max_size_bytes_and_refusals_change_nothing(name):
+    model = BOUNDED[name]()
+    peak, refused = flood(model, lambda i: f"label-{i}", lambda i: i % 3)
+    assert peak <= model.max_size_bytes
+    assert refused > 0 and len(model.classes_) + refused == 10_000
+    assert model.classes_ == [f"label-{i}" for i in range(len(model.classes_))]  # the first ones, in order
+
+
+@pytest.mark.parametrize("name", ["mixed_nb", "tree_nominal", "nb_committee_nominal"])
+def test_10000_distinct_nominal_values_stay_within_max_size_bytes(name):
+    model = BOUNDED[name]()
+    peak, refused = flood(model, lambda i: i % 2, lambda i: i)
+    assert peak <= model.max_size_bytes and refused > 0
+    assert model.classes_ == [0, 1]
+    state = model.state()
+    x = [0.5, 1.0]  # a value already held: learnt, not refused
+    model.learn_one(x, 1)
+    assert model.state() != state
+
+
+def test_a_bounded_tree_deactivates_leaves_for_a_new_class_and_refuses_one_that_cannot_fit():
+    tree = HoeffdingTreeClassifier(grace_period=50, delta=0.01, max_size_bytes=12_000)
+    data = agr(3000)
+    learned(tree, [(x[:3], y) for x, y in data])
+    active = tree.n_active_leaves
+    assert active > 1
+    labels = 2
+    while True:
+        state = tree.state()
+        try:
+            tree.learn_one(data[0][0][:3], f"new-{labels}")
+        except ClassLimitError:
+            break
+        labels += 1
+    assert tree.state() == state and tree.n_active_leaves == 0 < active
+    assert tree.memory_bytes() <= 12_000
 
 
 # --- the runtime's plan ----------------------------------------------------------------------
