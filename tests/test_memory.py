@@ -179,14 +179,15 @@ def test_a_bounded_tree_deactivates_leaves_for_a_new_class_and_refuses_one_that_
     learned(tree, [(x[:3], y) for x, y in data])
     active = tree.n_active_leaves
     assert active > 1
-    labels = 2
-    while True:
+    refused = None
+    for label in range(1000):
         state = tree.state()
         try:
-            tree.learn_one(data[0][0][:3], f"new-{labels}")
+            tree.learn_one(data[0][0][:3], f"new-{label}")
         except ClassLimitError:
+            refused = label
             break
-        labels += 1
+    assert refused is not None and len(tree.classes_) == 2 + refused
     assert tree.state() == state and tree.n_active_leaves == 0 < active
     assert tree.memory_bytes() <= 12_000
 
