@@ -54,7 +54,7 @@ MEMBER_FRACTION = 0.9
 #: Inputs an ADWIN window is sized for when the memory budget reserves room for detectors.
 _DETECTOR_HORIZON_LOG2 = 32
 #: Bytes a bounded ensemble reserves for its own bookkeeping (this object, the class list and
-#: index: about 100 short labels), plus `_MEMBER_BOOKKEEPING_BYTES` per member (its slot
+#: index), plus `_MEMBER_BOOKKEEPING_BYTES` per member (its slot
 #: object, two subspace arrays).
 _BOOKKEEPING_BYTES = 8192
 _MEMBER_BOOKKEEPING_BYTES = 512
@@ -217,8 +217,8 @@ class SRPClassifier(Learner):
             ``has_room(x, y)`` whether it can hold a sample's class (our tree and naive
             Bayes do). Classes are held whatever their number, within the bound: a sample
             is refused with `edgebayes.base.ClassLimitError`, nothing changed (generators
-            included), when its new label does not fit the bookkeeping reserve (about 100
-            short labels) or when a member, whatever its Poisson weight, cannot hold its
+            included), when its new label does not fit the bookkeeping reserve (with 10
+            members, about 40 labels of 10 characters) or when a member, whatever its Poisson weight, cannot hold its
             class or nominal values; a background learner that cannot is dropped instead
             (a later warning starts a new one).
         seed: int >= 0 or None (fresh entropy, fixed at construction). Subspaces, Poisson
