@@ -393,7 +393,10 @@ class GaussianNB(Learner):
         """Whether `learn_one` would take label ``y`` within ``max_size_bytes`` (always True
         without a bound or for a known label); changes nothing. ``x``: the sample's features
         (its length sizes the first class)."""
-        if self.max_size_bytes is None or y in self._index:
+        if self.max_size_bytes is None:
+            return True
+        check_label(y)
+        if y in self._index:
             return True
         return self.planned_bytes([y], self.n_features_in_ or len(x)) <= self.max_size_bytes
 

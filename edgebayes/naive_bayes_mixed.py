@@ -266,6 +266,7 @@ class MixedNB(Learner):
         sample `learn_one` accepts."""
         if self.max_size_bytes is None:
             return True
+        check_label(y)
         xs = as_floats(x, self.n_features_in_, learning=True)[0]
         labels = [] if y in self._index else [y]
         values = self.new_values(xs)
@@ -305,10 +306,9 @@ class MixedNB(Learner):
     def _check_batch(self, X: np.ndarray, y, w) -> None:
         """`_check_room` for the new classes and values of the rows of ``X`` (weight > 0)."""
         labels = y.tolist() if isinstance(y, np.ndarray) else list(y)
-        if w is not None:
-            keep = (np.asarray(w, dtype=float).reshape(-1) > 0.0).tolist()
-            X = X[np.asarray(keep, dtype=bool)] if len(keep) == len(X) else X
-            labels = [v for v, k in zip(labels, keep) if k] if len(keep) == len(labels) else labels
+        if w is not None and len(w) == len(X) == len(labels):  # other lengths: refused later, by GaussianNB
+            keep = np.asarray(w, dtype=float).reshape(-1) > 0.0
+            X, labels = X[keep], [v for v, k in zip(labels, keep.tolist()) if k]
         for v in labels:
             check_label(v)
         new = [v for v in dict.fromkeys(labels) if v not in self._index]

@@ -489,9 +489,8 @@ class HoeffdingTreeClassifier(Learner):
             self._settle(ccap, self._vcaps, ccap, vcaps, new)
             if not self._n_nodes:
                 self._new_root()
-        while new:
-            k, v = next(iter(new.items()))
-            del new[k]
+        for k in list(new):
+            v = new.pop(k)
             voc = self._vocab[k]
             voc[v] = codes[k] = len(voc)
             step = list(self._vcaps)
@@ -521,6 +520,7 @@ class HoeffdingTreeClassifier(Learner):
         """
         if self.max_size_bytes is None:
             return True
+        check_label(y)
         xl = self._check_x(x, learning=True)
         tree = self
         if self.n_features_in_ is None:  # a fresh copy fixes the schema, this one stays untouched
