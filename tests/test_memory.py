@@ -173,6 +173,25 @@ def test_10000_distinct_nominal_values_stay_within_max_size_bytes(name):
     assert model.state() != state
 
 
+@pytest.mark.parametrize("name", ["gaussian_nb", "mixed_nb", "tree", "tree_nominal"])
+def test_has_room_tells_exactly_which_samples_learn_one_refuses(name):
+    model = BOUNDED[name]()
+    rng = np.random.default_rng(1)
+    answers, rooms = [], set()
+    for i in range(600):
+        x, y = [float(rng.normal()), float(i % 40)], f"label-{i % 250}"
+        state = model.state()
+        room = model.has_room(x, y)
+        rooms.add(room)
+        assert model.state() == state  # asking changes nothing
+        try:
+            model.learn_one(x, y)
+            answers.append(room is True)
+        except ClassLimitError:
+            answers.append(room is False)
+    assert all(answers) and rooms == {True, False} and model.has_room([0.0, 0.0], "label-0")
+
+
 def test_a_bounded_tree_deactivates_leaves_for_a_new_class_and_refuses_one_that_cannot_fit():
     tree = HoeffdingTreeClassifier(grace_period=50, delta=0.01, max_size_bytes=12_000)
     data = agr(3000)
