@@ -516,11 +516,11 @@ class HoeffdingTreeClassifier(Learner):
         ``max_size_bytes`` (always True without a bound); changes nothing.
 
         Args:
-            x, y: a sample `learn_one` accepts (ValueError otherwise, as `learn_one`).
+            x, y: a sample `learn_one` accepts (a bad ``x`` raises ValueError as there; the
+                label is not checked again: an ensemble asks every member about one sample).
         """
-        if self.max_size_bytes is None:
+        if self.max_size_bytes is None or (not self._gnom and y in self._cidx):
             return True
-        check_label(y)
         xl = self._check_x(x, learning=True)
         tree = self
         if self.n_features_in_ is None:  # a fresh copy fixes the schema, this one stays untouched
