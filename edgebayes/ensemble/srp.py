@@ -29,13 +29,13 @@ from edgebayes.base import (
     rng_state,
 )
 from edgebayes.drift.base import ErrorDetector, detector_from_state
-from edgebayes.sizes import append_bytes, insert_bytes
 from edgebayes.ensemble.subspaces import (
     check_subspace_size,
     draw_subspaces,
     random_subspace,
     subspace_size_for,
 )
+from edgebayes.sizes import append_bytes, insert_bytes
 
 __all__ = ["SRPClassifier", "combine_votes"]
 
