@@ -192,6 +192,15 @@ def test_has_room_tells_exactly_which_samples_learn_one_refuses(name):
     assert all(answers) and rooms == {True, False} and model.has_room([0.0, 0.0], "label-0")
 
 
+@pytest.mark.parametrize("name", sorted(BOUNDED))
+def test_a_first_sample_with_more_features_than_the_bound_holds_is_refused_and_changes_nothing(name):
+    model = BOUNDED[name]()
+    state = model.state()
+    with pytest.raises(ClassLimitError, match="refused"):
+        model.learn_one([0.5] * 20_000, "a")
+    assert model.state() == state and model.memory_bytes() <= model.max_size_bytes
+
+
 def test_a_bounded_tree_deactivates_leaves_for_a_new_class_and_refuses_one_that_cannot_fit():
     tree = HoeffdingTreeClassifier(grace_period=50, delta=0.01, max_size_bytes=12_000)
     data = agr(3000)

@@ -524,6 +524,13 @@ class SRPClassifier(Learner):
                     f"{self._bookkeeping_bytes()} bytes for the ensemble's own bookkeeping, "
                     f"full with {len(self.classes_)} labels"
                 )
+        if not self._members:  # the first sample: a learner over every feature bounds any member's
+            params = {**self._proto._params(), "max_size_bytes": self._share}
+            if self._has_features:
+                params["features"] = None
+            if not type(self._proto)(**params).has_room(xs, y):
+                raise ClassLimitError(f"class {y!r} refused: a member's share of max_size_bytes="
+                                      f"{self.max_size_bytes} ({self._share} bytes) cannot hold it")
         for i, m in enumerate(self._members):
             if not m.learner.has_room(xs if m.take is None else v[m.take], y):
                 raise ClassLimitError(

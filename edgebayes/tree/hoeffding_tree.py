@@ -587,6 +587,9 @@ class HoeffdingTreeClassifier(Learner):
         w = check_weight(w)
         xl = self._check_x(x, learning=True)
         if self.n_features_in_ is None:
+            if not self.has_room(xl, y):  # the schema's own bytes (memo room) count too
+                raise ClassLimitError(f"class {y!r} refused: max_size_bytes={self.max_size_bytes} "
+                                      f"cannot hold a tree over {len(xl)} features")
             self._init_features(len(xl))
         if w == 0.0:
             return
