@@ -10,8 +10,13 @@
 2. ``--agr N``: SRP(10) over N samples of AGR_A, with a 256 KiB budget and unbounded, default
    detectors (as tests/test_memory.py at N = 200,000): memory_bytes() every 1,000 samples,
    test-then-train accuracy, seconds.
+3. ``--classes N`` (alone): N samples of N distinct labels (2 features, the second a nominal
+   code for MixedNB) into each learner with a ``max_size_bytes``: peak ``memory_bytes()`` read
+   after every sample against the bound, samples refused (ClassLimitError), classes held,
+   seconds, and the mean latency of ``predict_proba_one`` at the end.
 
     python bench/memory.py [--n 100000] [--budget 1048576] [--agr 200000] [--skip-river]
+    python bench/memory.py --classes 10000
 """
 
 from __future__ import annotations
@@ -149,13 +154,56 @@ def agr_budget(n: int) -> None:
               f"peak memory_bytes {peak:,} (read every 1,000), drifts {srp.n_drifts}, {time.time() - t0:.0f} s")
 
 
+def class_flood(n: int) -> None:
+    from edgebayes.base import ClassLimitError
+    from edgebayes.ensemble import NaiveBayesCommittee, SRPClassifier
+    from edgebayes.naive_bayes import GaussianNB
+    from edgebayes.naive_bayes_mixed import MixedNB
+    from edgebayes.tree import HoeffdingTreeClassifier
+
+    learners = {  # the bounds of the issue's measurements (SRP, NB's probe charge, the tree)
+        "SRPClassifier(10)": lambda: SRPClassifier(n_models=10, seed=1, max_size_bytes=249_616),
+        "GaussianNB": lambda: GaussianNB(max_size_bytes=12_528),
+        "MixedNB": lambda: MixedNB(nominal_attributes=[1], max_size_bytes=12_528),
+        "HoeffdingTreeClassifier": lambda: HoeffdingTreeClassifier(grace_period=50, max_size_bytes=100_000),
+        "NaiveBayesCommittee(20)": lambda: NaiveBayesCommittee(seed=1, max_size_bytes=100_000),
+    }
+    X = np.random.default_rng(0).normal(size=(n, 2))
+    X[:, 1] = np.arange(n) % 7
+    X = X.tolist()
+    print(f"{n:,} samples of {n:,} distinct labels, 2 features")
+    for name, build in learners.items():
+        model = build()
+        peak = refused = 0
+        t0 = time.perf_counter()
+        for i, x in enumerate(X):
+            model.predict_proba_one(x)
+            try:
+                model.learn_one(x, f"label-{i}")
+            except ClassLimitError:
+                refused += 1
+            peak = max(peak, model.memory_bytes())
+        seconds = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for x in X[:200]:
+            model.predict_proba_one(x)
+        latency = (time.perf_counter() - t0) / 200
+        print(f"{name:<24} peak memory_bytes {peak:>9,} / max_size_bytes {model.max_size_bytes:>9,}"
+              f"  refused {refused:>6,}  classes {len(model.classes_):>5,}  {seconds:6.1f} s"
+              f"  predict_proba_one {latency * 1e3:.3f} ms")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--budget", type=int, default=1 << 20, help="model_budget_bytes of the bounded run")
     ap.add_argument("--agr", type=int, default=0, help="samples of the AGR_A budget run (0: skip)")
     ap.add_argument("--skip-river", action="store_true")
+    ap.add_argument("--classes", type=int, default=0, help="samples of distinct labels into bounded learners, alone")
     args = ap.parse_args()
+    if args.classes:
+        class_flood(args.classes)
+        return 0
     rows = [("edgebayes run, unbounded", run_runtime(args.n, None)),
             (f"edgebayes run, budget {args.budget:,}", run_runtime(args.n, args.budget)),
             ("edgebayes models, no runtime", run_in_process(args.n, river=False))]

@@ -342,6 +342,7 @@ def check_count(name: str, v: Any) -> int:
         raise ValueError(f"invalid state: {name} must be an int in [0, 2**63), got {v!r:.80}")
     return v
 
+
 #: memory accounting for learners that keep floats in Python lists (this platform's sizes:
 #: 32 and 56 bytes on 64-bit CPython, 20 and 28 on 32-bit armhf)
 FLOAT_IN_LIST_BYTES = sys.getsizeof(0.0) + struct.calcsize("P")  # the float object + its slot

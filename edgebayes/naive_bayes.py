@@ -27,6 +27,7 @@ from edgebayes.base import (
     LIST_BYTES,
     MAX_ABS_X,
     STATE_ERRORS,
+    ClassLimitError,
     Learner,
     as_floats,
     check_finite,
@@ -34,6 +35,7 @@ from edgebayes.base import (
     check_weight,
     check_weights,
 )
+from edgebayes.sizes import insert_bytes
 
 __all__ = ["GaussianNB"]
 
@@ -165,6 +167,17 @@ def _update(cnt, mu, var, xs, has_nan, dense, w, top, log_keep):
     return cnt, mu, var, cnt.count(cnt[0]) == len(cnt)
 
 
+def _shape_bytes(n_classes: int, d: int, cache: bool) -> int:
+    """Bytes of the statistics lists of ``n_classes`` classes of ``d`` features (and of the
+    prediction cache if ``cache``): floats in lists and list headers."""
+    floats = n_classes * (3 * d + 1) + 3 * d
+    lists = 3 * n_classes + 6
+    if cache:
+        floats += n_classes * (d + 1)
+        lists += n_classes + 1
+    return FLOAT_IN_LIST_BYTES * floats + LIST_BYTES * lists
+
+
 class GaussianNB(Learner):
     """Incremental Gaussian naive Bayes: exact (seed 001, Algorithm 1) or constant-rate (Algorithm 2).
 
@@ -177,6 +190,11 @@ class GaussianNB(Learner):
             variance over all classes (as scikit-learn; that variance follows the same rule, so
             it forgets in the learning-rate mode), floored at `EPS_FLOOR` so that constant
             features and one-sample classes give finite log-densities (casebook C01).
+        max_size_bytes: hard bound on `memory_bytes` (None = unbounded), at least the bytes
+            of the empty model: a new class that would take the model past it (prediction
+            cache included) is refused with `edgebayes.base.ClassLimitError`, the model
+            unchanged. Cost per class: (4 n_features + 2) floats of 32 bytes (64-bit
+            CPython), four list headers, its label and index entry.
 
     Prediction (DESIGN.md 2.1): argmax_k log P(k) + sum_j log N(x_j; mu_kj, var_kj + eps), in log
     space, probabilities by log-sum-exp, so they sum to 1 and hold no NaN even when every density
@@ -205,7 +223,8 @@ class GaussianNB(Learner):
         True
     """
 
-    def __init__(self, learning_rate: float | None = None, var_smoothing: float = 1e-9):
+    def __init__(self, learning_rate: float | None = None, var_smoothing: float = 1e-9,
+                 max_size_bytes: int | None = None):
         if learning_rate is not None and (
             isinstance(learning_rate, bool)
             or not isinstance(learning_rate, numbers.Real)
@@ -238,6 +257,14 @@ class GaussianNB(Learner):
         self._fdense = True
         self._eps = EPS_FLOOR
         self._cache = None  # per class (log prior - normaliser, var + eps, all features seen)
+        self.max_size_bytes = max_size_bytes
+        if max_size_bytes is not None and (
+            isinstance(max_size_bytes, bool)
+            or not isinstance(max_size_bytes, numbers.Integral)
+            or max_size_bytes < self.memory_bytes()
+        ):
+            raise ValueError(f"max_size_bytes must be None or an int >= {self.memory_bytes()} "
+                             f"(the empty model), got {max_size_bytes!r}")
 
     # ------------------------------------------------------------------ learning
 
@@ -253,6 +280,8 @@ class GaussianNB(Learner):
             ValueError: bad x (length, non-numeric, +/-inf, magnitude above
                 `edgebayes.base.MAX_ABS_X`), None/NaN/unhashable label, bad weight (see
                 `edgebayes.base.check_weight`). The model is unchanged.
+            ClassLimitError: (a ValueError) a new class ``max_size_bytes`` cannot hold;
+                the model is unchanged.
         """
         if type(w) is not float or w != 1.0:  # the default skips the check; True does not
             w = check_weight(w)
@@ -266,6 +295,7 @@ class GaussianNB(Learner):
         if w == 0.0:
             return
         if k is None:
+            self._check_room([y], len(xs))
             k = self._add_class(y, len(xs))
         top, lk = self._top, self._log_keep
         r0 = update_rate(self._n, w, top, lk)
@@ -315,6 +345,7 @@ class GaussianNB(Learner):
         codes, new = self._encode(labels)
         if not len(X):
             return
+        self._check_room(new, X.shape[1])
         for label in new:
             self._add_class(label, X.shape[1])
         has_nan = bool(np.isnan(X).any())
@@ -357,6 +388,28 @@ class GaussianNB(Learner):
         if isinstance(y, np.generic):
             y = y.item()
         return y
+
+    def has_room(self, x, y) -> bool:
+        """Whether `learn_one` would take label ``y`` within ``max_size_bytes`` (always True
+        without a bound or for a known label); changes nothing. ``x``: the sample's features
+        (its length sizes the first class)."""
+        if self.max_size_bytes is None:
+            return True
+        check_label(y)
+        if y in self._index:
+            return True
+        return self.planned_bytes([y], self.n_features_in_ or len(x)) <= self.max_size_bytes
+
+    def _check_room(self, labels: list, d: int) -> None:
+        """ClassLimitError unless the new ``labels`` fit ``max_size_bytes``."""
+        if self.max_size_bytes is None or not labels:
+            return
+        need = self.planned_bytes(labels, d)
+        if need > self.max_size_bytes:
+            raise ClassLimitError(
+                f"class {labels[0]!r} refused: max_size_bytes={self.max_size_bytes} holds "
+                f"{len(self.classes_)} classes of {d} features, {len(labels)} more need {need} bytes"
+            )
 
     def _add_class(self, y, d: int) -> int:
         if self.n_features_in_ is None:
@@ -597,15 +650,16 @@ class GaussianNB(Learner):
         """Bytes held, counted from the shapes: per float in a list a pointer and a float object
         (32 bytes on 64-bit CPython), per list its header (56), the label index and labels,
         and the prediction cache. Sizes are this platform's (armhf: 20 and 28)."""
-        K, d = len(self.classes_), self.n_features_in_ or 0
-        floats = K * (3 * d + 1) + 3 * d
-        lists = 3 * K + 6
-        if self._cache is not None:
-            floats += K * (d + 1)
-            lists += K + 1
         labels = sum(sys.getsizeof(c) for c in self.classes_)
-        return int(sys.getsizeof(self) + FLOAT_IN_LIST_BYTES * floats + LIST_BYTES * lists
-                   + sys.getsizeof(self._index) + labels)
+        return _shape_bytes(len(self.classes_), self.n_features_in_ or 0, self._cache is not None) + int(
+            sys.getsizeof(self) + sys.getsizeof(self._index) + labels)
+
+    def planned_bytes(self, labels: list, d: int) -> int:
+        """`memory_bytes` once the new classes ``labels`` are added for x of ``d`` features,
+        counting the prediction cache whether built or not (the most learning them can hold)."""
+        held = sum(sys.getsizeof(c) for c in (*self.classes_, *labels))
+        index = sys.getsizeof(self._index) + insert_bytes(self._index, labels)
+        return _shape_bytes(len(self.classes_) + len(labels), d, True) + int(sys.getsizeof(self) + index + held)
 
     def state(self) -> dict:
         """Plain, msgpack-serialisable state with ``"kind": "gaussian_nb"`` (see `from_state`)."""
@@ -623,6 +677,7 @@ class GaussianNB(Learner):
             "feature_counts": list(self._fcounts),
             "feature_means": list(self._fmeans),
             "feature_variances": list(self._fvars),
+            "max_size_bytes": self.max_size_bytes,
         }
 
     @classmethod
@@ -643,7 +698,7 @@ class GaussianNB(Learner):
 
     @classmethod
     def _from_state(cls, state: dict) -> GaussianNB:
-        model = cls(state["learning_rate"], state["var_smoothing"])
+        model = cls(state["learning_rate"], state["var_smoothing"], state.get("max_size_bytes"))  # absent before bounds
         classes = list(state["classes"])
         K, d = len(classes), state["n_features_in"]
         rows = [[float(v) for v in r] for key in ("counts", "means", "variances") for r in state[key]]

@@ -38,12 +38,15 @@ from edgebayes.base import (
     LIST_BYTES,
     MAX_ABS_X,
     STATE_ERRORS,
+    ClassLimitError,
     Learner,
     as_floats,
     check_finite,
+    check_label,
     check_weight,
 )
 from edgebayes.naive_bayes import GaussianNB, update_rate
+from edgebayes.sizes import insert_bytes
 
 __all__ = ["ZERO_FREQUENCY", "MixedNB", "split_columns"]
 
@@ -101,6 +104,10 @@ class MixedNB(Learner):
         alpha: Laplace pseudo-count, > 0 (used by ``"laplace"``).
         borrow_factor: in (0, 1): how much a borrowed frequency is lowered (used by
             ``"borrow"``). The paper says "slightly" and gives no number; 0.9 is our choice.
+        max_size_bytes: hard bound on `memory_bytes` (None = unbounded), at least the bytes
+            of the empty model: a sample whose new class or new nominal values would take
+            the model past it (cached log tables counted) is refused with
+            `edgebayes.base.ClassLimitError`, the model unchanged.
 
     Attributes:
         classes_: labels in order of first appearance.
@@ -128,6 +135,7 @@ class MixedNB(Learner):
         zero_frequency: str = "laplace",
         alpha: float = 1.0,
         borrow_factor: float = 0.9,
+        max_size_bytes: int | None = None,
     ):
         self._gnb = GaussianNB(learning_rate, var_smoothing)  # validates both
         _check_nominal(nominal_attributes)
@@ -157,6 +165,14 @@ class MixedNB(Learner):
         self._totals: list[list[float]] = []
         self._seen: list[list[float]] = []
         self._tables = None  # per nominal feature, per value column: K log-probabilities
+        self.max_size_bytes = max_size_bytes
+        if max_size_bytes is not None and (
+            isinstance(max_size_bytes, bool)
+            or not isinstance(max_size_bytes, numbers.Integral)
+            or max_size_bytes < self.memory_bytes()
+        ):
+            raise ValueError(f"max_size_bytes must be None or an int >= {self.memory_bytes()} "
+                             f"(the empty model), got {max_size_bytes!r}")
 
     @property
     def classes_(self) -> list:
@@ -184,11 +200,16 @@ class MixedNB(Learner):
             ValueError: bad x (length, non-numeric, +/-inf, magnitude above
                 `edgebayes.base.MAX_ABS_X`, nominal index out of range), bad label or weight.
                 The model is unchanged.
+            ClassLimitError: (a ValueError) a new class or nominal value ``max_size_bytes``
+                cannot hold; the model is unchanged.
         """
         if type(w) is not float or w != 1.0:  # the default skips the check; True does not
             w = check_weight(w)
         xs, _ = as_floats(x, self.n_features_in_, learning=True)
         nominal, numeric = self._layout(len(xs))
+        if self.max_size_bytes is not None and w != 0.0:
+            check_label(y)
+            self._check_room([y] if y not in self._index else [], self.new_values(xs), len(xs))
         self._gnb.learn_one(self._numeric_part(xs, numeric), y, w)  # validates y, keeps priors
         if w == 0.0:
             return
@@ -219,6 +240,8 @@ class MixedNB(Learner):
         if (np.abs(X) > MAX_ABS_X).any():
             raise ValueError(f"X holds a value out of range: learning takes |x| <= {MAX_ABS_X:g}")
         nominal, numeric = self._layout(X.shape[1])
+        if self.max_size_bytes is not None:
+            self._check_batch(X, y, w)
         self._gnb.learn_many(X[:, numeric] if numeric else np.full((len(X), 1), _NAN), y, w)
         labels = y.tolist() if isinstance(y, np.ndarray) else list(y)
         weights = [1.0] * len(X) if w is None else np.asarray(w, dtype=float).reshape(-1).tolist()
@@ -229,6 +252,74 @@ class MixedNB(Learner):
         for row, label, wi in zip(X[:, nominal].tolist(), labels, weights):
             if wi > 0.0:
                 self._learn_nominal(row, index[label], wi)
+
+    def new_values(self, xs: list) -> dict:
+        """The nominal values of ``xs`` (a checked list of floats) not seen yet: position
+        among the nominal features -> [value]; NaN (missing) is no value."""
+        nominal = self._layout(len(xs))[0]
+        known = self._values or [{}] * len(nominal)
+        return {i: [xs[j]] for i, j in enumerate(nominal) if xs[j] == xs[j] and xs[j] not in known[i]}
+
+    def has_room(self, x, y) -> bool:
+        """Whether `learn_one` would take ``y`` and ``x``'s nominal values within
+        ``max_size_bytes`` (always True without a bound); changes nothing. ``x``, ``y``: a
+        sample `learn_one` accepts."""
+        if self.max_size_bytes is None:
+            return True
+        check_label(y)
+        xs = as_floats(x, self.n_features_in_, learning=True)[0]
+        labels = [] if y in self._index else [y]
+        values = self.new_values(xs)
+        return not (labels or values) or self.planned_bytes(labels, len(xs), values) <= self.max_size_bytes
+
+    def planned_bytes(self, labels: list, d: int, values: dict | None = None) -> int:
+        """`memory_bytes` once the new classes ``labels`` and the new nominal ``values``
+        (position among the nominal features -> list of new values) are added for x of
+        ``d`` features, counting the cached log tables and the Gaussian part's cache whether
+        built or not (the most learning them can hold)."""
+        nominal, numeric = self._layout(d)
+        values = values or {}
+        have = self._values or [{} for _ in nominal]
+        K = len(self._index) + len(labels)
+        sizes = [len(v) + len(values.get(i, ())) for i, v in enumerate(have)]
+        dicts = sys.getsizeof(self._index) + insert_bytes(self._index, labels)
+        for i, (v, n) in enumerate(zip(have, sizes)):
+            dicts += sys.getsizeof(v) + insert_bytes(v, values.get(i, ())) + FLOAT_IN_LIST_BYTES * n
+        floats = K * sum(sizes) + 2 * len(sizes) * K
+        lists = len(sizes) * K + 3 * len(sizes) + 4
+        tables = sum(K * (n + 1) * 8 + 112 for n in sizes)
+        gnb = self._gnb.planned_bytes(labels, len(numeric) or 1)
+        return int(sys.getsizeof(self) + gnb + FLOAT_IN_LIST_BYTES * floats + LIST_BYTES * lists + dicts + tables)
+
+    def _check_room(self, labels: list, values: dict, d: int) -> None:
+        """ClassLimitError unless the new ``labels`` and ``values`` fit ``max_size_bytes``."""
+        if not (labels or values):
+            return
+        need = self.planned_bytes(labels, d, values)
+        if need > self.max_size_bytes:
+            what = f"class {labels[0]!r}" if labels else f"nominal value(s) {values}"
+            raise ClassLimitError(
+                f"{what} refused: max_size_bytes={self.max_size_bytes} holds {len(self._index)} "
+                f"classes and {sum(map(len, self._values))} nominal values; this sample needs {need} bytes"
+            )
+
+    def _check_batch(self, X: np.ndarray, y, w) -> None:
+        """`_check_room` for the new classes and values of the rows of ``X`` (weight > 0)."""
+        labels = y.tolist() if isinstance(y, np.ndarray) else list(y)
+        if w is not None and len(w) == len(X) == len(labels):  # other lengths: refused later, by GaussianNB
+            keep = np.asarray(w, dtype=float).reshape(-1) > 0.0
+            X, labels = X[keep], [v for v, k in zip(labels, keep.tolist()) if k]
+        for v in labels:
+            check_label(v)
+        new = [v for v in dict.fromkeys(labels) if v not in self._index]
+        nominal = self._layout(X.shape[1])[0]
+        known = self._values or [{}] * len(nominal)
+        values = {}
+        for i, j in enumerate(nominal):
+            col = [v for v in dict.fromkeys(X[:, j].tolist()) if v == v and v not in known[i]]
+            if col:
+                values[i] = col
+        self._check_room(new, values, X.shape[1])
 
     def _start(self, d: int, nominal: list, numeric: list) -> None:
         self.n_features_in_ = d
@@ -425,6 +516,7 @@ class MixedNB(Learner):
                 "zero_frequency": self.zero_frequency,
                 "alpha": self.alpha,
                 "borrow_factor": self.borrow_factor,
+                "max_size_bytes": self.max_size_bytes,
             },
             "gaussian": self._gnb.state(),
             "n_features_in": self.n_features_in_,

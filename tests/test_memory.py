@@ -7,12 +7,14 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from edgebayes.base import ClassLimitError
 from edgebayes.cli import main as cli_main
 from edgebayes.drift import ADWIN
 from edgebayes.ensemble import NaiveBayesCommittee, SRPClassifier
 from edgebayes.naive_bayes import GaussianNB
+from edgebayes.naive_bayes_mixed import MixedNB
 from edgebayes.runtime.config import ConfigError, load_config, parse_config
-from edgebayes.runtime.memory import MemoryGuard, plan_memory, probe_bytes, rss_bytes
+from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
 from edgebayes.runtime.service import Runtime
 from edgebayes.streams import open_stream
 from edgebayes.tree import HoeffdingTreeClassifier
@@ -116,6 +118,108 @@ def test_srp_budget_that_cannot_hold_its_detectors_is_refused_with_the_figures()
         SRPClassifier(n_models=10, max_size_bytes=64 * 1024)
 
 
+# --- hard bounds whatever the classes or nominal values ---------------------------------------
+
+BOUNDED = {
+    "gaussian_nb": lambda: GaussianNB(max_size_bytes=20_000),
+    "mixed_nb": lambda: MixedNB(nominal_attributes=[1], max_size_bytes=20_000),
+    "tree": lambda: HoeffdingTreeClassifier(grace_period=50, max_size_bytes=20_000),
+    "tree_nominal": lambda: HoeffdingTreeClassifier(grace_period=50, nominal_attributes=[1], max_size_bytes=20_000),
+    "srp": lambda: SRPClassifier(n_models=3, seed=1, max_size_bytes=150_000),
+    "srp_nb": lambda: SRPClassifier(model=GaussianNB(), n_models=3, seed=1, max_size_bytes=150_000),
+    "nb_committee": lambda: NaiveBayesCommittee(n_models=5, seed=1, max_size_bytes=40_000),
+    "nb_committee_nominal": lambda: NaiveBayesCommittee(n_models=5, seed=1, nominal_attributes=[1], max_size_bytes=40_000),
+}
+
+
+def flood(model, labels, values):
+    """Test then train 10,000 samples of 2 features (the second a nominal code from
+    ``values``); returns (peak memory_bytes() after every sample, samples refused).
+    Every 500th refusal checks that the state did not change."""
+    X = np.random.default_rng(0).normal(size=(10_000, 2)).tolist()
+    peak = refused = 0
+    for i, x in enumerate(X):
+        x[1] = float(values(i))
+        before = model.state() if refused % 500 == 0 else None
+        try:
+            model.learn_one(x, labels(i))
+        except ClassLimitError:
+            refused += 1
+            if before is not None:
+                assert model.state() == before
+        model.predict_one(x)
+        peak = max(peak, model.memory_bytes())
+    return peak, refused
+
+
+@pytest.mark.parametrize("name", sorted(BOUNDED))
+def test_10000_distinct_labels_stay_within_max_size_bytes_and_refusals_change_nothing(name):
+    model = BOUNDED[name]()
+    peak, refused = flood(model, lambda i: f"label-{i}", lambda i: i % 3)
+    assert peak <= model.max_size_bytes
+    assert refused > 0 and len(model.classes_) + refused == 10_000
+    assert model.classes_ == [f"label-{i}" for i in range(len(model.classes_))]  # the first ones, in order
+
+
+@pytest.mark.parametrize("name", ["mixed_nb", "tree_nominal", "nb_committee_nominal"])
+def test_10000_distinct_nominal_values_stay_within_max_size_bytes(name):
+    model = BOUNDED[name]()
+    peak, refused = flood(model, lambda i: i % 2, lambda i: i)
+    assert peak <= model.max_size_bytes and refused > 0
+    assert model.classes_ == [0, 1]
+    state = model.state()
+    x = [0.5, 1.0]  # a value already held: learnt, not refused
+    model.learn_one(x, 1)
+    assert model.state() != state
+
+
+@pytest.mark.parametrize("name", ["gaussian_nb", "mixed_nb", "tree", "tree_nominal"])
+def test_has_room_tells_exactly_which_samples_learn_one_refuses(name):
+    model = BOUNDED[name]()
+    rng = np.random.default_rng(1)
+    answers, rooms = [], set()
+    for i in range(600):
+        x, y = [float(rng.normal()), float(i % 40)], f"label-{i % 250}"
+        state = model.state()
+        room = model.has_room(x, y)
+        rooms.add(room)
+        assert model.state() == state  # asking changes nothing
+        try:
+            model.learn_one(x, y)
+            answers.append(room is True)
+        except ClassLimitError:
+            answers.append(room is False)
+    assert all(answers) and rooms == {True, False} and model.has_room([0.0, 0.0], "label-0")
+
+
+@pytest.mark.parametrize("name", sorted(BOUNDED))
+def test_a_first_sample_with_more_features_than_the_bound_holds_is_refused_and_changes_nothing(name):
+    model = BOUNDED[name]()
+    state = model.state()
+    with pytest.raises(ClassLimitError, match="refused"):
+        model.learn_one([0.5] * 20_000, "a")
+    assert model.state() == state and model.memory_bytes() <= model.max_size_bytes
+
+
+def test_a_bounded_tree_deactivates_leaves_for_a_new_class_and_refuses_one_that_cannot_fit():
+    tree = HoeffdingTreeClassifier(grace_period=50, delta=0.01, max_size_bytes=12_000)
+    data = agr(3000)
+    learned(tree, [(x[:3], y) for x, y in data])
+    active = tree.n_active_leaves
+    assert active > 1
+    refused = None
+    for label in range(1000):
+        state = tree.state()
+        try:
+            tree.learn_one(data[0][0][:3], f"new-{label}")
+        except ClassLimitError:
+            refused = label
+            break
+    assert refused is not None and len(tree.classes_) == 2 + refused
+    assert tree.state() == state and tree.n_active_leaves == 0 < active
+    assert tree.memory_bytes() <= 12_000
+
+
 # --- the runtime's plan ----------------------------------------------------------------------
 
 TWO = [{"name": "nb", "kind": "gaussian_nb"}, {"name": "tree", "kind": "hoeffding_tree", "grace_period": 50}]
@@ -129,13 +233,10 @@ def config(budget, models=TWO, max_devices=10, **memory):
 def test_plan_divides_the_budget_among_devices_and_models():
     plan = plan_memory(config(120_000))
     assert plan.device_bytes == 12_000
-    nb = plan.model_bytes["nb"]
-    assert 3000 < nb < 9000  # naive Bayes charged its size after 10 classes of 3 features
-    assert plan.model_bytes["tree"] == 12_000 - nb
-    assert plan.models[0].params == {}
-    assert plan.models[1].params == {"grace_period": 50, "max_size_bytes": 12_000 - nb}
-    built = plan.models[1].build()
-    assert built.max_size_bytes == 12_000 - nb
+    assert plan.model_bytes == {"nb": 6000, "tree": 6000}  # both kinds take a byte bound: equal shares
+    assert plan.models[0].params == {"max_size_bytes": 6000}
+    assert plan.models[1].params == {"grace_period": 50, "max_size_bytes": 6000}
+    assert [m.build().max_size_bytes for m in plan.models] == [6000, 6000]
 
 
 def test_plan_keeps_a_models_own_max_size_bytes_and_shares_the_rest():
@@ -154,15 +255,15 @@ def test_plan_without_budget_leaves_models_unbounded_and_admits_everyone():
 
 
 def test_a_budget_too_small_for_the_models_is_a_config_error_with_the_bytes():
-    # one byte short of the smallest tree beside the NB (whose size is this platform's)
-    nb_bytes = probe_bytes(config(10**6).models[0], len(FEATURES))
-    per_device = nb_bytes + MIN_SIZE_BYTES - 1
+    # two equal shares, one byte short of the smallest tree
+    per_device = 2 * (MIN_SIZE_BYTES - 1)
     with pytest.raises(ConfigError, match=rf"gives {per_device} bytes per device; model 'tree' gets "
                                           rf"{MIN_SIZE_BYTES - 1}: max_size_bytes"):
         plan_memory(config(10 * per_device))
-    plan_memory(config(10 * (per_device + 1)))  # and one byte more is enough
-    with pytest.raises(ConfigError, match=r"the models without a share take nb \d+ bytes, leaving 0 for tree"):
-        plan_memory(config(10_000))
+    plan_memory(config(10 * 2 * MIN_SIZE_BYTES))  # and a byte more each is enough
+    own = [{**TWO[0], "max_size_bytes": 5000}, TWO[1]]
+    with pytest.raises(ConfigError, match=r"the models without a share take nb 5000 bytes, leaving 0 for tree"):
+        plan_memory(config(10_000, own))
 
 
 # --- device refusal through Mosquitto --------------------------------------------------------
@@ -271,7 +372,8 @@ def test_shed_trees_keep_predicting_and_learning():
     assert p.tree.n_active_leaves == before // 2
     assert p.tree.predict_one(x) in (0, 1)
     learned(p.tree, agr(500, seed=3))
-    assert p.srp.shed_background() >= 0 and p.srp.n_background_learners == 0
+    bkg = p.srp.n_background_learners
+    assert bkg > 0 and p.srp.shed_background() == bkg and p.srp.n_background_learners == 0
 
 
 def test_rss_bytes_reads_this_process():
@@ -337,17 +439,16 @@ def test_budget_within_prints_peaks_per_model_total_rss_and_verdict(tmp_path, ca
 
 
 def test_budget_shares_add_up_to_the_device_share(tmp_path, capsys):
-    # tree has its own max_size_bytes: part of the device share goes to no model
+    # both models have their own max_size_bytes: part of the device share goes to no model
     cfg = budget_config(tmp_path, "[memory]\nmodel_budget_bytes = 400000\nmax_devices = 10\n", models=(
-        '[[models]]\nname = "nb"\nkind = "gaussian_nb"\n'
+        '[[models]]\nname = "nb"\nkind = "gaussian_nb"\nmax_size_bytes = 5000\n'
         '[[models]]\nname = "tree"\nkind = "hoeffding_tree"\nmax_size_bytes = 20000\n'))
     code, out, _ = budget(capsys, "--config", cfg, "--data", "synth:AGR_A", "--samples", "300")
-    share_nb = plan_memory(load_config(cfg)).model_bytes["nb"]
     lines = out.splitlines()
     assert code == 0
     assert lines[1].split() == ["model", "kind", "accuracy", "peak", "bytes", "share", "bytes", "verdict"]
-    assert [line.split()[4] for line in lines[2:4]] == [f"{share_nb:,}", "20,000"]
-    assert lines[4].split() == ["unassigned", f"{40_000 - share_nb - 20_000:,}"]
+    assert [line.split()[4] for line in lines[2:4]] == ["5,000", "20,000"]
+    assert lines[4].split() == ["unassigned", "15,000"]
     assert lines[5].split()[:2] == ["device", "total"] and lines[5].split()[3:] == ["40,000", "ok"]
     assert lines[6] == "model_budget_bytes 400,000 = 40,000 per device x 10"
 
@@ -359,20 +460,19 @@ def test_budget_over_the_rss_limit_exits_1(tmp_path, capsys):
     assert "(rss_limit_mb 1: OVER)" in out and out.splitlines()[-1] == "verdict: OVER BUDGET"
 
 
-def test_budget_over_a_probe_charge_exits_1(tmp_path, capsys):
-    # nb is charged its size after 10 classes; this file has 20, so nb outgrows its charge
+def test_budget_of_a_naive_bayes_with_more_classes_than_its_share_holds_stays_within(tmp_path, capsys):
+    # 3,000 bytes hold 3 classes of 3 features; this file has 20: nb refuses the others
     rng = np.random.default_rng(0)
     rows = [f"{a:.3f},{b:.3f},{c:.3f},k{i % 20}" for i, (a, b, c) in enumerate(rng.normal(size=(400, 3)).tolist())]
     data = tmp_path / "many.csv"
     data.write_text("f0,f1,f2,y\n" + "\n".join(rows) + "\n")
-    charge = plan_memory(config(10_000, models=[{"name": "nb", "kind": "gaussian_nb"}], max_devices=1)).model_bytes["nb"]
     path = tmp_path / "nb.toml"
-    path.write_text(f'[schema]\nfeatures = ["f0", "f1", "f2"]\n[memory]\nmodel_budget_bytes = {charge}\n'
+    path.write_text('[schema]\nfeatures = ["f0", "f1", "f2"]\n[memory]\nmodel_budget_bytes = 3000\n'
                     'max_devices = 1\n[[models]]\nname = "nb"\nkind = "gaussian_nb"\n')
     code, out, _ = budget(capsys, "--config", str(path), "--data", str(data), "--every", "1")
     nb = out.splitlines()[2].split()
-    assert code == 1 and nb[4] == f"{charge:,}" and nb[5] == "OVER" and int(nb[3].replace(",", "")) > charge
-    assert out.splitlines()[-1] == "verdict: OVER BUDGET"
+    assert code == 0 and nb[4] == "3,000" and nb[5] == "ok" and int(nb[3].replace(",", "")) <= 3000
+    assert out.splitlines()[-1] == "verdict: within budget"
 
 
 def test_budget_too_small_to_build_the_models_exits_1_with_the_reason(tmp_path, capsys):

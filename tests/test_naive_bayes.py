@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from edgebayes.base import ClassLimitError
 from edgebayes.naive_bayes import EPS_FLOOR, GaussianNB
 from edgebayes.streams import open_stream
 
@@ -514,3 +515,25 @@ def test_online_10_fold_cv_accuracy_equals_offline(path):
         offline.append(np.mean([p == t for p, t in zip(_offline_predict(_offline(Xtr, ytr), X[test]), truth)]))
     assert online == offline
     assert 0.5 < np.mean(online) < 1.0
+
+
+def test_learn_many_refuses_a_batch_whose_new_classes_do_not_fit_and_learns_nothing():
+    bound = GaussianNB().planned_bytes(["a", "b", "c"], 2)
+    nb = GaussianNB(max_size_bytes=bound)
+    nb.learn_one([0.0, 1.0], "a")
+    state = nb.state()
+    with pytest.raises(ClassLimitError, match="class 'b' refused: max_size_bytes="):
+        nb.learn_many(np.array([[1.0, 2.0], [2.0, 3.0], [3.0, 4.0]]), ["b", "c", "d"])
+    assert nb.state() == state
+    nb.learn_many(np.array([[1.0, 2.0], [2.0, 3.0]]), ["b", "c"])
+    assert nb.classes_ == ["a", "b", "c"] and nb.memory_bytes() <= bound
+    nb.predict_one([1.0, 2.0])
+    assert nb.memory_bytes() <= bound  # the prediction cache was planned for
+
+
+def test_a_state_without_max_size_bytes_loads_unbounded_and_the_bound_round_trips():
+    nb = GaussianNB(max_size_bytes=5000)
+    nb.learn_one([0.0, 1.0], "a")
+    old = {k: v for k, v in nb.state().items() if k != "max_size_bytes"}
+    assert GaussianNB.from_state(old).max_size_bytes is None
+    assert GaussianNB.from_state(nb.state()).max_size_bytes == 5000

@@ -25,6 +25,7 @@ import numpy as np
 from edgebayes.base import (
     MAX_WEIGHT,
     STATE_ERRORS,
+    ClassLimitError,
     Learner,
     as_floats,
     check_count,
@@ -37,6 +38,7 @@ from edgebayes.base import (
 )
 from edgebayes.naive_bayes import GaussianNB
 from edgebayes.naive_bayes_mixed import ZERO_FREQUENCY, MixedNB, split_columns
+from edgebayes.sizes import append_bytes, insert_bytes
 
 __all__ = ["SAMPLINGS", "TIE_RTOL", "NaiveBayesCommittee"]
 
@@ -62,6 +64,11 @@ class NaiveBayesCommittee(Learner):
             (counts for those, Gaussians for the rest), else `GaussianNB`.
         zero_frequency: the MixedNB members' rule, ``"laplace"`` or ``"borrow"``.
         seed: int >= 0 or None (fresh entropy, fixed at construction and kept in `state`).
+        max_size_bytes: hard bound on `memory_bytes` (None = unbounded), at least the bytes
+            of the empty committee. Room is planned for every member holding every class
+            and nominal value the committee has taken, whatever the members drew so far: a
+            sample whose new class or value does not fit that plan is refused with
+            `edgebayes.base.ClassLimitError` before any draw, the committee unchanged.
 
     Vote: each member that has learned something votes for its most probable class;
     `predict_proba_one` gives the vote shares over every class the committee has seen (0.0
@@ -101,6 +108,7 @@ class NaiveBayesCommittee(Learner):
         nominal_attributes=None,
         zero_frequency: str = "laplace",
         seed: int | None = None,
+        max_size_bytes: int | None = None,
     ):
         if isinstance(n_models, bool) or not isinstance(n_models, numbers.Integral) or n_models < 1:
             raise ValueError(f"n_models must be an int >= 1, got {n_models!r}")
@@ -139,6 +147,14 @@ class NaiveBayesCommittee(Learner):
         self.n_features_in_: int | None = None
         self.n_samples_seen_ = 0.0
         self._n_learned = 0  # samples learned: keys the tie-break draws to the model's version
+        self.max_size_bytes = max_size_bytes
+        if max_size_bytes is not None and (
+            isinstance(max_size_bytes, bool)
+            or not isinstance(max_size_bytes, numbers.Integral)
+            or max_size_bytes < self.memory_bytes()
+        ):
+            raise ValueError(f"max_size_bytes must be None or an int >= {self.memory_bytes()} "
+                             f"(the empty committee), got {max_size_bytes!r}")
 
     # ------------------------------------------------------------------ learning
 
@@ -163,6 +179,8 @@ class NaiveBayesCommittee(Learner):
             ValueError: bad x (as `GaussianNB.learn_one`), label, weight, a weight k * w above
                 `edgebayes.base.MAX_WEIGHT`, or nominal indices out of x's range; all checked
                 before any member learns: the model (generator included) is unchanged.
+            ClassLimitError: (a ValueError) a new class or nominal value ``max_size_bytes``
+                cannot hold (see the class docstring); the model is unchanged.
         """
         if type(w) is not float or w != 1.0:  # the default skips the check; True does not
             w = check_weight(w)
@@ -172,6 +190,8 @@ class NaiveBayesCommittee(Learner):
             split_columns(self.nominal_attributes, len(xs))
         if w == 0.0:
             return
+        if self.max_size_bytes is not None:
+            self._check_room(xs, y)
         saved = self._rng.bit_generator.state if w > 1.0 else None  # k * w may be refused
         ks = self._weights()
         if saved is not None and max(ks) * w > MAX_WEIGHT:
@@ -188,6 +208,40 @@ class NaiveBayesCommittee(Learner):
         for member, k in zip(self._members, ks):
             if k:
                 member.learn_one(xs, y, k * w)
+
+    def _check_room(self, xs: list, y) -> None:
+        """ClassLimitError unless the committee, every member holding every class and
+        nominal value taken so far plus those of (xs, y), fits ``max_size_bytes``."""
+        new_class = y not in self._index
+        nominal = self.nominal_attributes is not None
+        # a value is new to the committee when no member has seen it
+        fresh = [m.new_values(xs) for m in self._members] if nominal else []
+        new_values = {i: v for i, v in fresh[0].items() if all(i in f for f in fresh)} if fresh else {}
+        if not (new_class or new_values):
+            return
+        classes = [*self.classes_, y] if new_class else self.classes_
+        need = self._own_bytes() + (sys.getsizeof(y) + append_bytes(self.classes_, 1)
+                                    + insert_bytes(self._index, [y]) if new_class else 0)
+        d = len(xs)
+        if nominal:
+            union = [set().union(*col) for col in zip(*(m.categories_ for m in self._members))]
+            union = union or [set() for _ in split_columns(self.nominal_attributes, d)[0]]
+            for i, v in new_values.items():
+                union[i] |= set(v)
+        for m in self._members:
+            missing = [c for c in classes if c not in m.classes_]
+            if nominal:
+                seen = m.categories_ or [[] for _ in union]
+                values = {i: sorted(u.difference(s)) for i, (u, s) in enumerate(zip(union, seen))}
+                need += m.planned_bytes(missing, d, {i: v for i, v in values.items() if v})
+            else:
+                need += m.planned_bytes(missing, d)
+        if need > self.max_size_bytes:
+            what = f"class {y!r}" if new_class else f"nominal value(s) {new_values}"
+            raise ClassLimitError(
+                f"{what} refused: max_size_bytes={self.max_size_bytes} cannot hold "
+                f"{len(classes)} classes in each of the {self.n_models} members ({need} bytes)"
+            )
 
     # ------------------------------------------------------------------ prediction
 
@@ -253,10 +307,12 @@ class NaiveBayesCommittee(Learner):
 
     def memory_bytes(self) -> int:
         """Bytes held: the members' own counts, the member and class lists, the generator."""
+        return int(self._own_bytes() + sum(m.memory_bytes() for m in self._members))
+
+    def _own_bytes(self) -> int:
         total = sys.getsizeof(self) + sys.getsizeof(self.__dict__) + sys.getsizeof(self._members)
         total += sys.getsizeof(self.classes_) + sys.getsizeof(self._index) + sum(map(sys.getsizeof, self.classes_))
-        total += sys.getsizeof(self._rng) + sys.getsizeof(self._rng.bit_generator)
-        return int(total + sum(m.memory_bytes() for m in self._members))
+        return total + sys.getsizeof(self._rng) + sys.getsizeof(self._rng.bit_generator)
 
     def state(self) -> dict:
         """Plain, msgpack-serialisable state with ``"kind": "nb_committee"`` (see `from_state`)."""
@@ -270,6 +326,7 @@ class NaiveBayesCommittee(Learner):
                 "nominal_attributes": None if self.nominal_attributes is None else [int(i) for i in self.nominal_attributes],
                 "zero_frequency": self.zero_frequency,
                 "seed": self.seed,
+                "max_size_bytes": self.max_size_bytes,
             },
             "classes": list(self.classes_),
             "n_features_in": self.n_features_in_,

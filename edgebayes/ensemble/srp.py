@@ -17,6 +17,7 @@ import numpy as np
 from edgebayes.base import (
     MAX_WEIGHT,
     STATE_ERRORS,
+    ClassLimitError,
     Learner,
     as_floats,
     check_count,
@@ -35,6 +36,7 @@ from edgebayes.ensemble.subspaces import (
     random_subspace,
     subspace_size_for,
 )
+from edgebayes.sizes import append_bytes, insert_bytes
 
 __all__ = ["SRPClassifier", "combine_votes"]
 
@@ -52,6 +54,11 @@ UNKNOWN_ACCURACY_WEIGHT = 0.01
 MEMBER_FRACTION = 0.9
 #: Inputs an ADWIN window is sized for when the memory budget reserves room for detectors.
 _DETECTOR_HORIZON_LOG2 = 32
+#: Bytes a bounded ensemble reserves for its own bookkeeping (this object, the class list and
+#: index), plus `_MEMBER_BOOKKEEPING_BYTES` per member (its slot object, two subspace arrays;
+#: more once drawn subspaces need it).
+_BOOKKEEPING_BYTES = 8192
+_MEMBER_BOOKKEEPING_BYTES = 512
 
 
 def combine_votes(votes: list, weights: list, classes: list, index: dict) -> dict:
@@ -137,6 +144,10 @@ class _Member:
         self.promoted = False  # a background learner swapped in, no warning since
 
 
+#: bytes of a member's slot object (its attributes are slots)
+_MEMBER_SLOT_BYTES = sys.getsizeof(_Member.__new__(_Member))
+
+
 class SRPClassifier(Learner):
     """Streaming Random Patches ensemble classifier (seed 000, Algorithm 1).
 
@@ -202,13 +213,20 @@ class SRPClassifier(Learner):
         max_size_bytes: hard bound on `memory_bytes` (None = unbounded), shared by members
             and background learners: detectors and bookkeeping get a fixed reserve (ADWIN
             windows sized for 2**32 inputs: 3.4 kB per signal, 68 kB for 10 members with
-            warning and drift detectors) and each learner slot (n_models, twice that with
+            warning and drift detectors; the bookkeeping grows at the first sample when the
+            subspaces' index arrays need more than 512 bytes per member) and each learner slot (n_models, twice that with
             background learners) its share, passed down as the learner's own
             ``max_size_bytes``: members `MEMBER_FRACTION` of the rest, background learners
             what is left (for 1 MB and 10 members: 82.7 kB per member, 9.2 kB per background
             learner, raised to a member's share when it is swapped in). The base learner must
-            therefore take ``max_size_bytes`` and read it at each allocation (our tree does).
-            The reserve assumes at most ~100 labels.
+            therefore take ``max_size_bytes`` and read it at each allocation, and tell with
+            ``has_room(x, y)`` whether it can hold a sample's class (our tree and naive
+            Bayes do). Classes are held whatever their number, within the bound: a sample
+            is refused with `edgebayes.base.ClassLimitError`, nothing changed (generators
+            included), when its new label does not fit the bookkeeping reserve (with 10
+            members, about 40 labels of 10 characters) or when a member, whatever its Poisson weight, cannot hold its
+            class or nominal values; a background learner that cannot is dropped instead
+            (a later warning starts a new one).
         seed: int >= 0 or None (fresh entropy, fixed at construction). Subspaces, Poisson
             weights and members' seeds come from it; the same seed and stream give the same
             model and predictions.
@@ -301,8 +319,9 @@ class SRPClassifier(Learner):
         if disable_detector == "off":
             self._warning_proto = _error_signal(warning_detector if warning_detector is not None else _adwin(1e-4))
         self._share = self._bkg_share = None  # bytes per member / background learner
-        if max_size_bytes is not None:
-            self._share, self._bkg_share = self._learner_shares()
+        self.subspace_size_: int | None = None
+        self.training_method_: str = training_method
+        self._set_shares()
 
         structure, weights = np.random.SeedSequence(seed).spawn(2)
         self._rng = np.random.default_rng(structure)  # subspaces, members' seeds
@@ -310,8 +329,6 @@ class SRPClassifier(Learner):
         self.classes_: list = []
         self._index: dict = {}
         self.n_features_: int | None = None
-        self.subspace_size_: int | None = None
-        self.training_method_: str = training_method
         self.n_samples_seen_ = 0
         self.n_warnings = 0
         self.n_drifts = 0
@@ -325,7 +342,18 @@ class SRPClassifier(Learner):
 
     # ------------------------------------------------------------------ construction helpers
 
-    def _learner_shares(self) -> tuple[int, int]:
+    def _set_shares(self) -> None:
+        """Each member's and background learner's bytes under ``max_size_bytes``, for the
+        subspaces drawn (if any)."""
+        if self.max_size_bytes is not None:
+            self._share, self._bkg_share = self._learner_shares(self._subspace_k())
+
+    def _subspace_k(self) -> int | None:
+        """Features per drawn subspace; None before the first sample or when every member
+        sees every feature."""
+        return None if self.training_method_ == "resampling" else self.subspace_size_
+
+    def _learner_shares(self, k: int | None = None) -> tuple[int, int]:
         """Bytes each member and each background learner may hold under ``max_size_bytes``.
 
         With warnings on, members get `MEMBER_FRACTION` of what the reserve leaves and
@@ -338,9 +366,8 @@ class SRPClassifier(Learner):
         """
         n = self.n_models
         n_signals = n * ((self._drift_proto is not None) + (self._warning_proto is not None))
-        # bookkeeping: this object, class index (room for ~100 labels), per member its slot
-        # object and two subspace arrays; detectors: their size after 2**32 inputs
-        reserve = 8192 + 512 * n + n_signals * _signal_bound(self._drift_proto or self._warning_proto)
+        # detectors: their size after 2**32 inputs
+        reserve = self._bookkeeping_bytes(k) + n_signals * _signal_bound(self._drift_proto or self._warning_proto)
         pool = self.max_size_bytes - reserve
         if self._warning_proto is None:
             splits = [(pool // n, pool // n)]
@@ -357,6 +384,14 @@ class SRPClassifier(Learner):
             f"reserve {reserve} bytes, leaving {max(share, 0)} per member and "
             f"{max(bkg_share, 0)} per background learner for {n} members ({refusal})"
         )
+
+    def _bookkeeping_bytes(self, k: int | None = None) -> int:
+        """The part of a bounded ensemble's reserve for its own objects (`_own_bytes`), with
+        subspaces of ``k`` features (None: none drawn)."""
+        per_member = _MEMBER_BOOKKEEPING_BYTES
+        if k is not None:  # a member's and a background learner's subspace, int64 arrays
+            per_member = max(per_member, _MEMBER_SLOT_BYTES + 2 * (8 * k + 112))
+        return _BOOKKEEPING_BYTES + per_member * self.n_models
 
     def _new_learner(self, features, background: bool = False):
         """A fresh base learner for ``features`` (None = all): its share, seed and subspace."""
@@ -388,6 +423,7 @@ class SRPClassifier(Learner):
             subspaces = [None] * self.n_models
         else:
             subspaces = draw_subspaces(n_features, k, self.n_models, self._rng)
+        self._set_shares()
         self._members = [
             _Member(
                 self._new_learner(f),
@@ -432,6 +468,8 @@ class SRPClassifier(Learner):
             ValueError: bad x, label or weight, or a weight k * w above
                 `edgebayes.base.MAX_WEIGHT`; checked before any member learns, the model
                 (generators included) is unchanged.
+            ClassLimitError: (a ValueError) a class or nominal value ``max_size_bytes``
+                cannot hold (see the class docstring); the model is unchanged.
         """
         xs, v = self._check_x(x, learning=True)
         check_label(y)
@@ -440,6 +478,8 @@ class SRPClassifier(Learner):
         if w == 0.0:
             self.last_events = []
             return
+        if self._share is not None:
+            self._make_room(xs, v, y)
         if self.training_method_ == "subspaces":
             ks = [1] * self.n_models
         else:
@@ -491,6 +531,45 @@ class SRPClassifier(Learner):
                 self._on_warning(i, m)
             if m.drift.update(error):
                 self._on_drift(i, m)
+
+    def _make_room(self, xs: list, v, y) -> None:
+        """Refuse (ClassLimitError, nothing changed) a sample whose new label the
+        bookkeeping reserve cannot hold or whose class or nominal values a member cannot
+        hold (`has_room`), whether or not its Poisson weight will be 0; then drop the
+        background learners that cannot hold them (a later warning starts new ones)."""
+        bookkeeping = self._bookkeeping_bytes(self._subspace_k())
+        if y not in self._index:
+            grown = sys.getsizeof(y) + append_bytes(self.classes_, 1) + insert_bytes(self._index, [y])
+            if self._own_bytes() + grown > bookkeeping:
+                raise ClassLimitError(
+                    f"class {y!r} refused: max_size_bytes={self.max_size_bytes} reserves "
+                    f"{bookkeeping} bytes for the ensemble's own bookkeeping, "
+                    f"full with {len(self.classes_)} labels"
+                )
+        if not self._members:  # the first sample: a learner over every feature bounds any member's
+            n = len(xs)
+            k = subspace_size_for(self.subspace_size, n)
+            k = None if self.training_method == "resampling" or k == n else k
+            try:  # the shares left once this many features' subspaces are reserved
+                share = self._learner_shares(k)[0]
+            except ValueError as exc:
+                raise ClassLimitError(f"class {y!r} refused: x of {n} features: {exc}") from None
+            params = {**self._proto._params(), "max_size_bytes": share}
+            if self._has_features:  # a subspace of as many features as a member's, held as it is
+                params["features"] = None if k is None else list(range(k))
+            if not type(self._proto)(**params).has_room(xs, y):
+                raise ClassLimitError(f"class {y!r} refused: a member's share of max_size_bytes="
+                                      f"{self.max_size_bytes} ({share} bytes) cannot hold a learner "
+                                      f"of {n} features with it")
+        for i, m in enumerate(self._members):
+            if not m.learner.has_room(xs if m.take is None else v[m.take], y):
+                raise ClassLimitError(
+                    f"class {y!r} refused: member {i}'s share of max_size_bytes={self.max_size_bytes} "
+                    f"({self._share} bytes) cannot hold it or this sample's nominal values"
+                )
+        for m in self._members:
+            if m.bkg is not None and not m.bkg.has_room(xs if m.bkg_take is None else v[m.bkg_take], y):
+                m.bkg = m.bkg_features = m.bkg_take = None
 
     def _event(self, level: str, i: int, signal) -> None:
         before, after = _accuracy_around(signal)
@@ -608,17 +687,11 @@ class SRPClassifier(Learner):
         return list(self._last_predictions)
 
     def memory_bytes(self) -> int:
-        """Bytes held: members' and background learners' own counts, detectors, subspaces,
-        and this object's bookkeeping (lists, class index)."""
-        total = sys.getsizeof(self) + sys.getsizeof(self.__dict__) + sys.getsizeof(self._members)
-        total += sys.getsizeof(self.classes_) + sys.getsizeof(self._index)
-        total += sum(sys.getsizeof(c) for c in self.classes_)
-        total += 2 * (sys.getsizeof(self._last_predictions) + 8 * self.n_models)
+        """Bytes held: members' and background learners' own counts, detectors, and this
+        object's bookkeeping (`_own_bytes`)."""
+        total = self._own_bytes()
         for m in self._members:
-            total += sys.getsizeof(m) + m.learner.memory_bytes()
-            for f in (m.features, m.bkg_features):
-                if f is not None:
-                    total += f.nbytes + 112
+            total += m.learner.memory_bytes()
             if m.bkg is not None:
                 total += m.bkg.memory_bytes()
             for det in (m.warning, m.drift):
@@ -627,6 +700,20 @@ class SRPClassifier(Learner):
         if not self._members:
             total += self._proto.memory_bytes()
         return int(total)
+
+    def _own_bytes(self) -> int:
+        """Bytes of this object's bookkeeping: lists, class index and labels, member slots
+        and subspaces."""
+        total = sys.getsizeof(self) + sys.getsizeof(self.__dict__) + sys.getsizeof(self._members)
+        total += sys.getsizeof(self.classes_) + sys.getsizeof(self._index)
+        total += sum(sys.getsizeof(c) for c in self.classes_)
+        total += 2 * (sys.getsizeof(self._last_predictions) + 8 * self.n_models)
+        for m in self._members:
+            total += sys.getsizeof(m)
+            for f in (m.features, m.bkg_features):
+                if f is not None:
+                    total += f.nbytes + 112
+        return total
 
     # ------------------------------------------------------------------ state
 
@@ -708,6 +795,7 @@ class SRPClassifier(Learner):
             out.n_features_ = state["n_features"]
             out.subspace_size_ = state["subspace_size_"]
             out.training_method_ = state["training_method_"]
+            out._set_shares()
             out.n_samples_seen_ = check_count("n_samples_seen", state["n_samples_seen"])
             out.n_warnings = check_count("n_warnings", state["n_warnings"])
             out.n_drifts = check_count("n_drifts", state["n_drifts"])

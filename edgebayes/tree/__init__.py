@@ -22,7 +22,9 @@ cannot split. With ``max_size_bytes`` set, the tree never holds more bytes than 
 the budget is full it makes no split it cannot afford, and it keeps the observers only for
 the most *promising* leaves (weight seen times majority-class error: where a split could fix
 the most mistakes), deactivating the others and reactivating them when they rank higher or
-room frees (VFDT's memory management, as MOA's ``enforceTrackerLimit``).
+room frees (VFDT's memory management, as MOA's ``enforceTrackerLimit``). A new class or
+nominal value that does not fit even with every leaf inactive is refused
+(`edgebayes.base.ClassLimitError`), never learned by growing past the budget.
 
 **Storage.** Nodes and leaf statistics live in flat struct-of-arrays buffers (`storage`),
 grown geometrically up to what the budget allows: no Python object per node or statistic,

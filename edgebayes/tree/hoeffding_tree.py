@@ -15,6 +15,7 @@ import numpy as np
 
 from edgebayes.base import (
     MAX_ABS_X,
+    ClassLimitError,
     Learner,
     as_floats,
     check_count,
@@ -23,6 +24,7 @@ from edgebayes.base import (
     check_weight,
     refuse_malformed,
 )
+from edgebayes.sizes import append_bytes, insert_bytes
 from edgebayes.tree import storage
 from edgebayes.tree.criterion import MAX_SHARE_TO_SPLIT, hoeffding_bound, merit_range
 from edgebayes.tree.observers import (
@@ -71,6 +73,10 @@ class HoeffdingTreeClassifier(Learner):
         nominal_attributes: indices of x holding nominal values (multiway splits); others are
             numeric.
         max_size_bytes: hard bound on `memory_bytes()`, >= `MIN_SIZE_BYTES`; None = unbounded.
+            Whatever the classes, nominal values or features, the tree stays within it: a new
+            class or value first takes the room of deactivated leaves, and one that would
+            not fit even with no active leaf (every node keeps a weight per class) is
+            refused with `edgebayes.base.ClassLimitError`, the tree unchanged.
         features: indices of x the tree learns from and splits on (SRP's subspace); the
             sample is read in place, never copied. None = all features.
         seed: accepted for a uniform learner API; VFDT is deterministic and draws nothing.
@@ -119,7 +125,6 @@ class HoeffdingTreeClassifier(Learner):
         self.seed = seed
         self.classes_ = []
         self.n_features_in_ = None
-        self.n_skipped_ = 0  # samples a full budget could not take (a new class or value)
         self._cidx = {}
         self._gnum = []  # global indices of the numeric features learned, in record order
         self._gnom = []  # global indices of the nominal features learned
@@ -256,16 +261,35 @@ class HoeffdingTreeClassifier(Learner):
         arrays = (self._ni, self._nf, self._cc, self._st, self._free, *self._nc)
         return self._py_bytes() + sum(sys.getsizeof(a) for a in arrays)
 
+    def _growth_bytes(self, labels: list, values: dict) -> int:
+        """Most bytes `_py_bytes` gains when ``labels`` (new classes) and ``values`` (nominal
+        feature k -> a new value) are added: the labels, the list and dict growth, the
+        memo's room for more votes, the vocabulary entries."""
+        size = sys.getsizeof
+        extra = 0
+        if labels:
+            n = len(self.classes_)
+            extra += sum(size(y) for y in labels) + append_bytes(self.classes_, len(labels))
+            extra += insert_bytes(self._cidx, labels)
+            if self.n_features_in_ is not None:
+                m = n + len(labels)
+                extra += size([0.0] * m) - size([0.0] * n) + (m - n) * size(0.0)
+        for k, v in values.items():
+            voc = self._vocab[k]
+            extra += insert_bytes(voc, [v]) + size(v) + size(len(voc))
+        return extra
+
     def _fits(self, node_cap, slot_cap, ccap, vcaps) -> bool:
         if self.max_size_bytes is None:
             return True
         return self._py_bytes() + self._array_bytes(node_cap, slot_cap, ccap, vcaps) <= self.max_size_bytes
 
-    def _slots_that_fit(self, node_cap, ccap, vcaps) -> int:
-        """Largest slot capacity within the budget (-1 if even zero slots do not fit)."""
+    def _slots_that_fit(self, node_cap, ccap, vcaps, extra: int = 0) -> int:
+        """Largest slot capacity within the budget (-1 if even zero slots do not fit), with
+        ``extra`` bytes more of Python objects."""
         if self.max_size_bytes is None:
             return sys.maxsize
-        room = self.max_size_bytes - self._py_bytes() - self._array_bytes(node_cap, 0, ccap, vcaps)
+        room = self.max_size_bytes - self._py_bytes() - extra - self._array_bytes(node_cap, 0, ccap, vcaps)
         per_slot = self._array_bytes(0, 1, ccap, vcaps) - self._array_bytes(0, 0, ccap, vcaps)
         return room // per_slot if room >= 0 else -1
 
@@ -441,46 +465,103 @@ class HoeffdingTreeClassifier(Learner):
         self._vcaps = [0] * len(self._gnom)
         self._nc = [array("d") for _ in self._gnom]
 
-    def _add_class(self, y) -> int:
-        """Index of a new label, re-laying class-indexed arrays; -1 if the budget is full."""
-        self.classes_.append(y)
-        self._cidx[y] = c = len(self.classes_) - 1
-        self._memo = None
-        if c < self._ccap:
-            return c
-        new_nodes = self._node_cap or 1
-        for ccap in (max(2 * self._ccap, 1), c + 1):
-            if self._relayout(new_nodes, ccap, self._vcaps):
-                if not self._n_nodes:
-                    self._new_root()
-                return c
-        self.classes_.pop()
-        del self._cidx[y]
-        return -1
+    def _make_room(self, y, add_class: bool, xl: list, codes: list) -> tuple[int, list]:
+        """Add class ``y`` (if ``add_class``) and the nominal values of ``xl`` that ``codes``
+        marks None (new), re-laying the arrays: first the class, then each value, each at
+        twice its capacity where the rest still fits, else exactly; leaves are deactivated
+        to make room. Returns (class index, codes).
+
+        Raises:
+            ClassLimitError: even a tree with no active leaf could not hold them; nothing
+                has changed.
+        """
+        new, ccap, vcaps = self._needs(add_class, xl, codes)
+        if self._slots_that_fit(self._node_cap or 1, ccap, vcaps, self._growth_bytes([y] if add_class else [], new)) < 0:
+            what = f"class {y!r}" if add_class else f"nominal value(s) {new}"
+            raise ClassLimitError(
+                f"{what} refused: max_size_bytes={self.max_size_bytes} cannot hold "
+                f"{len(self.classes_) + add_class} classes and the nominal values of this tree"
+            )
+        self._memo = None  # a new class or value changes every class's votes
+        c = self._cidx.get(y, -1)
+        if add_class:
+            self.classes_.append(y)
+            self._cidx[y] = c = len(self.classes_) - 1
+            self._settle(ccap, self._vcaps, ccap, vcaps, new)
+            if not self._n_nodes:
+                self._new_root()
+        for k in list(new):
+            v = new.pop(k)
+            voc = self._vocab[k]
+            voc[v] = codes[k] = len(voc)
+            step = list(self._vcaps)
+            step[k] = vcaps[k]
+            self._settle(self._ccap, step, ccap, vcaps, new)
+        return c, codes
+
+    def _needs(self, add_class: bool, xl: list, codes: list) -> tuple[dict, int, list]:
+        """(nominal feature k -> new value, class capacity, value capacities) that learning
+        ``xl`` with a class needs at least; ``codes`` marks the new values None."""
+        new = {k: xl[self._gnom[k]] for k, code in enumerate(codes) if code is None}
+        ccap = max(self._ccap, len(self.classes_) + 1) if add_class else self._ccap
+        vcaps = [max(vc, len(self._vocab[k]) + 1) if k in new else vc for k, vc in enumerate(self._vcaps)]
+        return new, ccap, vcaps
+
+    def _codes(self, xl: list) -> list:
+        """Per nominal feature, the code of ``xl``'s value: -1 for NaN, None for a new value."""
+        vocab = self._vocab
+        return [vocab[k].get(xl[g]) if xl[g] == xl[g] else -1 for k, g in enumerate(self._gnom)]
+
+    def has_room(self, x, y) -> bool:
+        """Whether `learn_one` would take ``y`` and ``x``'s nominal values within
+        ``max_size_bytes`` (always True without a bound); changes nothing.
+
+        Args:
+            x, y: a sample `learn_one` accepts (a bad ``x`` raises ValueError as there; the
+                label is not checked again: an ensemble asks every member about one sample).
+        """
+        if self.max_size_bytes is None or (not self._gnom and y in self._cidx):
+            return True
+        xl = self._check_x(x, learning=True)
+        tree = self
+        if self.n_features_in_ is None:  # a fresh copy fixes the schema, this one stays untouched
+            tree = self.clone()
+            tree._init_features(len(xl))
+        codes = tree._codes(xl)
+        add_class = y not in tree._cidx
+        if not add_class and None not in codes:
+            return True
+        new, ccap, vcaps = tree._needs(add_class, xl, codes)
+        extra = tree._growth_bytes([y] if add_class else [], new)
+        return tree._slots_that_fit(tree._node_cap or 1, ccap, vcaps, extra) >= 0
+
+    def _settle(self, ccap: int, vcaps: list, final_ccap: int, final_vcaps: list, later: dict) -> None:
+        """Re-lay to at least ``ccap`` / ``vcaps`` (one of them grown), doubling the grown
+        capacity when the ``later`` values still fit at ``final_*`` beside it; with unchanged
+        capacities, only shed leaves if the Python objects outgrew the budget."""
+        node_cap = self._node_cap or 1
+        if ccap == self._ccap and vcaps == self._vcaps:
+            if not self._fits(node_cap, self._slot_cap, ccap, vcaps):
+                self._relayout(node_cap, ccap, vcaps)
+            return
+        if ccap > self._ccap:
+            doubled = (max(2 * self._ccap, 1), vcaps)
+            after = (doubled[0], final_vcaps)
+        else:
+            k = next(k for k, (a, b) in enumerate(zip(vcaps, self._vcaps)) if a > b)
+            grown = list(vcaps)
+            grown[k] = 2 * self._vcaps[k] or 1
+            doubled = (ccap, grown)
+            after = (final_ccap, [max(a, b) for a, b in zip(grown, final_vcaps)])
+        fits_later = self._slots_that_fit(node_cap, *after, self._growth_bytes([], later)) >= 0
+        if not (fits_later and self._relayout(node_cap, *doubled)):
+            self._relayout(node_cap, ccap, vcaps)  # cannot fail: _make_room checked the exact capacities
 
     def _new_root(self) -> None:
         self._n_nodes = 1
         self._ni[_FEAT] = -1
         self._ni[_SLOT] = -1
         self._activate(0)
-
-    def _code(self, k: int, v: float) -> int:
-        """Code of value ``v`` of nominal feature k, added if new; -1 if the budget is full."""
-        voc = self._vocab[k]
-        code = voc.get(v)
-        if code is not None:
-            return code
-        voc[v] = code = len(voc)
-        self._memo = None  # a new value changes every class's Laplace term
-        if code < self._vcaps[k]:
-            return code
-        for vcap in (2 * self._vcaps[k] or 1, code + 1):
-            vcaps = list(self._vcaps)
-            vcaps[k] = vcap
-            if self._relayout(self._node_cap, self._ccap, vcaps):
-                return code
-        del voc[v]
-        return -1
 
     # ------------------------------------------------------------------ learning
 
@@ -499,25 +580,27 @@ class HoeffdingTreeClassifier(Learner):
                 magnitude above `edgebayes.base.MAX_ABS_X`, a None/NaN/unhashable label, a
                 bad weight (`edgebayes.base.check_weight`), or ``features`` out of range; the
                 tree is unchanged.
+            ClassLimitError: (a ValueError) a new class or nominal value that
+                ``max_size_bytes`` cannot hold even with every leaf deactivated; the tree is
+                unchanged.
         """
         check_label(y)
         w = check_weight(w)
         xl = self._check_x(x, learning=True)
         if self.n_features_in_ is None:
+            if not self.has_room(xl, y):  # the schema's own bytes (memo room) count too
+                raise ClassLimitError(f"class {y!r} refused: max_size_bytes={self.max_size_bytes} "
+                                      f"cannot hold a tree over {len(xl)} features")
             self._init_features(len(xl))
         if w == 0.0:
             return
         c = self._cidx.get(y)
-        if c is None:
-            c = self._add_class(y)
-            if c < 0:
-                self.n_skipped_ += 1
-                return
-        self._learn(xl, c, w)
+        codes = self._codes(xl)
+        if c is None or None in codes:  # a new class or value may re-lay the arrays
+            c, codes = self._make_room(y, c is None, xl, codes)
+        self._learn(xl, c, w, codes)
 
-    def _learn(self, xl: list, c: int, w: float) -> None:
-        # nominal codes first: a new value may re-lay the arrays
-        codes = [self._code(k, xl[g]) if xl[g] == xl[g] else -1 for k, g in enumerate(self._gnom)]
+    def _learn(self, xl: list, c: int, w: float, codes: list) -> None:
         memo, self._memo = self._memo, None
         ni, nf = self._ni, self._nf
         node = 0
@@ -895,7 +978,6 @@ class HoeffdingTreeClassifier(Learner):
             "params": params,
             "classes": list(self.classes_),
             "n_features_in": self.n_features_in_,
-            "n_skipped": self.n_skipped_,
             "n_learned": self._n_learned,
             "vocab": [list(v) for v in self._vocab],
             "caps": [self._node_cap, self._slot_cap, self._ccap, list(self._vcaps)],
@@ -943,7 +1025,6 @@ class HoeffdingTreeClassifier(Learner):
         tree._node_cap, tree._slot_cap, tree._ccap, tree._vcaps = node_cap, slot_cap, ccap, list(vcaps)
         tree._n_nodes = n = state["n_nodes"]
         tree._n_learned = state["n_learned"]
-        tree.n_skipped_ = state["n_skipped"]
         tree._ni = storage.filled("i", node_cap * _NI)
         tree._ni[: n * _NI] = array("i", state["ints"])
         tree._nf = storage.filled("d", node_cap * _NF)
@@ -972,8 +1053,7 @@ class HoeffdingTreeClassifier(Learner):
             check_label(c)
         if len(self._cidx) != K:
             raise bad("two classes are equal labels")
-        for name in ("n_learned", "n_skipped"):
-            check_count(name, state[name])
+        check_count("n_learned", state["n_learned"])
         caps = [self._node_cap, self._slot_cap, self._ccap, *self._vcaps]
         if any(type(c) is not int or c < 0 for c in caps) or len(self._vcaps) != len(self._gnom):
             raise bad("capacities must be ints >= 0, one per nominal feature")
