@@ -4,11 +4,10 @@ DESIGN.md 3, "memory is allocated, not discovered". Two limits from ``[memory]``
 
 - ``model_budget_bytes``: the bytes all models of all devices may hold (``memory_bytes()``).
   `plan_memory` divides it once, at start: each of ``max_devices`` devices gets
-  ``model_budget_bytes // max_devices``; within a device, a model whose kind has no byte bound
-  (naive Bayes, committees) is charged what it holds after learning a probe of
-  `PROBE_CLASSES` classes over the schema's features, a model with its own
-  ``max_size_bytes`` is charged that, and the kinds that take ``max_size_bytes`` (trees, SRP)
-  share the rest equally and are built with it (a hard bound). A device is admitted only if
+  ``model_budget_bytes // max_devices``; within a device, a model with its own
+  ``max_size_bytes`` is charged that, and the other models share the rest equally and are
+  built with it (every kind takes ``max_size_bytes`` as a hard bound; a class that does not fit
+  is refused, error kind ``class_limit``). A device is admitted only if
   its share still fits beside what the admitted devices hold or were promised
   (`MemoryPlan.refusal`).
 - ``rss_limit_mb``: the process. `MemoryGuard.check` reads ``/proc/self/statm`` and, from
@@ -22,24 +21,17 @@ DESIGN.md 3, "memory is allocated, not discovered". Two limits from ``[memory]``
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import logging
 import os
 import resource
 import time
 from collections.abc import Callable
 
-import numpy as np
 
-from edgebayes.base import learner_class
 from edgebayes.runtime.config import Config, ConfigError, ModelConfig
 
 log = logging.getLogger(__name__)
 
-#: classes learned by the probe that sizes a model kind without a byte bound
-PROBE_CLASSES = 10
-#: probe samples per class
-PROBE_SAMPLES = 20
 #: fraction of ``rss_limit_mb`` from which the guard sheds
 SHED_FRACTION = 0.9
 #: below this fraction the guard starts over (hysteresis)
@@ -55,23 +47,6 @@ def rss_bytes() -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except OSError:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def takes_size_bound(kind: str) -> bool:
-    """Whether learners of ``kind`` take ``max_size_bytes`` (a hard bound on memory_bytes())."""
-    return "max_size_bytes" in inspect.signature(learner_class(kind)).parameters
-
-
-def probe_bytes(model: ModelConfig, n_features: int) -> int:
-    """``memory_bytes()`` of ``model`` after learning `PROBE_CLASSES` classes of
-    `PROBE_SAMPLES` samples each (seeded Gaussian features): the charge of a kind whose size
-    grows with the classes seen and has no bound of its own."""
-    learner = model.build()
-    rng = np.random.default_rng(0)
-    for i in range(PROBE_CLASSES * PROBE_SAMPLES):
-        c = i % PROBE_CLASSES
-        learner.learn_one((rng.normal(size=n_features) + c).tolist(), c)
-    return int(learner.memory_bytes())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,15 +100,8 @@ def plan_memory(config: Config) -> MemoryPlan:
     if mem.model_budget_bytes is None:
         return MemoryPlan(tuple(config.models))
     device_bytes = mem.model_budget_bytes // mem.max_devices
-    n_features = len(config.schema.features)
-    charged, shared = {}, []
-    for m in config.models:
-        if "max_size_bytes" in m.params:
-            charged[m.name] = m.params["max_size_bytes"]
-        elif takes_size_bound(m.kind):
-            shared.append(m.name)
-        else:
-            charged[m.name] = probe_bytes(m, n_features)
+    charged = {m.name: m.params["max_size_bytes"] for m in config.models if "max_size_bytes" in m.params}
+    shared = [m.name for m in config.models if m.name not in charged]
     where = (f"[memory] model_budget_bytes = {mem.model_budget_bytes} for max_devices = "
              f"{mem.max_devices} gives {device_bytes} bytes per device")
     left = device_bytes - sum(charged.values())
