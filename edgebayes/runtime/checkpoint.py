@@ -66,11 +66,7 @@ class CheckpointStore:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        fd = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_dir(self.dir)
         return path
 
     def read(self, device: str) -> dict | None:
@@ -108,3 +104,12 @@ class CheckpointStore:
         log.error("checkpoint of device %s is unusable (%s); moved to %s, the device starts fresh",
                   device, reason, aside)
         return aside
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (fsync the folder itself)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -147,6 +147,7 @@ class Device:
         self.last_ts: float | None = None  # ts of the last accepted reading
         self.n_reboots = 0  # seq restarts (docs/protocol.md "Reboots")
         self.best = 0  # index of the slot with the best recent accuracy
+        self.journal_pos: tuple[str, int] | None = None  # journal position its restored checkpoint includes
 
     def restarted(self, ts: float | None) -> bool:
         """Whether a reading whose ``seq`` is not above ``last_seq`` starts a new seq epoch (the
@@ -243,9 +244,11 @@ class Device:
                 best, best_acc = i, acc
         self.best = best
 
-    def state(self) -> dict:
-        """Plain-data state of the whole device, for checkpoints."""
+    def state(self, journal_pos: list | None = None) -> dict:
+        """Plain-data state of the whole device, for checkpoints; ``journal_pos`` is the
+        journal position (``Journal.position()``, ``[id, offset]``) this state includes."""
         return {"device": self.device, "last_seq": self.last_seq, "last_ts": self.last_ts,
+                "journal": journal_pos,
                 "n_reboots": self.n_reboots, "models": [s.state() for s in self.slots],
                 "pending": self.pending.state(),
                 "label_type": None if self.label_type is None else self.label_type.__name__}
@@ -273,6 +276,8 @@ class Device:
         last_ts = state.get("last_ts")  # absent in older checkpoints
         self.last_ts = None if last_ts is None else float(last_ts)
         self.n_reboots = int(state.get("n_reboots", 0))
+        journal = state.get("journal")  # absent in older checkpoints: replay the whole journal
+        self.journal_pos = None if journal is None else (str(journal[0]), int(journal[1]))
         if "label_type" in state:
             self.label_type = {None: None, "int": int, "str": str}[state["label_type"]]
         else:  # an older checkpoint: the type of the labels its models learned
