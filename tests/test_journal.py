@@ -125,6 +125,8 @@ def test_after_a_crash_the_journal_is_replayed_silently_and_exactly(tmp_path):
     assert again.n_replayed == 20 and again.errors == {} and again.client.published == []
     assert again.devices["d1"].slots[0].learner.state() == expected  # same learning, same order
     assert again.devices["d1"].last_seq == 29
+    assert journal(tmp_path).recover()[1] == []  # checkpointed after the replay: not replayed again
+    assert worker(tmp_path).n_replayed == 0
 
 
 def test_a_crash_between_a_checkpoint_and_the_new_journal_learns_nothing_twice(tmp_path):

@@ -244,8 +244,9 @@ class Worker:
     def _recover(self) -> None:
         """Replay the journal of the last run (``edgebayes.runtime.journal``): each device
         learns, in order, the entries after the journal position of its checkpoint. They are
-        first copied to a new journal, so a crash during replay replays them again; nothing is
-        published (their predictions went out before the crash, or were never wanted)."""
+        first copied to a new journal, so a crash during replay replays them again, and the
+        devices they changed are checkpointed after it; nothing is published (their
+        predictions went out before the crash, or were never wanted)."""
         jid, entries = self.journal.recover()
         todo = [(topic, payload) for offset, topic, payload in entries if not self._included(jid, offset, topic)]
         self.journal.rotate(todo)
@@ -259,6 +260,7 @@ class Worker:
         if entries:
             log.info("journal: %d messages replayed, %d already in their device's checkpoint",
                      len(todo), len(entries) - len(todo))
+        self.checkpoint()  # so the next start does not replay them again
 
     def _included(self, jid: str | None, offset: int, topic: str) -> bool:
         """Whether the journal entry at ``offset`` of journal ``jid`` is in its device's checkpoint."""
