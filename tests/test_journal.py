@@ -43,7 +43,7 @@ def readings(w, data, first=0):
     """Readings seq ``first``.. with inline labels; message ids from ``first + 1``."""
     for i, (x, y) in enumerate(data, start=first):
         payload = json.dumps({"seq": i, "ts": 1000.0 + i, "x": x, "y": y}).encode()
-        w._handle("eb/d1/reading", payload, i + 1, 1, 0.0)
+        w._handle("eb/d1/reading", payload, i + 1, 1, 0.0, getattr(w.client, "n_connects", 0))
 
 
 def n_learned(w) -> int:
@@ -109,6 +109,20 @@ def test_messages_are_acknowledged_only_after_the_journal_is_synced(tmp_path):
     w._commit()
     assert w.client.acked == [1, 2, 3, 4, 5]
     assert len(journal(tmp_path).recover()[1]) == 5
+
+
+def test_messages_of_an_earlier_connection_are_not_acknowledged_on_the_new_one(tmp_path):
+    """After a reconnect a packet id may name another message: acknowledging the old one would
+    acknowledge that one unprocessed. The resumed session sends the old one again instead."""
+    w = worker(tmp_path)
+    w.client.n_connects = 1
+    data = blobs(2, seed=4)
+    readings(w, data[:1])  # mid 1, received on connection 1
+    w.client.n_connects = 2  # the broker went away and came back before the journal's sync
+    payload = json.dumps({"seq": 1, "ts": 1001.0, "x": data[1][0], "y": data[1][1]}).encode()
+    w._handle("eb/d1/reading", payload, 2, 1, 0.0, 2)
+    w._commit()
+    assert w.client.acked == [2] and n_learned(w) == 2
 
 
 def test_after_a_crash_the_journal_is_replayed_silently_and_exactly(tmp_path):

@@ -93,7 +93,7 @@ class Worker:
         self._pred_qos = config.output.prediction_qos
         self._names = [m.name for m in config.models]
         self._dirty: set[str] = set()
-        self._unacked: list[tuple[int, int]] = []  # (mid, qos) processed, waiting for the journal
+        self._unacked: list[tuple[int, int, int]] = []  # (mid, qos, connection) waiting for the journal
         self._unacked_since = 0.0
         self._commit_max = min(COMMIT_MAX, config.queue.max_size)
         self._journal_failed = False  # an append or sync failed: acknowledge after a full checkpoint
@@ -121,7 +121,7 @@ class Worker:
         message stays unacknowledged and the broker delivers it again to the next session."""
         if self._closed:
             return
-        item = (topic, payload, mid, qos, time.perf_counter())
+        item = (topic, payload, mid, qos, time.perf_counter(), getattr(self.client, "n_connects", 0))
         if not self._drop_oldest:
             self.queue.put(item)  # full only past can_take (another feed): waits for the worker
             return
@@ -135,7 +135,7 @@ class Worker:
                 except queue.Empty:
                     continue
                 self.n_dropped += 1
-                self.client.ack(old[2], old[3])
+                self._ack(old[2], old[3], old[5])
 
     def can_take(self) -> bool:
         """Whether ``submit`` takes a message now without waiting (network thread). Under the
@@ -189,11 +189,13 @@ class Worker:
             self._commit()
 
     # --- messages -------------------------------------------------------------------------
-    def _handle(self, topic: str, payload: bytes, mid: int, qos: int, t_recv: float) -> None:
+    def _handle(self, topic: str, payload: bytes, mid: int, qos: int, t_recv: float, conn: int = 0) -> None:
+        """Journal, process and (once durable) acknowledge one message received on connection
+        number ``conn`` (``MqttClient.n_connects`` then)."""
         journal = self.journal
         if journal is None:
             self._process(topic, payload, t_recv)
-            self.client.ack(mid, qos)
+            self._ack(mid, qos, conn)
             return
         if type(payload) is not Retained and self._journaled(topic):
             try:
@@ -204,7 +206,7 @@ class Worker:
         self._process(topic, payload, t_recv)
         if not self._unacked:
             self._unacked_since = time.monotonic()
-        self._unacked.append((mid, qos))
+        self._unacked.append((mid, qos, conn))
 
     def _journaled(self, topic: str) -> bool:
         """Whether a message on ``topic`` goes to the journal: a device's reading or label
@@ -235,10 +237,15 @@ class Worker:
         self._ack_processed()
 
     def _ack_processed(self) -> None:
-        ack = self.client.ack
-        for mid, qos in self._unacked:
-            ack(mid, qos)
+        for mid, qos, conn in self._unacked:
+            self._ack(mid, qos, conn)
         self._unacked.clear()
+
+    def _ack(self, mid: int, qos: int, conn: int) -> None:
+        """Acknowledge a message unless it came on an earlier connection: its packet id may now
+        name another message, and the broker sends it again in the resumed session anyway."""
+        if conn == getattr(self.client, "n_connects", 0):
+            self.client.ack(mid, qos)
 
     # --- replay at start ------------------------------------------------------------------
     def _recover(self) -> None:
