@@ -90,6 +90,41 @@ class Device:
         self.client.loop_stop()
 
 
+class Publisher:
+    """Publishes ``n`` labelled readings of device d1 at QoS 1 in a thread (``start()``), paced
+    at ``per_s``; records which ``seq`` the broker acknowledged (PUBACK), across broker
+    restarts. Clearing ``go`` pauses it."""
+
+    def __init__(self, broker, n: int, per_s: float, prefix: str = "eb", seed: int = 11):
+        self.dev = Device(broker, prefix=prefix, client_id="chaos-device", collect=False)
+        self.data = blobs(n, seed=seed)
+        self.per_s = per_s
+        self.seq_of: dict[int, int] = {}  # packet id -> seq (ids are not reused below 65,536)
+        self.acked_mids: set[int] = set()
+        self.dev.client.on_publish = lambda client, userdata, mid, rc, props: self.acked_mids.add(mid)
+        self.go = threading.Event()
+        self.go.set()
+        self.n_sent = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def acked(self) -> set[int]:
+        """The seqs the broker acknowledged."""
+        return {self.seq_of[m] for m in list(self.acked_mids) if m in self.seq_of}
+
+    def _run(self):
+        t0 = time.monotonic()
+        for seq, (x, y) in enumerate(self.data):
+            if not self.go.is_set():
+                self.go.wait()
+                t0 = time.monotonic() - seq / self.per_s
+            info = self.dev.publish("d1", "reading", {"seq": seq, "ts": 1.7e9 + seq, "x": x, "y": y})
+            self.seq_of[info.mid] = seq
+            self.n_sent = seq + 1
+            delay = t0 + (seq + 1) / self.per_s - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+
+
 def _session_props():
     from paho.mqtt.packettypes import PacketTypes
     from paho.mqtt.properties import Properties

@@ -13,7 +13,8 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from edgebayes.base import learner_from_state
 from edgebayes.naive_bayes import GaussianNB
-from tests.runtime_client import Device, blobs, wait_for, write_config
+from edgebayes.runtime.journal import Journal
+from tests.runtime_client import FEATURES, Device, blobs, wait_for, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,5 +109,6 @@ def test_sigterm_drains_checkpoints_and_leaves_offline_retained(broker, tmp_path
     assert saved["last_seq"] == 39 and learner_from_state(saved["models"][0]["learner"]).state() == off.state()
     assert [item[0] for item in saved["pending"]["items"]] == list(range(30, 40))
     assert _retained_status(broker) == b"offline"
-    assert sorted(os.listdir(ck)) == ["d1.ckpt"]
+    assert sorted(os.listdir(ck)) == ["d1.ckpt", "journal"]
+    assert Journal(ck, FEATURES, 65536).recover()[1] == []  # every message is in the checkpoint
     assert "stopped" in log.read_text()

@@ -2,7 +2,9 @@
 
 One file per device, ``<dir>/<device>.ckpt``, holding
 ``{"format": "edgebayes-checkpoint", "version": 1, "features": [...], "device": {...}}`` where
-``device`` is ``Device.state()``. A write goes to a temporary file in the same folder, is
+``device`` is ``Device.state()``, whose ``journal`` is the position of the write-ahead journal
+its state includes (``edgebayes.runtime.journal``: what is after it is replayed at start; an
+older checkpoint without it replays the whole journal). A write goes to a temporary file in the same folder, is
 fsynced, renamed over the old file and the folder fsynced, so a power cut leaves either the
 old checkpoint or the new one, never a torn file. A file that cannot be read back (corrupt,
 another format or version, another feature schema) is moved aside to
@@ -66,11 +68,7 @@ class CheckpointStore:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        fd = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_dir(self.dir)
         return path
 
     def read(self, device: str) -> dict | None:
@@ -108,3 +106,12 @@ class CheckpointStore:
         log.error("checkpoint of device %s is unusable (%s); moved to %s, the device starts fresh",
                   device, reason, aside)
         return aside
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (fsync the folder itself)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -14,7 +14,9 @@ with defaults (``-`` = no default, ``None`` = unset)::
     [[models]]    name=- kind=- (a ``edgebayes.base.KINDS`` name), then the learner's own
                   parameters under their API names (learning_rate, n_models, ...)
     [memory]      model_budget_bytes=None rss_limit_mb=None max_devices=64
-    [checkpoint]  dir=None (no checkpoints) interval_s=60
+    [checkpoint]  dir=None (no checkpoints, no journal) interval_s=60 sync_interval_s=1
+                  (most seconds a processed message waits for the journal's group fsync
+                  before it is acknowledged)
     [labels]      max_pending=1000 (per device) max_age_s=3600
     [output]      format="msgpack" ("msgpack" | "json") prediction_qos=0 metrics_interval_s=10
                   error_interval_s=1 max_backlog_bytes=8388608 (outgoing messages not yet
@@ -108,6 +110,7 @@ class MemoryConfig:
 class CheckpointConfig:
     dir: Path | None = None
     interval_s: float = 60.0
+    sync_interval_s: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -301,7 +304,8 @@ SPEC: dict[str, tuple[type, dict[str, tuple[tuple[type, ...], Callable | None]]]
         "rss_limit_mb": (NUM, _positive),
         "max_devices": (INT, _positive),
     }),
-    "checkpoint": (CheckpointConfig, {"dir": (STR, None), "interval_s": (NUM, _positive)}),
+    "checkpoint": (CheckpointConfig, {"dir": (STR, None), "interval_s": (NUM, _positive),
+                                      "sync_interval_s": (NUM, _positive)}),
     "labels": (LabelsConfig, {"max_pending": (INT, _non_negative), "max_age_s": (NUM, _positive)}),
     "output": (OutputConfig, {
         "format": (STR, _one_of("msgpack", "json")),

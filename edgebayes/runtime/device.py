@@ -162,6 +162,7 @@ class Device:
         self.last_recv: float | None = None  # when it arrived (unix s; None: unknown)
         self.n_reboots = 0  # seq restarts (docs/protocol.md "Reboots")
         self.best = 0  # index of the slot with the best recent accuracy
+        self.journal_pos: tuple[str, int] | None = None  # journal position its restored checkpoint includes
 
     def check_seq(self, seq: int, ts: float | None, now: float) -> bool:
         """Whether reading ``seq`` (taken at ``ts``, unix s, arrived at ``now``, unix s) starts a
@@ -299,10 +300,11 @@ class Device:
                 best, best_acc = i, acc
         self.best = best
 
-    def state(self) -> dict:
-        """Plain-data state of the whole device, for checkpoints."""
+    def state(self, journal_pos: list | None = None) -> dict:
+        """Plain-data state of the whole device, for checkpoints; ``journal_pos`` is the
+        journal position (``Journal.position()``, ``[id, offset]``) this state includes."""
         return {"device": self.device, "last_seq": self.last_seq, "last_ts": self.last_ts,
-                "last_recv": self.last_recv,
+                "last_recv": self.last_recv, "journal": journal_pos,
                 "n_reboots": self.n_reboots, "models": [s.state() for s in self.slots],
                 "pending": self.pending.state(),
                 "label_type": None if self.label_type is None else self.label_type.__name__}
@@ -338,6 +340,8 @@ class Device:
             raise ValueError(f"last_recv must be finite, got {last_recv!r}")
         self.last_recv = None if last_recv is None else float(last_recv)
         self.n_reboots = check_count("n_reboots", state.get("n_reboots", 0))
+        journal = state.get("journal")  # absent in older checkpoints: replay the whole journal
+        self.journal_pos = None if journal is None else (str(journal[0]), check_count("journal position", journal[1]))
         if "label_type" in state:
             self.label_type = {None: None, "int": int, "str": str}[state["label_type"]]
         else:  # an older checkpoint: the type of the labels its models learned

@@ -3,7 +3,8 @@
 ``Runtime(config)`` wires a ``Worker`` (all model state, one thread) to an ``MqttClient``
 (paho's network thread, which only enqueues). ``start()`` connects in the background;
 ``stop()`` does the clean shutdown: no more intake, drain the queue, checkpoint every device,
-publish ``offline`` (retained), disconnect.
+publish ``offline`` (retained), disconnect. With ``[checkpoint] dir`` set, the worker also
+keeps the write-ahead journal ``<dir>/journal`` and replays it in ``start()``.
 
 The worker processes a message only while ``MqttClient.wait_for_room`` says the outgoing
 backlog is under ``[output] max_backlog_bytes`` and the broker is connected; a session
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from edgebayes.codec import encode
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import Config
+from edgebayes.runtime.journal import Journal
 from edgebayes.runtime.mqtt import MqttClient
 from edgebayes.runtime.protocol import Topics
 from edgebayes.runtime.sources import attach, make_router
@@ -39,10 +41,11 @@ class Runtime:
     def __init__(self, config: Config):
         self.config = config
         self.topics = Topics(config.topics.prefix, config.topics.devices, config.broker.client_id)
-        store = None
+        store = journal = None
         if config.checkpoint.dir is not None:
             store = CheckpointStore(config.checkpoint.dir, config.schema.features)
-        self.worker = Worker(config, self.topics, store)
+            journal = Journal(config.checkpoint.dir, config.schema.features, config.queue.max_payload_bytes)
+        self.worker = Worker(config, self.topics, store, journal)
         router = make_router(config, self.topics, self.worker)  # [[sources]], [homeassistant]
         self.ready_hooks: list[Callable[[], None]] = []
         self.source_filters = router.filters if router else []  # [[sources]], [homeassistant]

@@ -5,7 +5,13 @@ reading while ``can_take`` says the queue is full, so it never waits on model wo
 waits for the network thread when too much output is queued (``wait_for_room``), so both run at
 the broker's pace. The worker takes messages in arrival order,
 validates them (``protocol.Parser``), predicts, publishes, learns, raises drift alerts, then
-acknowledges the message to the broker. Readings and labels the broker sent as retained are
+acknowledges the message to the broker. With checkpoints on, a reading or label is first
+appended to the write-ahead journal (``edgebayes.runtime.journal``) and acknowledged only once
+it is durable: after the journal's group ``fdatasync`` (when ``min(1000, [queue] max_size)``
+messages wait, or the oldest has waited ``[checkpoint] sync_interval_s``), or after a
+checkpoint round that wrote every changed device, which then starts a new journal. At start
+the journal left by the last run is replayed without publishing anything: each device learns,
+in order, the entries its checkpoint does not include. Readings and labels the broker sent as retained are
 stale and skipped (kind ``retained``). Any other exception while processing a message is
 logged, counted and reported on the device's error topic (kind ``internal``); a model that
 raises skips that reading, keeps its state and is reported (kinds ``learner_error``,
@@ -30,6 +36,7 @@ from edgebayes.codec import encode
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.device import Device
+from edgebayes.runtime.journal import Journal
 from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
 from edgebayes.runtime.pending import Pending, PendingLabels
 from edgebayes.runtime.protocol import Label, Parser, ProtocolError, Reading, Retained, Topics
@@ -40,6 +47,9 @@ TICK_S = 0.2
 #: error topics whose last report time is remembered at once (about 260 bytes each); quiet ones
 #: are forgotten after error_interval_s
 MAX_ERROR_TOPICS = 4096
+#: most messages in one journal fsync (fewer when ``[queue] max_size``, the broker's receive
+#: maximum, is smaller: the broker sends no more until some are acknowledged)
+COMMIT_MAX = 1000
 #: error kinds counted as malformed input (the others are protocol-level refusals)
 MALFORMED = frozenset({"oversize", "decode", "not_a_map", "field", "vector_length", "not_finite",
                        "out_of_range", "unknown_feature", "device_id"})
@@ -52,6 +62,8 @@ class Worker:
         config: the validated config.
         topics: the runtime's topics.
         store: checkpoint store, or None for no checkpoints.
+        journal: the write-ahead journal, or None to acknowledge each message once processed
+            (what is learned since the last checkpoint is then lost by a crash).
 
     Set ``client`` (an ``MqttClient``-like object with ``publish`` and ``ack``) before ``start``.
 
@@ -59,10 +71,12 @@ class Worker:
         ConfigError: ``[memory] model_budget_bytes`` cannot hold the models (``plan_memory``).
     """
 
-    def __init__(self, config: Config, topics: Topics, store: CheckpointStore | None):
+    def __init__(self, config: Config, topics: Topics, store: CheckpointStore | None,
+                 journal: Journal | None = None):
         self.config = config
         self.topics = topics
         self.store = store
+        self.journal = journal
         self.parser = Parser(config.schema.features, config.schema.label, config.queue.max_payload_bytes)
         self.queue: queue.Queue = queue.Queue(maxsize=config.queue.max_size)
         self.client = None
@@ -83,6 +97,10 @@ class Worker:
         self._pred_qos = config.output.prediction_qos
         self._names = [m.name for m in config.models]
         self._dirty: set[str] = set()
+        self._unacked: list[tuple[int, int, int]] = []  # (mid, qos, connection) waiting for the journal
+        self._unacked_since = 0.0
+        self._commit_max = min(COMMIT_MAX, config.queue.max_size)
+        self._journal_failed = False  # an append or sync failed: acknowledge after a full checkpoint
         self._last_error: dict[str | None, float] = {}  # at most MAX_ERROR_TOPICS + 1 (see _error)
         self._suppressed: Counter = Counter()
         self._closed = False
@@ -92,6 +110,7 @@ class Worker:
         self.errors: Counter = Counter()  # error kind -> count
         self.n_readings = self.n_labels = self.n_predictions = self.n_learned = 0
         self.n_dropped = self.n_errors_suppressed = self.n_internal_errors = self.n_drift_alerts = 0
+        self.n_replayed = 0  # journal entries learned again at start
         self.started_at = time.time()
         now = time.monotonic()
         self._next_tick = now + TICK_S
@@ -105,7 +124,7 @@ class Worker:
         message stays unacknowledged and the broker delivers it again to the next session."""
         if self._closed:
             return
-        item = (topic, payload, mid, qos, time.perf_counter())
+        item = (topic, payload, mid, qos, time.perf_counter(), getattr(self.client, "n_connects", 0))
         if not self._drop_oldest:
             self.queue.put(item)  # full only past can_take (another feed): waits for the worker
             return
@@ -119,7 +138,7 @@ class Worker:
                 except queue.Empty:
                     continue
                 self.n_dropped += 1
-                self.client.ack(old[2], old[3])
+                self._ack(old[2], old[3], old[5])
 
     def can_take(self) -> bool:
         """Whether ``submit`` takes a message now without waiting (network thread). Under the
@@ -129,6 +148,9 @@ class Worker:
 
     # --- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
+        """Replay the journal left by the last run (if any), then start the worker thread."""
+        if self.journal is not None:
+            self._recover()
         self._thread.start()
 
     def is_alive(self) -> bool:
@@ -136,7 +158,8 @@ class Worker:
 
     def stop(self, timeout_s: float | None = None) -> None:
         """Take no more messages, process what is queued for at most half of ``timeout_s``
-        (None: all of it), checkpoint every device, return. What is still queued then stays
+        (None: all of it), checkpoint every device, acknowledge what was processed, return.
+        What is still queued then stays
         unacknowledged: the broker delivers it again to the next session (a slow model with a
         full queue took longer than the whole timeout, and the checkpoint was never written)."""
         if timeout_s is not None:
@@ -160,22 +183,108 @@ class Worker:
                     item = None  # stopping: unacknowledged, the broker delivers it again
             if item is not None:
                 self._handle(*item)
+            if self._unacked and (len(self._unacked) >= self._commit_max or time.monotonic() - self._unacked_since
+                                  >= self.config.checkpoint.sync_interval_s):
+                self._commit()
             if time.monotonic() >= self._next_tick:
                 self._tick()
         if not self.queue.empty():
             log.warning("stopping with %d messages queued and not processed: the broker delivers "
                         "them again to the next session", self.queue.qsize())
         self.checkpoint(all_devices=True)
+        if self._unacked:  # the checkpoint failed: what the journal holds is still durable
+            self._commit()
 
     # --- messages -------------------------------------------------------------------------
-    def _handle(self, topic: str, payload: bytes, mid: int, qos: int, t_recv: float) -> None:
+    def _handle(self, topic: str, payload: bytes, mid: int, qos: int, t_recv: float, conn: int = 0) -> None:
+        """Journal, process and (once durable) acknowledge one message received on connection
+        number ``conn`` (``MqttClient.n_connects`` then)."""
+        journal = self.journal
+        if journal is None:
+            self._process(topic, payload, t_recv)
+            self._ack(mid, qos, conn)
+            return
+        if type(payload) is not Retained and self._journaled(topic):
+            try:
+                journal.append(topic, payload)
+            except Exception:
+                self._journal_failed = True
+                log.exception("journal append failed; messages are acknowledged after the next checkpoint")
+        self._process(topic, payload, t_recv)
+        if not self._unacked:
+            self._unacked_since = time.monotonic()
+        self._unacked.append((mid, qos, conn))
+
+    def _journaled(self, topic: str) -> bool:
+        """Whether a message on ``topic`` goes to the journal: a device's reading or label
+        (``[[sources]]`` topics do not: their assembler's state is not checkpointed either)."""
+        try:
+            return self.topics.route(topic) is not None
+        except ProtocolError:
+            return False
+
+    def _process(self, topic: str, payload: bytes, t_recv: float) -> None:
         try:
             self._dispatch(topic, payload, t_recv)
         except Exception:
             self.n_internal_errors += 1
             log.exception("error processing a message on %s (skipped; %d so far)", topic, self.n_internal_errors)
-        finally:
+
+    def _commit(self) -> None:
+        """Make the journal durable and acknowledge the messages processed since the last
+        commit; after a failed append or sync they wait for a checkpoint round instead."""
+        if self._journal_failed:
+            return
+        try:
+            self.journal.sync()
+        except Exception:
+            self._journal_failed = True
+            log.exception("journal sync failed; messages are acknowledged after the next checkpoint")
+            return
+        self._ack_processed()
+
+    def _ack_processed(self) -> None:
+        for mid, qos, conn in self._unacked:
+            self._ack(mid, qos, conn)
+        self._unacked.clear()
+
+    def _ack(self, mid: int, qos: int, conn: int) -> None:
+        """Acknowledge a message unless it came on an earlier connection: its packet id may now
+        name another message, and the broker sends it again in the resumed session anyway."""
+        if conn == getattr(self.client, "n_connects", 0):
             self.client.ack(mid, qos)
+
+    # --- replay at start ------------------------------------------------------------------
+    def _recover(self) -> None:
+        """Replay the journal of the last run (``edgebayes.runtime.journal``): each device
+        learns, in order, the entries after the journal position of its checkpoint. They are
+        first copied to a new journal, so a crash during replay replays them again, and the
+        devices they changed are checkpointed after it; nothing is published (their
+        predictions went out before the crash, or were never wanted)."""
+        jid, entries = self.journal.recover()
+        todo = [(topic, payload) for offset, topic, payload in entries if not self._included(jid, offset, topic)]
+        self.journal.rotate(todo)
+        live, self.client = self.client, _Muted()
+        try:
+            for topic, payload in todo:
+                self._process(topic, payload, time.perf_counter())
+        finally:
+            self.client = live
+        self.n_replayed = len(todo)
+        if entries:
+            log.info("journal: %d messages replayed, %d already in their device's checkpoint",
+                     len(todo), len(entries) - len(todo))
+        self.checkpoint()  # so the next start does not replay them again
+
+    def _included(self, jid: str | None, offset: int, topic: str) -> bool:
+        """Whether the journal entry at ``offset`` of journal ``jid`` is in its device's checkpoint."""
+        try:
+            route = self.topics.route(topic)
+            dev = self._device(route[1], create=False) if route is not None else None
+        except ProtocolError:
+            return False
+        pos = dev.journal_pos if dev is not None else None
+        return pos is not None and pos[0] == jid and offset < pos[1]
 
     def _dispatch(self, topic: str, payload: bytes, t_recv: float) -> None:
         try:
@@ -374,18 +483,31 @@ class Worker:
             log.exception("error in the worker's periodic work")
 
     def checkpoint(self, all_devices: bool = False) -> int:
-        """Write the checkpoints of devices changed since the last write (or all); returns count."""
+        """Write the checkpoints of devices changed since the last write (or all); returns count.
+        Once every changed device is written, the journal starts over (its messages are all in
+        checkpoints) and the messages processed so far are acknowledged."""
         if self.store is None:
             return 0
         names = list(self.devices) if all_devices else list(self._dirty)
+        journal = self.journal
+        pos = journal.position() if journal is not None else None
         n = 0
         for name in names:
             try:
-                self.store.save(name, self.devices[name].state())
+                self.store.save(name, self.devices[name].state(pos))
                 self._dirty.discard(name)
                 n += 1
             except Exception:
                 log.exception("checkpoint of device %s failed; retrying at the next interval", name)
+        if journal is not None and not self._dirty:
+            try:
+                if journal.n_entries or self._journal_failed:
+                    journal.rotate()
+                self._journal_failed = False
+                self._ack_processed()
+            except Exception:
+                self._journal_failed = True
+                log.exception("starting a new journal failed; retrying at the next checkpoint")
         return n
 
     def metrics(self) -> dict:
@@ -415,11 +537,27 @@ class Worker:
             "n_reboots": sum(dev.n_reboots for dev in self.devices.values()),
             "n_publish_failed": getattr(self.client, "n_publish_failed", 0),
             "n_errors_suppressed": self.n_errors_suppressed, "n_internal_errors": self.n_internal_errors,
+            "n_replayed": self.n_replayed,
+            "journal_bytes": self.journal.size if self.journal is not None else 0,
+            "n_journal_syncs": self.journal.n_syncs if self.journal is not None else 0,
             "n_drift_alerts": self.n_drift_alerts, "errors": dict(self.errors),
             "pending_labels": sum(len(p) for p in pending), "n_devices": len(self.devices),
             "rss_bytes": rss_bytes(), "models": models,
             **({"sources": dict(self.sources.counts)} if self.sources is not None else {}),
         }
+
+
+class _Muted:
+    """The client during journal replay: publishes nothing, acknowledges nothing."""
+
+    def publish(self, topic, payload, qos=0, retain=False):
+        return None
+
+    def ack(self, mid, qos):
+        pass
+
+    def wait_for_room(self, timeout_s):
+        pass
 
 
 def describe_alert(device: str, alert: dict) -> str:
