@@ -14,7 +14,7 @@ from paho.mqtt.client import topic_matches_sub
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
 from edgebayes.runtime.config import ConfigError, check_files, load_config, parse_config
 from edgebayes.runtime.pending import Pending, PendingLabels
-from edgebayes.runtime.protocol import SEQ_JUMP, SEQ_PER_S, TS_AHEAD_S, Parser, ProtocolError, Topics
+from edgebayes.runtime.protocol import REORDER_WINDOW, SEQ_JUMP, SEQ_PER_S, TS_AHEAD_S, Parser, ProtocolError, Topics
 
 BASE = """
 [broker]
@@ -306,33 +306,53 @@ def _device(max_pending=10):
 def test_a_reboot_is_a_seq_not_above_the_last_with_a_later_ts(last_ts, ts, restarted):
     dev = _device()
     dev.last_seq, dev.last_ts, dev.last_recv = 5, last_ts, 1000.0
+    dev.seen = 0b111111  # seqs 0..5 accepted
     if restarted:
-        assert dev.check_seq(3, ts, 1001.0) is True
+        assert dev.check_seq(3, ts, 1001.0) == "reboot"
     else:
         with pytest.raises(ProtocolError) as err:
             dev.check_seq(3, ts, 1001.0)
         assert err.value.kind == "duplicate"
-    assert dev.check_seq(6, ts, 1001.0) is False  # above the last: never a reboot
+    assert dev.check_seq(6, ts, 1001.0) == "next"  # above the last: never a reboot
 
 
 def test_a_seq_may_run_ahead_by_a_bound_that_grows_with_the_time_since_the_last_reading():
     dev = _device()
-    assert dev.check_seq(2**53 - 1, None, 1000.0) is False  # the first reading sets where seq starts
+    assert dev.check_seq(2**53 - 1, None, 1000.0) == "next"  # the first reading sets where seq starts
     dev.last_seq, dev.last_recv = 100, 1000.0
-    assert dev.check_seq(100 + SEQ_JUMP, None, 1000.0) is False
+    assert dev.check_seq(100 + SEQ_JUMP, None, 1000.0) == "next"
     with pytest.raises(ProtocolError) as err:
         dev.check_seq(100 + SEQ_JUMP + 1, None, 1000.0)
     assert (err.value.kind, err.value.seq) == ("seq_jump", 100 + SEQ_JUMP + 1)
-    assert dev.check_seq(100 + SEQ_JUMP + 3 * SEQ_PER_S, None, 1003.0) is False  # 3 s later
+    assert dev.check_seq(100 + SEQ_JUMP + 3 * SEQ_PER_S, None, 1003.0) == "next"  # 3 s later
     with pytest.raises(ProtocolError, match="runs ahead"):
         dev.check_seq(100 + SEQ_JUMP + 1, None, 990.0)  # the clock stepped back: no credit, no debt
     dev.last_recv = None  # a checkpoint written before arrival times were kept
-    assert dev.check_seq(2**53 - 1, None, 1000.0) is False
+    assert dev.check_seq(2**53 - 1, None, 1000.0) == "next"
+
+
+def test_a_reading_below_the_last_seq_not_seen_yet_is_taken_once_within_the_reorder_window():
+    dev = _device()
+    for seq in [*range(10), 20]:  # 10..19 not delivered yet (a broker restart sent 20 first)
+        dev.accept(seq, None, 1000.0, dev.check_seq(seq, None, 1000.0))
+    assert (dev.last_seq, [dev.check_seq(s, None, 1000.0) for s in (12, 19, 21)]) == (20, ["late", "late", "next"])
+    dev.accept(12, None, 1000.0, "late")
+    assert dev.last_seq == 20
+    for seq in (12, 9, 0, 20):  # taken already
+        with pytest.raises(ProtocolError, match="accepted already"):
+            dev.check_seq(seq, None, 1000.0)
+    restored = _device()
+    restored.load_state(dev.state(), 1)
+    assert (restored.seen, restored.check_seq(13, None, 1000.0)) == (dev.seen, "late")
+    dev.accept(20 + REORDER_WINDOW, None, 1000.0, "next")  # 10..19 fall out of the window
+    with pytest.raises(ProtocolError, match="older than the reorder window"):
+        dev.check_seq(13, None, 1000.0)
+    assert dev.check_seq(21, None, 1000.0) == "late"
 
 
 def test_a_ts_too_far_ahead_of_the_runtime_clock_is_refused():
     dev = _device()
-    assert dev.check_seq(0, 1000.0 + TS_AHEAD_S, 1000.0) is False
+    assert dev.check_seq(0, 1000.0 + TS_AHEAD_S, 1000.0) == "next"
     with pytest.raises(ProtocolError) as err:
         dev.check_seq(0, 1000.0 + TS_AHEAD_S + 1.0, 1000.0)
     assert (err.value.kind, err.value.seq) == ("ts_ahead", 0)

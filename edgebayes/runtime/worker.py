@@ -111,6 +111,7 @@ class Worker:
         self.n_readings = self.n_labels = self.n_predictions = self.n_learned = 0
         self.n_dropped = self.n_errors_suppressed = self.n_internal_errors = self.n_drift_alerts = 0
         self.n_replayed = 0  # journal entries learned again at start
+        self.n_late = 0  # readings taken below their device's last seq (Device.check_seq)
         self.started_at = time.time()
         now = time.monotonic()
         self._next_tick = now + TICK_S
@@ -342,10 +343,12 @@ class Worker:
     def _reading(self, r: Reading, t_recv: float) -> None:
         dev = self._device(r.device, create=True)
         now = time.time()
-        rebooted = dev.check_seq(r.seq, r.ts, now)  # refused: duplicate, seq_jump, ts_ahead
+        how = dev.check_seq(r.seq, r.ts, now)  # refused: duplicate, seq_jump, ts_ahead
         if r.y is not None:
             self._check_label(dev, r.y, r.seq)  # refused: the whole reading, before any effect
-        if rebooted:
+        if how == "late":
+            self.n_late += 1
+        elif how == "reboot":
             n = dev.reboot()
             log.info("device %s restarted its seq at %d after %d (reboot %d); %d pending readings "
                      "dropped", r.device, r.seq, dev.last_seq, dev.n_reboots, n)
@@ -357,7 +360,7 @@ class Worker:
         self.client.publish(self.topics.device_topic(r.device, "prediction"), encode(msg, self._fmt),
                             qos=self._pred_qos)
         self.n_predictions += 1
-        dev.last_seq, dev.last_ts, dev.last_recv = r.seq, r.ts, now
+        dev.accept(r.seq, r.ts, now, how)
         self._dirty.add(r.device)
         if r.y is not None:
             self._learn(dev, r.seq, r.x, r.y, y_preds)
@@ -537,7 +540,7 @@ class Worker:
             "n_reboots": sum(dev.n_reboots for dev in self.devices.values()),
             "n_publish_failed": getattr(self.client, "n_publish_failed", 0),
             "n_errors_suppressed": self.n_errors_suppressed, "n_internal_errors": self.n_internal_errors,
-            "n_replayed": self.n_replayed,
+            "n_replayed": self.n_replayed, "n_late": self.n_late,
             "journal_bytes": self.journal.size if self.journal is not None else 0,
             "n_journal_syncs": self.journal.n_syncs if self.journal is not None else 0,
             "n_drift_alerts": self.n_drift_alerts, "errors": dict(self.errors),
