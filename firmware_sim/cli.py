@@ -211,7 +211,7 @@ def run_main(args) -> int:
         f"{t['readings_published']} readings and "
         f"{t['labels_inline'] + t['labels_published']} labels published ({t['labels_inline']} "
         f"inline, {t['labels_published']} label messages), "
-        f"{t['lost']} lost, {t['duplicated']} duplicated, "
+        f"{t['lost'] + t['refused']} lost{_refused(t)}, {t['duplicated']} duplicated, "
         f"{sum(t['malformed'].values())} malformed, "
         f"{t['reboots']} reboots, {t['bursts']} bursts in {stats.elapsed_s:.1f} s "
         f"(max lag {stats.max_lag_s * 1000:.1f} ms)",
@@ -219,6 +219,14 @@ def run_main(args) -> int:
     )
     _write_json(args.json, {"config": asdict(config), **stats.as_dict()})
     return 0
+
+
+def _refused(totals: dict) -> str:
+    """`` (3 refused by the broker: Not authorized)`` when the broker refused publishes."""
+    if not totals["refused"]:
+        return ""
+    why = ", ".join(f"{n} {reason}" for reason, n in totals["refused_reasons"].items())
+    return f" ({totals['refused']} refused by the broker: {why})"
 
 
 def monitor_main(args) -> int:

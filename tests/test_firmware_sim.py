@@ -30,6 +30,7 @@ from firmware_sim import (
 )
 from firmware_sim.cli import main as cli_main
 from firmware_sim.mqtt import BrokerOptions, Connection, parse_address
+from tests.broker import Broker
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared"
@@ -748,3 +749,21 @@ def test_cli_run_counts_inline_labels_and_label_messages(broker, capsys, fmt, in
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith(f"firmware-sim: 1 device(s), 12 samples, 12 readings and 12 labels "
                            f"published ({inline} inline, {messages} label messages), 0 lost, "), last
+
+
+def test_publishes_the_broker_refuses_are_counted_as_lost(tmp_path, capsys):
+    """An ACL that does not grant the device's topic: Mosquitto answers each QoS 1 publish
+    with reason code 135 (Not authorized). Before, firmware-sim reported them as published
+    and 0 lost."""
+    acl = tmp_path / "acl"
+    acl.write_text("topic write other/#\n")
+    b = Broker(tmp_path / "broker", extra_config=f"acl_file {acl}\n").start()
+    try:
+        code = cli_main(["run", "--broker", b.address, "--source", PIMA, "--rate", "500",
+                         "--limit", "6", "--labels", "inline", "--format", "tasmota"])
+    finally:
+        b.stop()
+    assert code == 0
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert ("6 readings and 6 labels published (0 inline, 6 label messages), "
+            "12 lost (12 refused by the broker: 12 Not authorized), 0 duplicated") in last, last
