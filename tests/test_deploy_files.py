@@ -56,6 +56,23 @@ def test_example_config_features_are_the_occupancy_sensors():
     )
 
 
+def test_shipped_acl_is_the_one_edgebayes_acl_makes_from_the_shipped_config(capsys):
+    from edgebayes.cli import main
+
+    assert main(["acl", "--config", str(DEPLOY / "edgebayes.toml")]) == 0
+    assert capsys.readouterr().out == (DEPLOY / "mosquitto" / "edgebayes.acl").read_text()
+
+
+def test_acl_needs_the_runtimes_user_name(tmp_path, capsys):
+    from edgebayes.cli import main
+
+    example = REPO / "docs" / "examples" / "tasmota-bme280.toml"  # no [broker] username
+    assert main(["acl", "--config", str(example)]) == 2
+    assert capsys.readouterr().err == (
+        f"edgebayes acl: {example}: [broker] username: not set; the ACL grants the runtime by its "
+        'user name (deploy/edgebayes.toml uses "edgebayes")\n')
+
+
 def test_unit_runs_the_installed_runtime_under_the_budget_hardened():
     s = unit_settings()
     cfg = load_config(DEPLOY / "edgebayes.toml")
@@ -134,8 +151,13 @@ def test_install_dry_run_prints_every_step_in_order_and_changes_nothing():
             r"(\+ install -m 0644 \S+/deploy/mosquitto/edgebayes.conf "
             r"/etc/mosquitto/conf.d/edgebayes.conf|kept the existing)"
         ),
+        r"\+ /opt/edgebayes/venv/bin/edgebayes acl --config /etc/edgebayes/edgebayes.toml > "
+        r"/etc/mosquitto/edgebayes.acl",
         r"\+ install -m 0644 \S+/deploy/systemd/edgebayes.service /etc/systemd/system/\S+",
         r"(\+ systemctl enable edgebayes.service|skipped 'systemctl enable edgebayes.service')",
+        r"next: edit \[schema\] features .* in /etc/edgebayes/edgebayes.toml for your sensors",
+        r"check it: /opt/edgebayes/venv/bin/edgebayes run --config /etc/edgebayes/edgebayes.toml "
+        r"prints one line per problem and exits 2",
     ]
     pos = 0
     for step in steps:
