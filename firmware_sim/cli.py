@@ -88,6 +88,11 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     a("--x-shape", choices=X_SHAPES, default="list", help="x as a list or a name -> value map")
     a("--encoding", choices=ENCODINGS, default="msgpack", help="payload encoding")
     a("--format", choices=FORMATS, default="edgebayes", help="payload shape")
+    a("--sensor", default="SIM", metavar="NAME", help="tasmota: the sensor block, e.g. BME280")
+    a("--fields", nargs="+", default=[], metavar="KEY",
+      help="tasmota: the keys of the features in the sensor block, in order (default: their names)")
+    a("--switch", metavar="NAME",
+      help="tasmota: the label (0/1) as this switch's ON/OFF in the SENSOR message, e.g. Switch1")
     _broker_arguments(p, "firmware-sim-{device}")
 
 
@@ -300,6 +305,9 @@ def _sim_config(args, faults: FaultRates) -> SimConfig:
             x_shape=args.x_shape,
             encoding=args.encoding,
             format=args.format,
+            sensor=args.sensor,
+            fields=tuple(args.fields),
+            switch=args.switch,
         )
     except ValueError as exc:
         name = str(exc).split(" ", 1)[0]

@@ -39,8 +39,8 @@ class DeviceStats:
 
     ``samples`` counts every sample taken (lost ones included); ``readings_published`` counts
     the reading messages handed to MQTT (a duplicated reading twice, a lost one never).
-    ``labels_inline`` counts the labels sent inside a reading (the edgebayes format, once per
-    sample not lost); ``labels_published`` the label messages handed to MQTT: delayed labels,
+    ``labels_inline`` counts the labels sent inside a reading (the edgebayes format, or a
+    Tasmota switch, once per sample not lost); ``labels_published`` the label messages handed to MQTT: delayed labels,
     and with another format the label message sent beside each labelled reading.
     ``refused`` counts the publishes (readings and labels) the broker acknowledged with a
     failure reason code, e.g. 135 Not authorized by its ACL: handed to MQTT, yet lost;
@@ -292,7 +292,7 @@ class Simulator:
         if m.delivery == "lost":
             s.lost += 1
             return
-        if m.labelled and self.config.labels == "inline" and self.config.format == "edgebayes":
+        if m.labelled and self.config.labels == "inline" and self.config.label_in_reading:
             s.labels_inline += 1
         if m.delivery == "malformed":
             s.malformed[m.malformed] += 1
@@ -311,7 +311,7 @@ class Simulator:
             s.publish_failed += 1
         elif m.kind == "reading":
             s.readings_published += 1
-            if m.labelled and self.config.labels == "inline" and self.config.format != "edgebayes":
+            if m.labelled and self.config.labels == "inline" and not self.config.label_in_reading:
                 s.labels_published += 1  # other formats: the label goes in a message of its own
         else:
             s.labels_published += 1

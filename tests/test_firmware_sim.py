@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -28,6 +29,7 @@ from firmware_sim import (
     fault_plan,
     run_devices,
 )
+from firmware_sim import formats
 from firmware_sim.cli import main as cli_main
 from firmware_sim.mqtt import BrokerOptions, Connection, parse_address
 from tests.broker import Broker
@@ -767,3 +769,20 @@ def test_publishes_the_broker_refuses_are_counted_as_lost(tmp_path, capsys):
     last = capsys.readouterr().err.splitlines()[-1]
     assert ("6 readings and 6 labels published (0 inline, 6 label messages), "
             "12 lost (12 refused by the broker: 12 Not authorized), 0 duplicated") in last, last
+
+
+def test_tasmota_sensor_fields_and_switch_options():
+    cfg = SimConfig("synth:SEA", limit=2, format="tasmota", sensor="BME280",
+                    fields=("Temperature", "Humidity", "Pressure"), switch="Switch1", seed=3)
+    device = build_devices(cfg)[0]
+    m = next(e for e in device.events() if e.kind == "reading")
+    (topic, payload), = formats.publications(device, m, 0.0)
+    doc = json.loads(payload)
+    assert topic == "tele/sim-0/SENSOR" and list(doc["BME280"]) == ["Temperature", "Humidity", "Pressure"]
+    assert list(doc["BME280"].values()) == m.x.tolist() and doc["Switch1"] == ("ON" if m.y == 1 else "OFF")
+    for bad, why in [({"format": "zigbee2mqtt", "sensor": "BME280"}, "sensor='BME280' applies to format 'tasmota' only"),
+                     ({"format": "tasmota", "switch": "Switch1", "labels": "delayed"}, "labels must be 'inline' or 'none'")]:
+        with pytest.raises(ValueError, match=re.escape(why)):
+            SimConfig("synth:SEA", **bad)
+    with pytest.raises(ValueError, match="fields names 2 keys for the 3 features"):
+        build_devices(SimConfig("synth:SEA", format="tasmota", fields=("a", "b")))
