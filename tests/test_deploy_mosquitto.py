@@ -236,15 +236,15 @@ def test_shipped_broker_config_serves_runtime_and_devices_and_fences_devices(
         runtime.stop()
 
 
-def test_generated_acl_admits_the_configured_sources_and_fences_them(tmp_path):
-    """The Tasmota example config with the runtime's login, its ACL made by `edgebayes acl`:
-    a board logged in as its Topic publishes tele/tas-0/SENSOR and gets a prediction back;
-    it cannot publish as another board. The shipped ACL denied tele/tas-0/SENSOR outright."""
+def tasmota_behind_the_installed_broker(tmp_path: Path):
+    """The Tasmota example config with the runtime's login, a broker with the shipped config
+    and the ACL `edgebayes acl` makes from that config, and the runtime serving it."""
     from edgebayes.runtime.service import Runtime
 
-    (tmp_path / "mqtt-password").write_text(PASSWORDS["edgebayes"] + "\n")
+    for user in ("edgebayes", "tas-0"):
+        (tmp_path / f"{user}-password").write_text(PASSWORDS[user] + "\n")
     example = (REPO / "docs" / "examples" / "tasmota-bme280.toml").read_text()
-    login = (f'[broker]\nusername = "edgebayes"\npassword_file = "{tmp_path}/mqtt-password"\n'
+    login = (f'[broker]\nusername = "edgebayes"\npassword_file = "{tmp_path}/edgebayes-password"\n'
              "reconnect_min_s = 0.1\n")
     config_file = tmp_path / "tasmota.toml"
     config_file.write_text(example.replace("[broker]\n", login, 1) + '\n[output]\nformat = "json"\n')
@@ -255,9 +255,16 @@ def test_generated_acl_admits_the_configured_sources_and_fences_them(tmp_path):
     broker = Broker(workdir, extra_config=shipped_broker_config(workdir, acl=acl)).start()
     runtime = Runtime(load_config(config_file).with_overrides(broker.address))
     runtime.start()
+    wait_for(runtime.client.subscribed.is_set, what="the runtime's subscriptions granted")
+    return broker, runtime
+
+
+def test_generated_acl_admits_the_configured_sources_and_fences_them(tmp_path):
+    """A board logged in as its Topic publishes tele/tas-0/SENSOR and gets a prediction back;
+    it cannot publish as another board. The shipped ACL denied tele/tas-0/SENSOR outright."""
+    broker, runtime = tasmota_behind_the_installed_broker(tmp_path)
     clients = []
     try:
-        wait_for(runtime.client.subscribed.is_set, what="the runtime's subscriptions granted")
         monitor = Client(broker, "mon", "monitor", ["edgebayes/#"])
         board = Client(broker, "tas-0", "tas-0")
         clients = [monitor, board]
@@ -276,6 +283,30 @@ def test_generated_acl_admits_the_configured_sources_and_fences_them(tmp_path):
     finally:
         for c in clients:
             c.close()
+        runtime.stop()
+        broker.stop()
+
+
+def test_the_readmes_simulated_tasmota_board_gets_predictions_through_the_installed_broker(tmp_path, capsys):
+    """The README's firmware-sim command, logged in as tas-0: every reading through the ACL,
+    read by the Tasmota example, predicted and learned with its Switch1 label; none lost."""
+    from firmware_sim.cli import main as firmware_sim
+
+    broker, runtime = tasmota_behind_the_installed_broker(tmp_path)
+    try:
+        readme = (REPO / "README.md").read_text()
+        command = re.search(r"^firmware-sim run --format tasmota .*$", readme, re.M).group(0)
+        args = command.split()[1:]
+        args[args.index("--broker") + 1] = broker.address
+        args += ["--limit", "40", "--rate", "200", "--username", "tas-0",
+                 "--password-file", str(tmp_path / "tas-0-password"), "--client-id", "tas-0"]
+        assert firmware_sim(args) == 0
+        summary = capsys.readouterr().err.splitlines()[-1]
+        assert "40 readings and 40 labels published (40 inline, 0 label messages), 0 lost," in summary
+        wait_for(lambda: runtime.worker.n_learned == 40, what="40 readings learned")
+        m = runtime.worker.metrics()
+        assert (m["n_readings"], m["n_malformed"], m["sources"]) == (40, 0, {"readings": 40})
+    finally:
         runtime.stop()
         broker.stop()
 
