@@ -17,6 +17,7 @@ import math
 import re
 import shlex
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -181,3 +182,28 @@ def test_pi_health_without_a_thermal_zone_says_so(tmp_path, capsys):
     pi = load_pi_health()
     assert pi.main(["--device", "pi-1", "--thermal", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.startswith("pi_health: cannot read the Pi's sensors: ")
+
+
+def test_pi_health_publishes_to_the_runtime_of_its_config(broker, tmp_path):
+    """The script itself, through a real Mosquitto, to the runtime of docs/examples/pi-health.toml:
+    6 readings, the first 4 labelled 2 readings later ("hot": the fake SoC is at 61.25 °C)."""
+    from edgebayes.runtime.config import load_config
+    from edgebayes.runtime.service import Runtime
+    from tests.runtime_client import wait_for
+
+    (tmp_path / "temp").write_text("61250\n")
+    cfg = load_config(REPO / "docs" / "examples" / "pi-health.toml").with_overrides(broker.address)
+    runtime = Runtime(cfg)
+    runtime.start()
+    try:
+        wait_for(runtime.client.subscribed.is_set, what="runtime subscription")
+        script = REPO / "docs" / "examples" / "pi_health.py"
+        subprocess.run([sys.executable, str(script), "--broker", broker.address, "--device", "pi-1",
+                        "--count", "6", "--interval-s", "0.05", "--ahead", "2",
+                        "--thermal", str(tmp_path / "temp")], check=True, timeout=60)
+        wait_for(lambda: runtime.worker.n_labels == 4, what="4 labels learned")
+        m = runtime.worker.metrics()
+        assert (m["n_readings"], m["n_learned"], m["pending_labels"], m["errors"]) == (6, 4, 2, {})
+        assert runtime.worker.devices["pi-1"].slots[0].learner.classes_ == ["hot"]
+    finally:
+        runtime.stop()

@@ -68,13 +68,13 @@ class Assembler:
 
     Args:
         features: the schema's feature names, in order.
-        interval_s: 0 for "when every feature is new", else the cadence in seconds.
+        interval_s: 0 for "at the end of each round of reports", else the cadence in seconds.
         max_age_s: values older than this (seconds) are missing.
-        min_features: the fewest present (non-NaN) features a reading is served with (>= 1).
         window_before_s: the longest ``before_s`` any label will use (how long readings are
             remembered for delayed labels).
         max_devices: devices tracked at most; values for further devices are dropped (counted
             in ``n_devices_dropped``) so junk topics cannot grow memory.
+        min_features: the fewest present (non-NaN) features a reading is served with (>= 1).
     """
 
     def __init__(self, features: tuple[str, ...], interval_s: float, max_age_s: float,
