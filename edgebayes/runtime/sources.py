@@ -838,7 +838,7 @@ class SourceRouter:
                                             cfg.label_window_after_s):
                 self._deliver(lab, topic, t_recv)
         if ex.values or ex.left_out:
-            values = {**ex.values, **dict.fromkeys(ex.left_out, math.nan)}
+            values = {**ex.values, **dict.fromkeys(ex.left_out, math.nan)} if ex.left_out else ex.values
             n_null = sum(v != v for v in values.values())
             if n_null:
                 self.counts["no_value"] += n_null
