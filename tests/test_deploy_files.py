@@ -202,3 +202,46 @@ def test_install_refuses_unknown_options():
 def test_install_script_is_shellcheck_clean():
     r = subprocess.run(["shellcheck", str(INSTALL)], capture_output=True, text=True)
     assert (r.returncode, r.stdout) == (0, "")
+
+
+def test_acl_grants_each_source_kind_its_topics_and_publishers(tmp_path):
+    from edgebayes.acl import acl_text
+    from edgebayes.runtime.config import parse_config
+
+    cfg = parse_config({
+        "broker": {"username": "rt", "client_id": "node7"},
+        "topics": {"prefix": "site/eb"},
+        "schema": {"features": ["t", "h"]},
+        "models": [{"name": "nb", "kind": "gaussian_nb"}],
+        "output": {"format": "json"},
+        "homeassistant": {"discovery": True},
+        "sources": [
+            {"kind": "tasmota", "topic": "tele/+/SENSOR", "features": {"t": "BME280.Temperature"}},
+            {"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/+", "features": {"t": "temperature"}},
+            {"kind": "esphome", "features": {"t": "+/sensor/t/state", "h": "node1/sensor/h/state"}},
+            {"kind": "json", "topic": "lab/+/+/env", "device_level": 2, "features": {"h": "rh"}},
+        ],
+    })
+    lines = [line for line in acl_text(cfg).splitlines() if line and not line.startswith("#")]
+    assert lines == [
+        "user rt",
+        "topic read site/eb/+/reading", "topic read site/eb/+/label",
+        "topic write site/eb/+/prediction", "topic write site/eb/+/drift", "topic write site/eb/+/error",
+        "topic write site/eb/runtime/#",
+        "topic read tele/+/SENSOR", "topic read tele/+/LWT",
+        "topic read zigbee2mqtt/+", "topic read zigbee2mqtt/bridge/state", "topic read zigbee2mqtt/+/availability",
+        "topic read +/sensor/t/state", "topic read node1/sensor/h/state", "topic read +/status",
+        "topic read node1/status",
+        "topic read lab/+/+/env",
+        "topic write homeassistant/+/node7/#", "topic read homeassistant/status",
+        "user monitor", "topic read site/eb/#",
+        "pattern write site/eb/%u/reading", "pattern write site/eb/%u/label",
+        "pattern read site/eb/%u/prediction", "pattern read site/eb/%u/drift", "pattern read site/eb/%u/error",
+        "pattern write tele/%u/SENSOR", "pattern write tele/%u/LWT",
+        # one bridge publishes for every zigbee device: any user with a password
+        "pattern write zigbee2mqtt/+", "pattern write zigbee2mqtt/bridge/state",
+        "pattern write zigbee2mqtt/+/availability",
+        "pattern write %u/sensor/t/state", "pattern write node1/sensor/h/state", "pattern write %u/status",
+        "pattern write node1/status",
+        "pattern write lab/+/%u/env",
+    ]
