@@ -755,13 +755,12 @@ class SourceRouter:
     ``counts`` (a Counter, in the metrics as ``sources``): ``retained``, ``repeated``,
     ``ignored``, ``no_feature``, ``offline``, ``online``, ``readings``, ``labels``,
     ``no_value`` (values a sensor reported as "no value now" or left out of a snapshot
-    message), ``missing_values`` (NaN features
-    in the readings served), and one entry per refusal kind (``too_few_values``: a reading
-    with fewer than ``[assembler] min_features`` present features, not served).
+    message), ``missing_values`` (NaN features in the readings served), and one entry per
+    refusal kind (``too_few_values``: a reading with fewer than ``[assembler] min_features``
+    present features, not served).
     """
 
     def __init__(self, config, worker, discovery=None):
-
         self.worker = worker
         self.discovery = discovery
         acfg = config.assembler or AssemblerConfig()
