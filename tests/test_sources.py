@@ -453,3 +453,17 @@ def test_a_topic_that_stops_does_not_hold_the_others_back():
     assert a.update("d", {"t": 5.0}, (0, "p"), 30.0) is None
     r = a.update("d", {"t": 6.0}, (0, "p"), 40.0)
     assert r.x[0] == 6.0 and math.isnan(r.x[1])  # h is 39 s old: missing
+
+
+def test_a_source_whose_paths_match_nothing_says_so_once(monkeypatch, caplog):
+    """firmware-sim's default SIM block under the BME280 example: before, only a metrics count."""
+    w = tasmota_example_worker()
+    for i in range(3):
+        feed(w, f"tele/tas-{i}/SENSOR", {"Time": "t", "SIM": {"attrib1": 1.0}, "TempUnit": "C"},
+             at=100.0 + i, monkeypatch=monkeypatch)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        "[[sources]] #1 (tasmota): no mapped feature or label in this message (its keys: Time, SIM, "
+        "TempUnit) on tele/tas-0/SENSOR: check its key paths (counted in the metrics as "
+        "sources.no_feature, not reported again)"]
+    assert w.metrics()["sources"] == {"no_feature": 3}

@@ -550,8 +550,9 @@ class Adapter:
         except ProtocolError as exc:
             return Extract("rejected", device=device, origin=origin, reason=exc.kind, explanation=str(exc))
         if not out.values and not out.has_label:
+            keys = f" (its keys: {', '.join(list(doc)[:20])})" if isinstance(doc, dict) else ""
             return Extract("rejected", device=device, origin=origin, reason="no_feature",
-                           explanation="no mapped feature or label in this message")
+                           explanation=f"no mapped feature or label in this message{keys}")
         if self.snapshot(topic):
             out.left_out = tuple(name for name in absent if name != "\0label")
         return out
@@ -772,6 +773,7 @@ class SourceRouter:
         self.parser = Parser(config.schema.features, config.schema.label, config.queue.max_payload_bytes)
         self.max_payload_bytes = config.queue.max_payload_bytes
         self.counts: Counter = Counter()
+        self._hinted: set[int] = set()  # sources whose first message without a feature was logged
         self._last_payload: dict[str, tuple[bytes, float]] = {}
         self._routes: dict[str, list[Adapter]] = {}
         extra = [discovery.ha_status_topic] if discovery is not None else []
@@ -827,6 +829,11 @@ class SourceRouter:
             return
         if ex.kind == "ignored" or ex.reason == "no_feature":
             self.counts[ex.kind if ex.kind == "ignored" else "no_feature"] += 1
+            if ex.reason == "no_feature" and adapter.index not in self._hinted:
+                self._hinted.add(adapter.index)  # once per source: a wildcard may match other boards
+                log.warning("[[sources]] #%d (%s): %s on %s: check its key paths (counted in the "
+                            "metrics as sources.no_feature, not reported again)", adapter.index + 1,
+                            adapter.cfg.kind, ex.explanation, topic)
             return
         if ex.kind == "rejected":
             self._refuse(ex.device, topic, ex.reason, ex.explanation)
