@@ -207,3 +207,10 @@ def test_pi_health_publishes_to_the_runtime_of_its_config(broker, tmp_path):
         assert runtime.worker.devices["pi-1"].slots[0].learner.classes_ == ["hot"]
     finally:
         runtime.stop()
+
+
+def test_pi_health_names_a_broker_it_cannot_reach(tmp_path, capsys):
+    pi = load_pi_health()
+    (tmp_path / "temp").write_text("48000\n")
+    assert pi.main(["--device", "pi-1", "--broker", "127.0.0.1:1", "--thermal", str(tmp_path / "temp")]) == 2
+    assert capsys.readouterr().err.startswith("pi_health: cannot connect to 127.0.0.1:1: ")

@@ -16,7 +16,8 @@ Its label follows ``--ahead`` readings later on ``edgebayes/<device>/label``: ``
 SoC temperature has then reached ``--hot-c`` °C, else ``"ok"``. So the runtime learns, from the
 load and memory now, whether the Pi will run hot a minute from now (6 x 10 s). ``seq`` is the
 time in ms, so it keeps growing across restarts. Needs paho-mqtt 2.x (installed with edgebayes).
-Exit 2 when a file cannot be read (no thermal zone: not a Pi, or a container).
+Exit 2 when a file cannot be read (no thermal zone: not a Pi, or a container) or the broker
+cannot be reached or refuses the login, with one line on stderr saying which.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import argparse
 import collections
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -80,8 +82,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.username:
         password = Path(args.password_file).read_text().splitlines()[0] if args.password_file else None
         client.username_pw_set(args.username, password)
-    client.connect(host, int(port))
+    answered, refused = threading.Event(), []
+    client.on_connect = lambda c, userdata, flags, rc, props: (refused.append(rc) if rc.is_failure else None,
+                                                               answered.set())
+    try:
+        client.connect(host, int(port))
+    except OSError as exc:
+        print(f"pi_health: cannot connect to {args.broker}: {exc}", file=sys.stderr)
+        return 2
     client.loop_start()
+    if not answered.wait(10) or refused:
+        client.loop_stop()
+        why = refused[0] if refused else "no answer in 10 s"
+        print(f"pi_health: the broker at {args.broker} refused the connection: {why}", file=sys.stderr)
+        return 2
     topic = f"{args.prefix}/{args.device}"
     waiting = collections.deque()  # seqs whose label is due --ahead readings later
     n = 0
