@@ -458,12 +458,20 @@ def test_a_topic_that_stops_does_not_hold_the_others_back():
 def test_a_source_whose_paths_match_nothing_says_so_once(monkeypatch, caplog):
     """firmware-sim's default SIM block under the BME280 example: before, only a metrics count."""
     w = tasmota_example_worker()
-    for i in range(3):
+    for i in range(25):
         feed(w, f"tele/tas-{i}/SENSOR", {"Time": "t", "SIM": {"attrib1": 1.0}, "TempUnit": "C"},
              at=100.0 + i, monkeypatch=monkeypatch)
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert warnings == [
-        "[[sources]] #1 (tasmota): no mapped feature or label in this message (its keys: Time, SIM, "
-        "TempUnit) on tele/tas-0/SENSOR: check its key paths (counted in the metrics as "
-        "sources.no_feature, not reported again)"]
-    assert w.metrics()["sources"] == {"no_feature": 3}
+        "[[sources]] #1 (tasmota): 10 messages and none holds a mapped feature or the label; the "
+        "last, on tele/tas-9/SENSOR: no mapped feature or label (its keys: Time, SIM, TempUnit). "
+        "Check the key paths (counted in the metrics as sources.no_feature)"]
+    assert w.metrics()["sources"] == {"no_feature": 25}
+
+
+def test_a_source_that_matched_once_is_not_hinted_at(monkeypatch, caplog):
+    w = tasmota_example_worker()
+    feed(w, "tele/tas-0/SENSOR", bme280(21.0, 40.0, 1000.0, "ON"), at=100.0, monkeypatch=monkeypatch)
+    for i in range(12):  # e.g. a board without the sensor under the same wildcard
+        feed(w, "tele/tas-1/SENSOR", {"Time": "t", "SIM": {"a": i}}, at=101.0 + i, monkeypatch=monkeypatch)
+    assert [r for r in caplog.records if r.levelname == "WARNING"] == []

@@ -91,6 +91,8 @@ _TEMP_KEYS = frozenset({"temperature", "dewpoint", "temperatur", "taupunkt"})
 _PRESSURE_KEYS = frozenset({"pressure", "seapressure", "druck"})
 _HPA_PER = {"mmHg": 1.33322387415, "inHg": 33.8638866667}  # hPa per unit
 _ABSENT = object()
+#: data messages of a source mapping nothing, none before them mapping anything, before a warning
+HINT_AFTER = 10
 _BAD_ID = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -552,7 +554,7 @@ class Adapter:
         if not out.values and not out.has_label:
             keys = f" (its keys: {', '.join(list(doc)[:20])})" if isinstance(doc, dict) else ""
             return Extract("rejected", device=device, origin=origin, reason="no_feature",
-                           explanation=f"no mapped feature or label in this message{keys}")
+                           explanation=f"no mapped feature or label{keys}")
         if self.snapshot(topic):
             out.left_out = tuple(name for name in absent if name != "\0label")
         return out
@@ -773,7 +775,7 @@ class SourceRouter:
         self.parser = Parser(config.schema.features, config.schema.label, config.queue.max_payload_bytes)
         self.max_payload_bytes = config.queue.max_payload_bytes
         self.counts: Counter = Counter()
-        self._hinted: set[int] = set()  # sources whose first message without a feature was logged
+        self._unmatched: Counter = Counter()  # source index -> messages mapping nothing, until one did
         self._last_payload: dict[str, tuple[bytes, float]] = {}
         self._routes: dict[str, list[Adapter]] = {}
         extra = [discovery.ha_status_topic] if discovery is not None else []
@@ -829,15 +831,13 @@ class SourceRouter:
             return
         if ex.kind == "ignored" or ex.reason == "no_feature":
             self.counts[ex.kind if ex.kind == "ignored" else "no_feature"] += 1
-            if ex.reason == "no_feature" and adapter.index not in self._hinted:
-                self._hinted.add(adapter.index)  # once per source: a wildcard may match other boards
-                log.warning("[[sources]] #%d (%s): %s on %s: check its key paths (counted in the "
-                            "metrics as sources.no_feature, not reported again)", adapter.index + 1,
-                            adapter.cfg.kind, ex.explanation, topic)
+            if ex.reason == "no_feature":
+                self._hint(adapter, topic, ex.explanation)
             return
         if ex.kind == "rejected":
             self._refuse(ex.device, topic, ex.reason, ex.explanation)
             return
+        self._unmatched[adapter.index] = -1  # a source that matched once is not hinted at
         cfg = adapter.cfg
         if ex.has_label:
             for lab in self.assembler.label(ex.device, ex.label, now, cfg.label_window_before_s,
@@ -855,6 +855,20 @@ class SourceRouter:
                              f"min_features = {self.acfg.min_features} present, no reading")
             elif out is not None:
                 self._deliver(out, topic, t_recv)
+
+    def _hint(self, adapter: Adapter, topic: str, explanation: str) -> None:
+        """Log once when a source's first ``HINT_AFTER`` data messages all map nothing: its key
+        paths likely do not match what its devices send (a few may be other messages, such as
+        Tasmota's STATE under ``tele/+/+``)."""
+        n = self._unmatched[adapter.index]
+        if n < 0:
+            return
+        self._unmatched[adapter.index] = n + 1
+        if n + 1 == HINT_AFTER:
+            log.warning("[[sources]] #%d (%s): %d messages and none holds a mapped feature or the "
+                        "label; the last, on %s: %s. Check the key paths (counted in the metrics as "
+                        "sources.no_feature)", adapter.index + 1, adapter.cfg.kind, HINT_AFTER, topic,
+                        explanation)
 
     def _protocol(self, topic: str, payload: bytes, t_recv: float) -> None:
         device, kind = topic.split("/")[-2:]
