@@ -753,18 +753,22 @@ def test_cli_run_counts_inline_labels_and_label_messages(broker, capsys, fmt, in
                            f"published ({inline} inline, {messages} label messages), 0 lost, "), last
 
 
-def test_publishes_the_broker_refuses_are_counted_as_lost(tmp_path, capsys):
-    """An ACL that does not grant the device's topic: Mosquitto answers each QoS 1 publish
-    with reason code 135 (Not authorized). Before, firmware-sim reported them as published
-    and 0 lost."""
+@pytest.fixture
+def refusing_broker(tmp_path):
+    """A Mosquitto whose ACL grants anonymous clients only ``other/#``."""
     acl = tmp_path / "acl"
     acl.write_text("topic write other/#\n")
     b = Broker(tmp_path / "broker", extra_config=f"acl_file {acl}\n").start()
-    try:
-        code = cli_main(["run", "--broker", b.address, "--source", PIMA, "--rate", "500",
-                         "--limit", "6", "--labels", "inline", "--format", "tasmota"])
-    finally:
-        b.stop()
+    yield b
+    b.stop()
+
+
+def test_publishes_the_broker_refuses_are_counted_as_lost(refusing_broker, capsys):
+    """An ACL that does not grant the device's topic: Mosquitto answers each QoS 1 publish
+    with reason code 135 (Not authorized). Before, firmware-sim reported them as published
+    and 0 lost."""
+    code = cli_main(["run", "--broker", refusing_broker.address, "--source", PIMA, "--rate", "500",
+                     "--limit", "6", "--labels", "inline", "--format", "tasmota"])
     assert code == 0
     last = capsys.readouterr().err.splitlines()[-1]
     assert ("6 readings and 6 labels published (0 inline, 6 label messages), "
