@@ -12,7 +12,8 @@
 # build the compiled core); a system user "edgebayes"; a venv under
 # /opt/edgebayes with edgebayes pip-installed from this checkout; the config in /etc/edgebayes
 # (an existing one is never overwritten); the local Mosquitto configured from deploy/mosquitto
-# (no anonymous access, an ACL, a generated password for the runtime); the systemd unit
+# (no anonymous access, a generated password for the runtime, and an ACL made from the config
+# by `edgebayes acl`, which admits its [[sources]] topics); the systemd unit
 # installed, enabled and (re)started. deploy/pi/check.sh mirrors the venv steps
 # (create_venv, pip_install_edgebayes) to test them under arm64 emulation.
 set -euo pipefail
@@ -166,11 +167,7 @@ setup_broker() {
   else
     run install -m 0644 "$REPO/deploy/mosquitto/edgebayes.conf" "$MOSQUITTO_CONF"
   fi
-  if [ -e "$MOSQUITTO_ACL" ]; then
-    say "kept the existing $MOSQUITTO_ACL"
-  else
-    run install -m 0644 "$REPO/deploy/mosquitto/edgebayes.acl" "$MOSQUITTO_ACL"
-  fi
+  write_acl
   if [ -e "$PASSWORD_FILE" ]; then
     say "kept the runtime's existing password ($PASSWORD_FILE)"
   else
@@ -187,6 +184,22 @@ setup_broker() {
   say "devices: mosquitto_passwd -b $MOSQUITTO_PASSWD DEVICE_ID PASSWORD (user name = device id)"
   systemctl_or_note enable mosquitto
   systemctl_or_note restart mosquitto
+}
+
+# The ACL admits what the config reads, its [[sources]] topics too: made from the config at
+# every install; a different previous one is kept as .bak.
+write_acl() {
+  local edgebayes="$VENV/bin/edgebayes" acl
+  if [ "$DRY_RUN" = 1 ]; then
+    printf '+ %s acl --config %s > %s\n' "$edgebayes" "$CONFIG" "$MOSQUITTO_ACL"
+    return 0
+  fi
+  acl="$("$edgebayes" acl --config "$CONFIG")" || die "no ACL made from $CONFIG (the line above says why)"
+  if [ -e "$MOSQUITTO_ACL" ] && ! printf '%s\n' "$acl" | cmp -s - "$MOSQUITTO_ACL"; then
+    cp -p "$MOSQUITTO_ACL" "$MOSQUITTO_ACL.bak"
+    say "the previous $MOSQUITTO_ACL is kept as $MOSQUITTO_ACL.bak"
+  fi
+  printf '%s\n' "$acl" | write_file "$MOSQUITTO_ACL" 0644 root:root
 }
 
 install_unit() {
@@ -207,6 +220,9 @@ do_install() {
   setup_broker
   install_unit
   say "done: systemctl status edgebayes; journalctl -u edgebayes -f"
+  say "next: edit [schema] features (and [[sources]], see docs/examples/) in $CONFIG for your sensors: it is an example for an occupancy node"
+  say "check it: $VENV/bin/edgebayes run --config $CONFIG prints one line per problem and exits 2 (with none it runs: Ctrl-C stops it)"
+  say "then: sudo systemctl restart edgebayes; after changing [[sources]] or [topics], run sudo deploy/install.sh again (it makes the broker's ACL again)"
 }
 
 do_uninstall() {

@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("edgebayes.runtime.cli", "serve sensor devices over MQTT: predict, learn, alert on drift"),
     "budget": ("edgebayes.budget", "check a config's models against its memory budget, no broker needed"),
     "demo": ("edgebayes.demo", "a broker, simulated devices, the runtime and a monitor on this machine"),
+    "acl": ("edgebayes.acl", "the Mosquitto ACL that admits a config's runtime, devices and [[sources]]"),
 }
 
 

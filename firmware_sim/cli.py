@@ -88,6 +88,11 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     a("--x-shape", choices=X_SHAPES, default="list", help="x as a list or a name -> value map")
     a("--encoding", choices=ENCODINGS, default="msgpack", help="payload encoding")
     a("--format", choices=FORMATS, default="edgebayes", help="payload shape")
+    a("--sensor", default="SIM", metavar="NAME", help="tasmota: the sensor block, e.g. BME280")
+    a("--fields", nargs="+", default=[], metavar="KEY",
+      help="tasmota: the keys of the features in the sensor block, in order (default: their names)")
+    a("--switch", metavar="NAME",
+      help="tasmota: the label (0/1) as this switch's ON/OFF in the SENSOR message, e.g. Switch1")
     _broker_arguments(p, "firmware-sim-{device}")
 
 
@@ -211,7 +216,7 @@ def run_main(args) -> int:
         f"{t['readings_published']} readings and "
         f"{t['labels_inline'] + t['labels_published']} labels published ({t['labels_inline']} "
         f"inline, {t['labels_published']} label messages), "
-        f"{t['lost']} lost, {t['duplicated']} duplicated, "
+        f"{t['lost'] + t['refused']} lost{_refused(t)}, {t['duplicated']} duplicated, "
         f"{sum(t['malformed'].values())} malformed, "
         f"{t['reboots']} reboots, {t['bursts']} bursts in {stats.elapsed_s:.1f} s "
         f"(max lag {stats.max_lag_s * 1000:.1f} ms)",
@@ -219,6 +224,14 @@ def run_main(args) -> int:
     )
     _write_json(args.json, {"config": asdict(config), **stats.as_dict()})
     return 0
+
+
+def _refused(totals: dict) -> str:
+    """`` (3 refused by the broker: Not authorized)`` when the broker refused publishes."""
+    if not totals["refused"]:
+        return ""
+    why = ", ".join(f"{n} {reason}" for reason, n in totals["refused_reasons"].items())
+    return f" ({totals['refused']} refused by the broker: {why})"
 
 
 def monitor_main(args) -> int:
@@ -292,6 +305,9 @@ def _sim_config(args, faults: FaultRates) -> SimConfig:
             x_shape=args.x_shape,
             encoding=args.encoding,
             format=args.format,
+            sensor=args.sensor,
+            fields=tuple(args.fields),
+            switch=args.switch,
         )
     except ValueError as exc:
         name = str(exc).split(" ", 1)[0]

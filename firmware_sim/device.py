@@ -46,6 +46,8 @@ RESERVED_KEYS = ("seq", "ts", "x")
 #: settings of the edgebayes format that the shapes of existing firmware do not use, with
 #: their defaults (those formats have their own topics, label keys, value maps and no seq)
 EDGEBAYES_ONLY = {"x_shape": "list", "label_key": "y", "reboot_seq": "zero", "prefix": "edgebayes"}
+#: settings of the Tasmota format's SENSOR message, with their defaults
+TASMOTA_ONLY = {"sensor": "SIM", "fields": (), "switch": None}
 
 
 def check_prefix(prefix) -> None:
@@ -110,6 +112,13 @@ class SimConfig:
             "esphome", "shelly" (`firmware_sim.formats`, which has its own topics, label keys
             and encoding: ``x_shape``, ``label_key``, ``reboot_seq`` and ``prefix`` must then
             keep their defaults, `EDGEBAYES_ONLY`; ``encoding`` is unused).
+        sensor, fields, switch: the Tasmota ``SENSOR`` message (format "tasmota" only):
+            ``sensor`` names the sensor block (``"BME280"``; default ``"SIM"``), ``fields`` the
+            keys of the features in it, in stream order (``("Temperature", "Humidity",
+            "Pressure")``; default the stream's feature names), and ``switch`` a switch
+            (``"Switch1"``) whose state in the same message is the label: ``"ON"`` for 1,
+            ``"OFF"`` for 0, as a reed switch reports (labels must then be 0/1, ``"inline"``
+            or ``"none"``); without it the label is a message of its own.
 
     Raises:
         ValueError: any value out of its range, naming it; a combination where a setting
@@ -138,6 +147,14 @@ class SimConfig:
     x_shape: str = "list"
     encoding: str = "msgpack"
     format: str = "edgebayes"
+    sensor: str = "SIM"
+    fields: tuple[str, ...] = ()
+    switch: str | None = None
+
+    @property
+    def label_in_reading(self) -> bool:
+        """Whether a label sent at once travels in the reading's own message."""
+        return self.format == "edgebayes" or self.switch is not None
 
     def __post_init__(self):
         def number(name, low, high=math.inf, low_open=False, high_open=False):
@@ -190,6 +207,18 @@ class SimConfig:
         object.__setattr__(self, "drop", tuple(self.drop))
         if str(self.source).startswith("synth:") and (self.target is not None or self.drop):
             raise ValueError("target and drop apply to files, not to synthetic streams")
+        object.__setattr__(self, "fields", tuple(self.fields))
+        for name in ("sensor", "switch", *self.fields):
+            if name is not None and (not isinstance(name, str) or not name):
+                raise ValueError(f"sensor, fields and switch must be non-empty strings, got {name!r}")
+        if self.format != "tasmota":
+            tasmota = [f"{k}={getattr(self, k)!r}" for k, default in TASMOTA_ONLY.items()
+                       if getattr(self, k) != default]
+            if tasmota:
+                raise ValueError(f"{', '.join(tasmota)} {'applies' if len(tasmota) == 1 else 'apply'} "
+                                 f"to format 'tasmota' only")
+        if self.switch is not None and self.labels == "delayed":
+            raise ValueError("switch carries the label in the reading: labels must be 'inline' or 'none'")
         if self.format != "edgebayes":
             unused = [f"{k}={getattr(self, k)!r}" for k, default in EDGEBAYES_ONLY.items()
                       if getattr(self, k) != default]
@@ -421,6 +450,13 @@ def _device_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence([seed, index, 1]).generate_state(1)[0])
 
 
+def _check_fields(config: SimConfig, schema) -> None:
+    names = schema.feature_names
+    if config.fields and len(config.fields) != len(names):
+        raise ValueError(f"fields names {len(config.fields)} keys for the {len(names)} features of "
+                         f"{config.source} ({', '.join(names)})")
+
+
 def build_devices(config: SimConfig) -> list[Device]:
     """The ``config.n_devices`` devices, each with its own stream.
 
@@ -438,9 +474,11 @@ def build_devices(config: SimConfig) -> list[Device]:
         devices = []
         for i in range(c.n_devices):
             stream = open_stream(c.source, n_samples=c.limit, seed=_device_seed(c.seed, i))
+            _check_fields(c, stream.schema)
             devices.append(Device(c, i, iter(stream), stream.schema))
         return devices
     stream = open_stream(c.source, target=c.target, drop=c.drop)
+    _check_fields(c, stream.schema)
     # one pass parses the rows the devices will send: a malformed row is an error now, before
     # anything is published (a device reading it mid-run would have to stop half-way)
     if c.n_devices == 1:

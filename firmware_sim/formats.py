@@ -5,7 +5,7 @@ Per sample (``x`` in schema order, NaN = missing), for device ``<d>``:
 
 | format | reading | label (its own topic) |
 |---|---|---|
-| tasmota | ``tele/<d>/SENSOR`` ``{"Time", "SIM": {feature: value}, "TempUnit": "C"}`` (NaN as null, like a failed read) | ``stat/<d>/RESULT`` ``{"Var1": y}`` (a ``Var1`` command's answer) |
+| tasmota | ``tele/<d>/SENSOR`` ``{"Time", "<sensor>": {field: value}, "TempUnit": "C"}`` (NaN as null, like a failed read; ``SimConfig.sensor``, default ``SIM``, and ``fields``, default the feature names) | ``stat/<d>/RESULT`` ``{"Var1": y}`` (a ``Var1`` command's answer), or with ``SimConfig.switch`` its state in the ``SENSOR`` message: ``"Switch1": "ON"`` for 1, ``"OFF"`` for 0 |
 | zigbee2mqtt | ``zigbee2mqtt/<d>`` ``{feature: value, ..., "linkquality": 120}`` (NaN as null) | ``zigbee2mqtt/<d>_label`` ``{"action": y}`` (a remote's action) |
 | esphome | ``<d>/sensor/<object_id>/state`` plain text per feature (``nan`` when missing) | ``<d>/sensor/label/state`` plain text (a text sensor) |
 | shelly | ``<d>/events/rpc`` Gen2 ``NotifyStatus`` with virtual components ``number:200``, ``number:201``, ... ``{"value": v}`` | ``<d>/status/text:200`` ``{"id": 200, "value": y}`` |
@@ -43,12 +43,22 @@ def _value(v: float):
     return None if math.isnan(v) else v
 
 
-def reading(fmt: str, device: str, names, values: list[float], ts: float) -> list[tuple[str, bytes]]:
-    """The (topic, payload) pairs of one sample in ``fmt``."""
+def switch_state(y) -> str:
+    """A 0/1 label as a Tasmota switch state. Raises ValueError: another label."""
+    if type(y) is int and y in (0, 1):
+        return "ON" if y else "OFF"
+    raise ValueError(f"a switch state needs a 0/1 label, got {y!r}")
+
+
+def reading(fmt: str, device: str, names, values: list[float], ts: float, sensor: str = "SIM",
+            switch: tuple[str, str] | None = None) -> list[tuple[str, bytes]]:
+    """The (topic, payload) pairs of one sample in ``fmt``; for "tasmota", ``names`` are the
+    keys in the ``sensor`` block and ``switch`` a (name, state) pair added to the message."""
     if fmt == "tasmota":
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(ts))
         block = {n: _value(v) for n, v in zip(names, values)}
-        return [(f"tele/{device}/SENSOR", _json({"Time": stamp, "SIM": block, "TempUnit": "C"}))]
+        doc = {"Time": stamp, sensor: block, **dict([switch] if switch else []), "TempUnit": "C"}
+        return [(f"tele/{device}/SENSOR", _json(doc))]
     if fmt == "zigbee2mqtt":
         return [(f"zigbee2mqtt/{device}", _json({**{n: _value(v) for n, v in zip(names, values)}, "linkquality": 120}))]
     if fmt == "esphome":
@@ -77,12 +87,15 @@ def label(fmt: str, device: str, y) -> tuple[str, bytes]:
 
 def publications(device, m, ts: float) -> list[tuple[str, bytes]]:
     """What ``device`` (a `firmware_sim.device.Device`) publishes for script entry ``m``."""
-    fmt = device.config.format
+    c = device.config
+    fmt = c.format
     if m.kind == "label":
         return [label(fmt, m.device, m.y)]
     y = m.y.item() if hasattr(m.y, "item") else m.y
-    out = [label(fmt, m.device, y)] if m.labelled and device.config.labels == "inline" else []
-    pubs = reading(fmt, m.device, device.schema.feature_names, m.x.tolist(), ts)
+    inline = m.labelled and c.labels == "inline"
+    out = [label(fmt, m.device, y)] if inline and c.switch is None else []
+    switch = (c.switch, switch_state(y)) if inline and c.switch is not None else None
+    pubs = reading(fmt, m.device, c.fields or device.schema.feature_names, m.x.tolist(), ts, c.sensor, switch)
     if m.delivery == "malformed":
         pubs = [(t, p[: max(1, int(len(p) * m.detail))]) for t, p in pubs]
     return out + pubs

@@ -1,6 +1,7 @@
 """Broker connection options and paho-mqtt clients, as a sensor device or a dashboard has them.
 
-paho-mqtt 2.x with the callback API version 2, the client id passed by keyword (casebook C37).
+paho-mqtt 2.x with the callback API version 2, the client id passed by keyword (casebook C37),
+over MQTT 5 so the broker's acknowledgements carry a reason code (a refused publish is seen).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,7 +80,9 @@ class Connection:
     (a list of ``(topic filter, qos)``) are given, acknowledged them; they are renewed on
     every reconnection. Publishes are counted until paho's ``on_publish`` confirms them
     (written out for QoS 0, acknowledged for QoS 1 and 2), so a device can flush before it
-    disconnects.
+    disconnects. ``refused`` counts, per reason (``"Not authorized"``), the QoS 1 and 2
+    publishes the broker acknowledged with an MQTT 5 failure reason code (>= 128): it did not
+    take them (an ACL, a quota), so they are lost. A QoS 0 publish is never acknowledged.
     """
 
     def __init__(
@@ -91,7 +95,7 @@ class Connection:
         self.options = options
         self.client_id = client_id
         self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True
+            mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5
         )
         if options.username is not None:
             self.client.username_pw_set(options.username, options.password())
@@ -103,6 +107,7 @@ class Connection:
             )
         self.connected = threading.Event()
         self.refused: str | None = None
+        self.refused_publishes: Counter = Counter()  # reason -> publishes the broker refused
         self._lock = threading.Lock()
         self._published = 0
         self._confirmed = 0
@@ -144,6 +149,10 @@ class Connection:
 
     def _on_publish(self, client, userdata, mid, reason_code, properties):
         with self._lock:
+            if reason_code.is_failure:
+                if not self.refused_publishes:
+                    log.error("%s: the broker refused a publish: %s", self.client_id, reason_code)
+                self.refused_publishes[str(reason_code)] += 1
             self._confirmed += 1
             self._flushed.notify_all()  # flush() and a publish waiting for a free packet id
 

@@ -39,9 +39,12 @@ class DeviceStats:
 
     ``samples`` counts every sample taken (lost ones included); ``readings_published`` counts
     the reading messages handed to MQTT (a duplicated reading twice, a lost one never).
-    ``labels_inline`` counts the labels sent inside a reading (the edgebayes format, once per
-    sample not lost); ``labels_published`` the label messages handed to MQTT: delayed labels,
+    ``labels_inline`` counts the labels sent inside a reading (the edgebayes format, or a
+    Tasmota switch, once per sample not lost); ``labels_published`` the label messages handed to MQTT: delayed labels,
     and with another format the label message sent beside each labelled reading.
+    ``refused`` counts the publishes (readings and labels) the broker acknowledged with a
+    failure reason code, e.g. 135 Not authorized by its ACL: handed to MQTT, yet lost;
+    ``refused_reasons`` says why (reason -> count).
     """
 
     samples: int = 0
@@ -55,6 +58,8 @@ class DeviceStats:
     reboots: int = 0
     bursts: int = 0
     publish_failed: int = 0
+    refused: int = 0
+    refused_reasons: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -72,7 +77,7 @@ class SimStats:
             for k, v in asdict(s).items():
                 if isinstance(v, dict):
                     for kk, vv in v.items():
-                        out[k][kk] += vv
+                        out[k][kk] = out[k].get(kk, 0) + vv
                 else:
                     out[k] += v
         return out
@@ -201,6 +206,9 @@ class Simulator:
                 if conn.connected.is_set() and not conn.flush(self.flush_timeout_s):
                     log.warning("%s: publishes still unconfirmed at the end", conn.client_id)
             self._disconnect_all()
+            for device, conn in zip(self.devices, self.connections):
+                s = self.stats.devices[device.device_id]
+                s.refused, s.refused_reasons = sum(conn.refused_publishes.values()), dict(conn.refused_publishes)
             self.stats.elapsed_s = time.monotonic() - self._start
 
     def _disconnect_all(self) -> None:
@@ -284,7 +292,7 @@ class Simulator:
         if m.delivery == "lost":
             s.lost += 1
             return
-        if m.labelled and self.config.labels == "inline" and self.config.format == "edgebayes":
+        if m.labelled and self.config.labels == "inline" and self.config.label_in_reading:
             s.labels_inline += 1
         if m.delivery == "malformed":
             s.malformed[m.malformed] += 1
@@ -303,7 +311,7 @@ class Simulator:
             s.publish_failed += 1
         elif m.kind == "reading":
             s.readings_published += 1
-            if m.labelled and self.config.labels == "inline" and self.config.format != "edgebayes":
+            if m.labelled and self.config.labels == "inline" and not self.config.label_in_reading:
                 s.labels_published += 1  # other formats: the label goes in a message of its own
         else:
             s.labels_published += 1

@@ -56,6 +56,23 @@ def test_example_config_features_are_the_occupancy_sensors():
     )
 
 
+def test_shipped_acl_is_the_one_edgebayes_acl_makes_from_the_shipped_config(capsys):
+    from edgebayes.cli import main
+
+    assert main(["acl", "--config", str(DEPLOY / "edgebayes.toml")]) == 0
+    assert capsys.readouterr().out == (DEPLOY / "mosquitto" / "edgebayes.acl").read_text()
+
+
+def test_acl_needs_the_runtimes_user_name(tmp_path, capsys):
+    from edgebayes.cli import main
+
+    example = REPO / "docs" / "examples" / "tasmota-bme280.toml"  # no [broker] username
+    assert main(["acl", "--config", str(example)]) == 2
+    assert capsys.readouterr().err == (
+        f"edgebayes acl: {example}: [broker] username: not set; the ACL grants the runtime by its "
+        'user name (deploy/edgebayes.toml uses "edgebayes")\n')
+
+
 def test_unit_runs_the_installed_runtime_under_the_budget_hardened():
     s = unit_settings()
     cfg = load_config(DEPLOY / "edgebayes.toml")
@@ -134,8 +151,13 @@ def test_install_dry_run_prints_every_step_in_order_and_changes_nothing():
             r"(\+ install -m 0644 \S+/deploy/mosquitto/edgebayes.conf "
             r"/etc/mosquitto/conf.d/edgebayes.conf|kept the existing)"
         ),
+        r"\+ /opt/edgebayes/venv/bin/edgebayes acl --config /etc/edgebayes/edgebayes.toml > "
+        r"/etc/mosquitto/edgebayes.acl",
         r"\+ install -m 0644 \S+/deploy/systemd/edgebayes.service /etc/systemd/system/\S+",
         r"(\+ systemctl enable edgebayes.service|skipped 'systemctl enable edgebayes.service')",
+        r"next: edit \[schema\] features .* in /etc/edgebayes/edgebayes.toml for your sensors",
+        r"check it: /opt/edgebayes/venv/bin/edgebayes run --config /etc/edgebayes/edgebayes.toml "
+        r"prints one line per problem and exits 2",
     ]
     pos = 0
     for step in steps:
@@ -180,3 +202,46 @@ def test_install_refuses_unknown_options():
 def test_install_script_is_shellcheck_clean():
     r = subprocess.run(["shellcheck", str(INSTALL)], capture_output=True, text=True)
     assert (r.returncode, r.stdout) == (0, "")
+
+
+def test_acl_grants_each_source_kind_its_topics_and_publishers(tmp_path):
+    from edgebayes.acl import acl_text
+    from edgebayes.runtime.config import parse_config
+
+    cfg = parse_config({
+        "broker": {"username": "rt", "client_id": "node7"},
+        "topics": {"prefix": "site/eb"},
+        "schema": {"features": ["t", "h"]},
+        "models": [{"name": "nb", "kind": "gaussian_nb"}],
+        "output": {"format": "json"},
+        "homeassistant": {"discovery": True},
+        "sources": [
+            {"kind": "tasmota", "topic": "tele/+/SENSOR", "features": {"t": "BME280.Temperature"}},
+            {"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/+", "features": {"t": "temperature"}},
+            {"kind": "esphome", "features": {"t": "+/sensor/t/state", "h": "node1/sensor/h/state"}},
+            {"kind": "json", "topic": "lab/+/+/env", "device_level": 2, "features": {"h": "rh"}},
+        ],
+    })
+    lines = [line for line in acl_text(cfg).splitlines() if line and not line.startswith("#")]
+    assert lines == [
+        "user rt",
+        "topic read site/eb/+/reading", "topic read site/eb/+/label",
+        "topic write site/eb/+/prediction", "topic write site/eb/+/drift", "topic write site/eb/+/error",
+        "topic write site/eb/runtime/#",
+        "topic read tele/+/SENSOR", "topic read tele/+/LWT",
+        "topic read zigbee2mqtt/+", "topic read zigbee2mqtt/bridge/state", "topic read zigbee2mqtt/+/availability",
+        "topic read +/sensor/t/state", "topic read node1/sensor/h/state", "topic read +/status",
+        "topic read node1/status",
+        "topic read lab/+/+/env",
+        "topic write homeassistant/+/node7/#", "topic read homeassistant/status",
+        "user monitor", "topic read site/eb/#",
+        "pattern write site/eb/%u/reading", "pattern write site/eb/%u/label",
+        "pattern read site/eb/%u/prediction", "pattern read site/eb/%u/drift", "pattern read site/eb/%u/error",
+        "pattern write tele/%u/SENSOR", "pattern write tele/%u/LWT",
+        # one bridge publishes for every zigbee device: any user with a password
+        "pattern write zigbee2mqtt/+", "pattern write zigbee2mqtt/bridge/state",
+        "pattern write zigbee2mqtt/+/availability",
+        "pattern write %u/sensor/t/state", "pattern write node1/sensor/h/state", "pattern write %u/status",
+        "pattern write node1/status",
+        "pattern write lab/+/%u/env",
+    ]

@@ -11,9 +11,11 @@ after it returns, none lost.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -35,6 +37,7 @@ PASSWORDS = {
     "monitor": "mon-secret",
     "sim-0": "s0-secret",
     "sim-1": "s1-secret",
+    "tas-0": "t0-secret",
 }
 NOT_AUTHORIZED, NO_SUBSCRIBERS = 135, 16  # MQTT 5 PUBACK reason codes (16 is a success)
 
@@ -47,8 +50,9 @@ def wait_for(cond, timeout_s: float = 10.0, what: str = "condition") -> None:
         time.sleep(0.02)
 
 
-def shipped_broker_config(workdir: Path, bridge_to: int | None = None) -> str:
-    """deploy/mosquitto/edgebayes.conf (+ bridge.conf) for a broker in ``workdir``.
+def shipped_broker_config(workdir: Path, bridge_to: int | None = None, acl: str | None = None) -> str:
+    """deploy/mosquitto/edgebayes.conf (+ bridge.conf) for a broker in ``workdir``, with the
+    shipped ACL or ``acl`` (the text of another one).
 
     What changes from the shipped files: /etc/mosquitto/ becomes ``workdir`` (password and ACL
     files made there), the listener line is left to the ``Broker`` helper (a free loopback
@@ -69,7 +73,10 @@ def shipped_broker_config(workdir: Path, bridge_to: int | None = None) -> str:
             ],
             check=True,
         )
-    shutil.copy(DEPLOY / "mosquitto" / "edgebayes.acl", workdir / "edgebayes.acl")
+    if acl is None:
+        shutil.copy(DEPLOY / "mosquitto" / "edgebayes.acl", workdir / "edgebayes.acl")
+    else:
+        (workdir / "edgebayes.acl").write_text(acl)
     conf = (DEPLOY / "mosquitto" / "edgebayes.conf").read_text()
     conf = re.sub(r"(?m)^listener 1883\n", "", conf).replace("/etc/mosquitto/", f"{workdir}/")
     if bridge_to is not None:
@@ -227,6 +234,81 @@ def test_shipped_broker_config_serves_runtime_and_devices_and_fences_devices(
         for c in clients:
             c.close()
         runtime.stop()
+
+
+def tasmota_behind_the_installed_broker(tmp_path: Path):
+    """The Tasmota example config with the runtime's login, a broker with the shipped config
+    and the ACL `edgebayes acl` makes from that config, and the runtime serving it."""
+    from edgebayes.runtime.service import Runtime
+
+    for user in ("edgebayes", "tas-0"):
+        (tmp_path / f"{user}-password").write_text(PASSWORDS[user] + "\n")
+    example = (REPO / "docs" / "examples" / "tasmota-bme280.toml").read_text()
+    login = (f'[broker]\nusername = "edgebayes"\npassword_file = "{tmp_path}/edgebayes-password"\n'
+             "reconnect_min_s = 0.1\n")
+    config_file = tmp_path / "tasmota.toml"
+    config_file.write_text(example.replace("[broker]\n", login, 1) + '\n[output]\nformat = "json"\n')
+    acl = subprocess.run([sys.executable, "-m", "edgebayes", "acl", "--config", str(config_file)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "pattern write tele/%u/SENSOR\npattern write tele/%u/LWT\n" in acl
+    workdir = tmp_path / "broker"
+    broker = Broker(workdir, extra_config=shipped_broker_config(workdir, acl=acl)).start()
+    runtime = Runtime(load_config(config_file).with_overrides(broker.address))
+    runtime.start()
+    wait_for(runtime.client.subscribed.is_set, what="the runtime's subscriptions granted")
+    return broker, runtime
+
+
+def test_generated_acl_admits_the_configured_sources_and_fences_them(tmp_path):
+    """A board logged in as its Topic publishes tele/tas-0/SENSOR and gets a prediction back;
+    it cannot publish as another board. The shipped ACL denied tele/tas-0/SENSOR outright."""
+    broker, runtime = tasmota_behind_the_installed_broker(tmp_path)
+    clients = []
+    try:
+        monitor = Client(broker, "mon", "monitor", ["edgebayes/#"])
+        board = Client(broker, "tas-0", "tas-0")
+        clients = [monitor, board]
+
+        def publish(topic, doc):
+            info = board.client.publish(topic, json.dumps(doc).encode(), qos=1)
+            wait_for(lambda: info.mid in board.pubacks, what=f"PUBACK of {topic}")
+            return board.pubacks[info.mid]
+
+        sensor = {"BME280": {"Temperature": 21.5, "Humidity": 40.0, "Pressure": 1001.0}, "Switch1": "ON"}
+        assert publish("tele/tas-0/SENSOR", sensor) == 0  # taken: the runtime subscribes
+        assert publish("tele/tas-1/SENSOR", sensor) == NOT_AUTHORIZED
+        assert publish("tele/tas-0/LWT", "Online") == 0
+        wait_for(lambda: monitor.got(r"edgebayes/tas-0/prediction"), what="the board's prediction")
+        assert runtime.worker.n_learned == 1 and "tas-1" not in runtime.worker.devices
+    finally:
+        for c in clients:
+            c.close()
+        runtime.stop()
+        broker.stop()
+
+
+def test_the_readmes_simulated_tasmota_board_gets_predictions_through_the_installed_broker(tmp_path, capsys):
+    """The README's firmware-sim command, logged in as tas-0: every reading through the ACL,
+    read by the Tasmota example, predicted and learned with its Switch1 label; none lost."""
+    from firmware_sim.cli import main as firmware_sim
+
+    broker, runtime = tasmota_behind_the_installed_broker(tmp_path)
+    try:
+        readme = (REPO / "README.md").read_text()
+        command = re.search(r"^firmware-sim run --format tasmota .*$", readme, re.M).group(0)
+        args = command.split()[1:]
+        args[args.index("--broker") + 1] = broker.address
+        args += ["--limit", "40", "--rate", "200", "--username", "tas-0",
+                 "--password-file", str(tmp_path / "tas-0-password"), "--client-id", "tas-0"]
+        assert firmware_sim(args) == 0
+        summary = capsys.readouterr().err.splitlines()[-1]
+        assert "40 readings and 40 labels published (40 inline, 0 label messages), 0 lost," in summary
+        wait_for(lambda: runtime.worker.n_learned == 40, what="40 readings learned")
+        m = runtime.worker.metrics()
+        assert (m["n_readings"], m["n_malformed"], m["sources"]) == (40, 0, {"readings": 40})
+    finally:
+        runtime.stop()
+        broker.stop()
 
 
 @pytest.mark.slow

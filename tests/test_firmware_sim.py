@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -28,8 +29,10 @@ from firmware_sim import (
     fault_plan,
     run_devices,
 )
+from firmware_sim import formats
 from firmware_sim.cli import main as cli_main
 from firmware_sim.mqtt import BrokerOptions, Connection, parse_address
+from tests.broker import Broker
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared"
@@ -748,3 +751,42 @@ def test_cli_run_counts_inline_labels_and_label_messages(broker, capsys, fmt, in
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith(f"firmware-sim: 1 device(s), 12 samples, 12 readings and 12 labels "
                            f"published ({inline} inline, {messages} label messages), 0 lost, "), last
+
+
+@pytest.fixture
+def refusing_broker(tmp_path):
+    """A Mosquitto whose ACL grants anonymous clients only ``other/#``."""
+    acl = tmp_path / "acl"
+    acl.write_text("topic write other/#\n")
+    b = Broker(tmp_path / "broker", extra_config=f"acl_file {acl}\n").start()
+    yield b
+    b.stop()
+
+
+def test_publishes_the_broker_refuses_are_counted_as_lost(refusing_broker, capsys):
+    """An ACL that does not grant the device's topic: Mosquitto answers each QoS 1 publish
+    with reason code 135 (Not authorized). Before, firmware-sim reported them as published
+    and 0 lost."""
+    code = cli_main(["run", "--broker", refusing_broker.address, "--source", PIMA, "--rate", "500",
+                     "--limit", "6", "--labels", "inline", "--format", "tasmota"])
+    assert code == 0
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert ("6 readings and 6 labels published (0 inline, 6 label messages), "
+            "12 lost (12 refused by the broker: 12 Not authorized), 0 duplicated") in last, last
+
+
+def test_tasmota_sensor_fields_and_switch_options():
+    cfg = SimConfig("synth:SEA", limit=2, format="tasmota", sensor="BME280",
+                    fields=("Temperature", "Humidity", "Pressure"), switch="Switch1", seed=3)
+    device = build_devices(cfg)[0]
+    m = next(e for e in device.events() if e.kind == "reading")
+    (topic, payload), = formats.publications(device, m, 0.0)
+    doc = json.loads(payload)
+    assert topic == "tele/sim-0/SENSOR" and list(doc["BME280"]) == ["Temperature", "Humidity", "Pressure"]
+    assert list(doc["BME280"].values()) == m.x.tolist() and doc["Switch1"] == ("ON" if m.y == 1 else "OFF")
+    for bad, why in [({"format": "zigbee2mqtt", "sensor": "BME280"}, "sensor='BME280' applies to format 'tasmota' only"),
+                     ({"format": "tasmota", "switch": "Switch1", "labels": "delayed"}, "labels must be 'inline' or 'none'")]:
+        with pytest.raises(ValueError, match=re.escape(why)):
+            SimConfig("synth:SEA", **bad)
+    with pytest.raises(ValueError, match="fields names 2 keys for the 3 features"):
+        build_devices(SimConfig("synth:SEA", format="tasmota", fields=("a", "b")))

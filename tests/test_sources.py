@@ -2,6 +2,7 @@
 label windows through the worker's own reading and label path (no broker here)."""
 
 import json
+import tomllib
 import math
 from pathlib import Path
 
@@ -316,11 +317,14 @@ def test_esphome_topics_assemble_one_reading_per_round(monkeypatch):
     assert w.n_readings == 0  # h not there yet
     feed(w, "node/sensor/h/state", "40", at=10.5, monkeypatch=monkeypatch)
     feed(w, "node/sensor/t/state", "21.6", at=11.0, monkeypatch=monkeypatch)
-    feed(w, "node/sensor/h/state", "nan", at=11.2, monkeypatch=monkeypatch)  # no value: not new
+    feed(w, "node/sensor/h/state", "nan", at=11.2, monkeypatch=monkeypatch)  # a report: h missing
     feed(w, "node/sensor/h/state", "41", at=11.5, monkeypatch=monkeypatch)
-    assert [(p["seq"], p["ts"]) for p in predictions(w)] == [(10500, 10.5), (11500, 11.5)]
+    feed(w, "node/sensor/h/state", "42", at=12.0, monkeypatch=monkeypatch)  # again: t stopped
+    assert [(p["seq"], p["ts"]) for p in predictions(w)] == [(10500, 10.5), (11200, 11.2), (12000, 12.0)]
     pending = w.devices["node"].pending
-    assert [pending.pop(s).x for s in (10500, 11500)] == [[21.5, 40.0], [21.6, 41.0]]
+    xs = [pending.pop(s).x for s in (10500, 11200, 12000)]
+    assert xs[0] == [21.5, 40.0] and xs[1][0] == 21.6 and math.isnan(xs[1][1]) and xs[2] == [21.6, 42.0]
+    assert w.metrics()["sources"] == {"readings": 3, "no_value": 1, "missing_values": 1}
 
 
 def test_assembler_cadence_values_age_out_then_silence():
@@ -372,3 +376,102 @@ def test_example_configs_load():
     assert aqara.sources[1].label is not None and aqara.homeassistant.discovery is True
     assert [s.kind for s in tasmota.sources] == ["tasmota"]
     assert tasmota.schema.features == ("temperature", "humidity", "pressure")
+
+
+# --- missing values: a dead probe neither silences its device nor loses a label -----------------
+
+def tasmota_example_worker(**assembler):
+    raw = tomllib.loads((ROOT / "docs" / "examples" / "tasmota-bme280.toml").read_text())
+    raw["output"] = {"format": "json"}
+    raw["assembler"].update(assembler)
+    cfg = parse_config(raw)
+    w = Worker(cfg, Topics("eb", "+", "rt"), None)
+    w.client = Recorder()
+    w.sources = SourceRouter(cfg, w)
+    return w
+
+
+def bme280(t, h, p, switch):
+    return {"Time": "2024-01-01T00:00:00", "BME280": {"Temperature": t, "Humidity": h, "Pressure": p},
+            "Switch1": switch, "TempUnit": "C", "PressureUnit": "hPa"}
+
+
+def learned_classes(w, device):
+    return w.devices[device].slots[0].learner.classes_
+
+
+def test_a_null_probe_gives_a_reading_with_nan_that_keeps_the_messages_label(monkeypatch):
+    """The Tasmota example (interval_s = 0): the BME280 reports null temperature in one message.
+    Before, that device's readings stopped until the probe came back, the message's Switch1
+    was thrown away and no counter moved."""
+    w = tasmota_example_worker()
+    feed(w, "tele/tas-0/SENSOR", bme280(21.0, 40.0, 1000.0, "ON"), at=100.0, monkeypatch=monkeypatch)
+    feed(w, "tele/tas-0/SENSOR", bme280(None, 41.0, 1001.0, "OFF"), at=400.0, monkeypatch=monkeypatch)
+    feed(w, "tele/tas-0/SENSOR", bme280(22.0, "nan", 1002.0, "ON"), at=700.0, monkeypatch=monkeypatch)
+    assert [p["seq"] for p in predictions(w)] == [100000, 400000, 700000]
+    assert (w.n_readings, w.n_learned, len(w.devices["tas-0"].pending)) == (3, 3, 0)
+    assert learned_classes(w, "tas-0") == ["open", "closed"]  # the OFF of the null message
+    assert w.metrics()["sources"] == {"readings": 3, "no_value": 2, "missing_values": 2}
+
+
+def test_a_probe_left_out_of_the_message_is_missing_and_an_all_dead_board_is_reported(monkeypatch):
+    """Tasmota leaves a failed sensor out of SENSOR. Before, no reading came while it was out,
+    with no error; then the next reading mixed values of two messages."""
+    w = tasmota_example_worker()
+    feed(w, "tele/tas-0/SENSOR", bme280(21.0, 40.0, 1000.0, "ON"), at=100.0, monkeypatch=monkeypatch)
+    left_out = {"Time": "2024-01-01T00:05:00", "BME280": {"Humidity": 41.0}, "Switch1": "OFF"}
+    feed(w, "tele/tas-0/SENSOR", left_out, at=400.0, monkeypatch=monkeypatch)
+    assert [p["seq"] for p in predictions(w)] == [100000, 400000]
+    assert learned_classes(w, "tas-0") == ["open", "closed"]
+    feed(w, "tele/tas-0/SENSOR", {"Time": "2024-01-01T00:10:00", "Switch1": "ON"}, at=700.0,
+         monkeypatch=monkeypatch)
+    errors = [json.loads(p) for t, p in w.client.published if t == "eb/tas-0/error"]
+    assert [(e["kind"], e["error"]) for e in errors] == [
+        ("too_few_values", "no value for temperature, humidity, pressure: fewer than [assembler] "
+                           "min_features = 1 present, no reading")]
+    assert w.n_readings == 2
+    assert w.metrics()["sources"] == {"readings": 2, "no_value": 5, "missing_values": 2, "too_few_values": 1}
+
+
+def test_min_features_refuses_a_reading_with_too_few_values(monkeypatch):
+    w = tasmota_example_worker(min_features=2)
+    feed(w, "tele/tas-0/SENSOR", bme280(None, None, 1000.0, "ON"), at=100.0, monkeypatch=monkeypatch)
+    feed(w, "tele/tas-0/SENSOR", bme280(None, 40.0, 1000.0, "ON"), at=400.0, monkeypatch=monkeypatch)
+    assert [p["seq"] for p in predictions(w)] == [400000]
+    assert w.metrics()["sources"] == {"readings": 1, "no_value": 3, "missing_values": 1, "too_few_values": 1}
+    with pytest.raises(ConfigError, match=r"min_features = 4: must be an integer in 1\.\.3"):
+        tasmota_example_worker(min_features=4)
+
+
+def test_a_topic_that_stops_does_not_hold_the_others_back():
+    """ESPHome-like, one topic per sensor: h stops publishing. Before, no reading ever came."""
+    a = Assembler(("t", "h"), interval_s=0.0, max_age_s=25.0)
+    assert a.update("d", {"t": 1.0}, (0, "p"), 0.0) is None
+    assert a.update("d", {"h": 2.0}, (0, "p"), 1.0).x == [1.0, 2.0]
+    assert a.update("d", {"t": 3.0}, (0, "p"), 10.0) is None
+    assert a.update("d", {"t": 4.0}, (0, "p"), 20.0).x == [4.0, 2.0]  # h is 19 s old: kept
+    assert a.update("d", {"t": 5.0}, (0, "p"), 30.0) is None
+    r = a.update("d", {"t": 6.0}, (0, "p"), 40.0)
+    assert r.x[0] == 6.0 and math.isnan(r.x[1])  # h is 39 s old: missing
+
+
+def test_a_source_whose_paths_match_nothing_says_so_once(monkeypatch, caplog):
+    """firmware-sim's default SIM block under the BME280 example: before, only a metrics count."""
+    w = tasmota_example_worker()
+    for i in range(25):
+        feed(w, f"tele/tas-{i}/SENSOR", {"Time": "t", "SIM": {"attrib1": 1.0}, "TempUnit": "C"},
+             at=100.0 + i, monkeypatch=monkeypatch)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        "[[sources]] #1 (tasmota): 10 messages and none holds a mapped feature or the label; the "
+        "last, on tele/tas-9/SENSOR: no mapped feature or label (its keys: Time, SIM, TempUnit). "
+        "Check the key paths (counted in the metrics as sources.no_feature)"]
+    assert w.metrics()["sources"] == {"no_feature": 25}
+
+
+def test_a_source_that_matched_once_is_not_hinted_at(monkeypatch, caplog):
+    w = tasmota_example_worker()
+    feed(w, "tele/tas-0/SENSOR", bme280(21.0, 40.0, 1000.0, "ON"), at=100.0, monkeypatch=monkeypatch)
+    for i in range(12):  # e.g. a board without the sensor under the same wildcard
+        feed(w, "tele/tas-1/SENSOR", {"Time": "t", "SIM": {"a": i}}, at=101.0 + i, monkeypatch=monkeypatch)
+    assert [r for r in caplog.records if r.levelname == "WARNING"] == []

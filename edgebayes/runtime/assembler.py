@@ -3,16 +3,21 @@
 The ``Assembler`` keeps, per device, the latest value of each schema feature with the time it
 arrived and the publisher it came from. It emits a ``protocol.Reading``:
 
-- ``interval_s == 0``: as soon as every feature has a new value since the device's last
-  reading (a Tasmota ``SENSOR`` message holding them all gives one reading per message; an
-  ESPHome node publishing one topic per sensor gives one reading per round of topics);
-- ``interval_s > 0``: every ``interval_s`` seconds, from the latest values, as long as at
-  least one of them is fresh.
+- ``interval_s == 0``: when a round of reports is over: every feature was reported since the
+  device's last reading (a value, or "no value now": ``null``, ``nan``, ``unavailable``), or a
+  feature is reported a second time before that (a sensor that stopped reporting, or a probe
+  missing from its message, does not hold the others back). A Tasmota ``SENSOR`` message
+  holding them all gives one reading per message; an ESPHome node publishing one topic per
+  sensor gives one reading per round of topics;
+- ``interval_s > 0``: every ``interval_s`` seconds, from the latest values.
 
-A value older than ``max_age_s`` seconds is missing (NaN), as is a value the sensor reported as
-"no value" or one whose publisher went offline (``offline``). ``seq`` is the emission time in
-milliseconds, kept strictly increasing, so it keeps growing across restarts as
-docs/protocol.md asks.
+In a reading, a feature is missing (NaN, which the learners skip) when its last report was "no
+value now", when it was never reported, when its publisher went offline (``offline``), or
+when its value is older than ``max_age_s`` seconds; a feature not reported in the current round
+keeps its latest value otherwise. A reading with fewer than ``min_features`` present (non-NaN)
+features is not served: ``update`` returns an ``Incomplete`` (reported by the caller), ``due``
+skips it. ``seq`` is the emission time in milliseconds, kept strictly increasing, so it keeps
+growing across restarts as docs/protocol.md asks.
 
 Labels: ``label(device, y, ...)`` sets the device's label state. Readings assembled up to
 ``after_s`` seconds later carry it inline (predicted, then learned); readings assembled up to
@@ -27,11 +32,21 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 from edgebayes.runtime.protocol import Label, Reading
 
 _NAN = math.nan
+
+
+@dataclass(frozen=True)
+class Incomplete:
+    """A round of reports that ended with fewer than ``min_features`` present features:
+    ``missing`` names the features without a value, in schema order."""
+
+    device: str
+    missing: tuple[str, ...]
 
 
 class _Device:
@@ -41,7 +56,7 @@ class _Device:
         self.values = [_NAN] * n
         self.times = [-math.inf] * n
         self.origins: list[tuple] = [()] * n
-        self.updated: set[int] = set()  # features with a new value since the last reading
+        self.updated: set[int] = set()  # features reported (a value or NaN) since the last reading
         self.last_seq = -1
         self.next_due: float | None = None
         self.label: tuple[Any, float, float] | None = None  # (y, since, after_s)
@@ -53,22 +68,25 @@ class Assembler:
 
     Args:
         features: the schema's feature names, in order.
-        interval_s: 0 for "when every feature is new", else the cadence in seconds.
+        interval_s: 0 for "at the end of each round of reports", else the cadence in seconds.
         max_age_s: values older than this (seconds) are missing.
         window_before_s: the longest ``before_s`` any label will use (how long readings are
             remembered for delayed labels).
         max_devices: devices tracked at most; values for further devices are dropped (counted
             in ``n_devices_dropped``) so junk topics cannot grow memory.
+        min_features: the fewest present (non-NaN) features a reading is served with (>= 1).
     """
 
     def __init__(self, features: tuple[str, ...], interval_s: float, max_age_s: float,
-                 window_before_s: float = 0.0, max_devices: int = 1024):
+                 window_before_s: float = 0.0, max_devices: int = 1024, min_features: int = 1):
+        self.features = features
         self.index = {name: i for i, name in enumerate(features)}
         self.n = len(features)
         self.interval_s = interval_s
         self.max_age_s = max_age_s
         self.window_before_s = window_before_s
         self.max_devices = max_devices
+        self.min_features = min_features
         self.devices: dict[str, _Device] = {}
         self.n_devices_dropped = 0
 
@@ -81,24 +99,30 @@ class Assembler:
             dev = self.devices[device] = _Device(self.n)
         return dev
 
-    def update(self, device: str, values: dict[str, float], origin: tuple, now: float) -> Reading | None:
+    def update(self, device: str, values: dict[str, float], origin: tuple,
+               now: float) -> Reading | Incomplete | None:
         """Record ``values`` (feature name -> float, NaN = no value now) from ``origin`` at
-        ``now`` (unix s); the reading they complete when ``interval_s`` is 0, else None."""
+        ``now`` (unix s). When ``interval_s`` is 0 and they end a round: the reading, or an
+        ``Incomplete`` when it has fewer than ``min_features`` present; else None."""
         dev = self._device(device)
         if dev is None:
             return None
-        for name, v in values.items():
-            i = self.index[name]
+        indices = [self.index[name] for name in values]
+        repeated = not dev.updated.isdisjoint(indices)  # a second report: the round is over
+        for i, v in zip(indices, values.values()):
             dev.values[i], dev.times[i], dev.origins[i] = v, now, origin
-            if v == v:
-                dev.updated.add(i)
-            else:
-                dev.updated.discard(i)
+        dev.updated.update(indices)
         if self.interval_s > 0:
             if dev.next_due is None:
                 dev.next_due = now + self.interval_s
             return None
-        return self._emit(device, dev, now) if len(dev.updated) == self.n else None
+        if not repeated and len(dev.updated) < self.n:
+            return None
+        x = self._values(dev, now)
+        if sum(v == v for v in x) < self.min_features:
+            dev.updated.clear()
+            return Incomplete(device, tuple(f for f, v in zip(self.features, x) if v != v))
+        return self._emit(device, dev, now, x)
 
     def label(self, device: str, y: Any, now: float, before_s: float, after_s: float) -> list[Label]:
         """Set the device's label state; the delayed labels for its recent unlabelled readings."""
@@ -135,14 +159,16 @@ class Assembler:
             dev.next_due += self.interval_s
             if dev.next_due <= now:  # we were late: no burst of catch-up readings
                 dev.next_due = now + self.interval_s
-            horizon = now - self.max_age_s
-            if any(t >= horizon and v == v for v, t in zip(dev.values, dev.times)):
-                out.append(self._emit(device, dev, now))
+            x = self._values(dev, now)
+            if sum(v == v for v in x) >= self.min_features:
+                out.append(self._emit(device, dev, now, x))
         return out
 
-    def _emit(self, device: str, dev: _Device, now: float) -> Reading:
+    def _values(self, dev: _Device, now: float) -> list[float]:
         horizon = now - self.max_age_s
-        x = [v if t >= horizon else _NAN for v, t in zip(dev.values, dev.times)]
+        return [v if t >= horizon else _NAN for v, t in zip(dev.values, dev.times)]
+
+    def _emit(self, device: str, dev: _Device, now: float, x: list[float]) -> Reading:
         seq = max(dev.last_seq + 1, int(now * 1000))
         dev.last_seq = seq
         dev.updated.clear()

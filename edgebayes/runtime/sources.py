@@ -25,11 +25,14 @@ Config (keys with defaults; ``-`` = required)::
                   label_window_before_s=0 (readings up to this long before a label get it as a
                       delayed label, by seq) label_window_after_s=60 (readings assembled up to
                       this long after it get it inline)
-    [assembler]   interval_s=0 (0: a reading when every feature has a new value since the last
-                      reading; > 0: a reading every interval_s s from the latest values)
+    [assembler]   interval_s=0 (0: a reading when every feature was reported since the last
+                      reading, a value or "no value now", or one is reported again before
+                      that; > 0: a reading every interval_s s from the latest values)
                   max_age_s=600 (older values are missing: NaN) dedupe_s=1 (a byte-identical
                   publish on the same topic within this is a repeat, dropped)
                   accept_retained=false (retained values delivered on subscribe are stale)
+                  min_features=1 (a reading with fewer present features is not served:
+                      counted and reported as ``too_few_values``; at most the schema's count)
 
 Where a value lives: ``"BME280.Temperature"`` (a key path into the JSON payload of a message on
 ``topic``; quote keys holding dots: ``'PMS5003."PM2.5"'``), a list of such paths (the first
@@ -39,7 +42,10 @@ whose plain payload is the value, or ``{topic = "...", path = "..."}`` for JSON 
 
 Values: JSON numbers; numbers sent as strings (``"100.00"``); booleans and ``ON``/``OFF``,
 ``true``/``false`` as 1/0; ``nan``, ``None``, ``null``, ``unavailable``, ``unknown`` and
-empty payloads as "no value now" (the feature becomes missing); any other text is refused
+empty payloads as "no value now" (the feature is missing, NaN, in the reading that message
+makes, and the message's label still labels it), and so is a mapped feature left out of a
+Tasmota ``SENSOR`` message that holds another mapped value or the label (Tasmota leaves a
+probe that failed out of the message); any other text is refused
 (kind ``field``), +/-inf too (``not_finite``), and a magnitude above 1e100 (``out_of_range``,
 the learners' bound). Tasmota temperatures in Fahrenheit and pressures in mmHg/inHg are
 converted to °C and hPa from the message's ``TempUnit`` and ``PressureUnit``. Availability messages (zigbee2mqtt ``bridge/state`` and ``<name>/availability``,
@@ -62,6 +68,7 @@ from typing import Any
 from paho.mqtt.client import topic_matches_sub
 
 from edgebayes.base import InputError, check_label, to_float
+from edgebayes.runtime.assembler import Assembler, Incomplete
 from edgebayes.runtime.config import NAME_RE
 from edgebayes.runtime.protocol import (
     Label,
@@ -84,6 +91,8 @@ _TEMP_KEYS = frozenset({"temperature", "dewpoint", "temperatur", "taupunkt"})
 _PRESSURE_KEYS = frozenset({"pressure", "seapressure", "druck"})
 _HPA_PER = {"mmHg": 1.33322387415, "inHg": 33.8638866667}  # hPa per unit
 _ABSENT = object()
+#: data messages of a source mapping nothing, none before them mapping anything, before a warning
+HINT_AFTER = 10
 _BAD_ID = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -118,6 +127,7 @@ class AssemblerConfig:
     max_age_s: float = 600.0
     dedupe_s: float = 1.0
     accept_retained: bool = False
+    min_features: int = 1
 
 
 def parse_path(text: str) -> tuple[str, ...]:
@@ -262,13 +272,20 @@ def _source(i: int, raw: Any, features: tuple[str, ...], problems: list[str]) ->
     return SourceConfig(**values)
 
 
-def _assembler(raw: Any, problems: list[str]) -> AssemblerConfig:
+def _assembler(raw: Any, features: tuple[str, ...] | None, problems: list[str]) -> AssemblerConfig:
     if not isinstance(raw, dict):
         problems.append("[assembler] must be a table")
         return AssemblerConfig()
     values = {}
     for key, v in raw.items():
-        if key == "accept_retained":
+        if key == "min_features":
+            n = len(features) if features else 1
+            if type(v) is not int or not 1 <= v <= n:
+                problems.append(f"[assembler] min_features = {v!r}: must be an integer in 1..{n} "
+                                "(the number of [schema] features)")
+                continue
+            values[key] = v
+        elif key == "accept_retained":
             if not isinstance(v, bool):
                 problems.append(f"[assembler] accept_retained = {v!r}: expected true or false")
             values[key] = v
@@ -279,7 +296,8 @@ def _assembler(raw: Any, problems: list[str]) -> AssemblerConfig:
                 problems.append("[assembler] max_age_s = 0: must be > 0")
             values[key] = float(v) if not isinstance(v, bool) and isinstance(v, (int, float)) else v
         else:
-            problems.append(f"[assembler] unknown key {key!r}; known: interval_s, max_age_s, dedupe_s, accept_retained")
+            problems.append(f"[assembler] unknown key {key!r}; known: interval_s, max_age_s, dedupe_s, "
+                            "accept_retained, min_features")
     return AssemblerConfig(**values)
 
 
@@ -301,7 +319,7 @@ def parse_tables(raw: dict, features: tuple[str, ...] | None, output_format: str
             out["sources"] = tuple(s for i, t in enumerate(raw["sources"])
                                    if (s := _source(i, t, features, problems)) is not None)
     if "assembler" in raw:
-        out["assembler"] = _assembler(raw["assembler"], problems)
+        out["assembler"] = _assembler(raw["assembler"], features, problems)
     if "homeassistant" in raw:
         out["homeassistant"] = parse_homeassistant(raw["homeassistant"], output_format, problems)
     return out
@@ -427,6 +445,8 @@ class Extract:
     commands) or "rejected" (``reason``: an error kind of docs/protocol.md or ``no_feature``,
     ``explanation`` in words). ``device`` is the device id the values belong to, ``origin``
     the publisher (source index, topic-derived name) whose availability governs them.
+    ``left_out``: mapped features absent from a message that holds all its publisher's
+    sensors (``Adapter.snapshot``): missing now.
     """
 
     kind: str
@@ -438,6 +458,7 @@ class Extract:
     online: bool | None = None
     reason: str | None = None
     explanation: str = ""
+    left_out: tuple[str, ...] = ()
 
 
 class Adapter:
@@ -482,6 +503,11 @@ class Adapter:
         """Unit normalisation for a value read at ``path`` (Tasmota)."""
         return value
 
+    def snapshot(self, topic: str) -> bool:
+        """Whether a message on ``topic`` holds every sensor of its publisher, so a mapped
+        feature absent from it (a failed probe left out) is missing rather than unchanged."""
+        return False
+
     # extraction
     def extract(self, topic: str, payload: bytes) -> Extract:
         """What the message on ``topic`` means (see ``Extract``); never raises for bad input."""
@@ -504,6 +530,7 @@ class Adapter:
         doc: Any = _ABSENT
         on_main = self.cfg.topic is not None and topic_matches_sub(self.cfg.topic, topic)
         items = [*self.cfg.features, *((("\0label", self.cfg.label),) if self.cfg.label else ())]
+        absent = []
         try:
             for name, spec in items:
                 if spec.topic is None and not on_main or spec.topic is not None and not topic_matches_sub(spec.topic, topic):
@@ -513,7 +540,8 @@ class Adapter:
                         doc = self.document(topic, self._json(payload))
                     raw = next((v for p in spec.paths if (v := lookup(doc, p)) is not _ABSENT), _ABSENT)
                     if raw is _ABSENT:
-                        continue  # not in this message: the feature keeps its last value
+                        absent.append(name)  # not in this message: unchanged, or missing in a snapshot
+                        continue
                     raw = self.convert(doc, next(p for p in spec.paths if lookup(doc, p) is not _ABSENT), raw)
                 else:
                     raw = bytes(payload).decode("utf-8", "replace")
@@ -524,8 +552,11 @@ class Adapter:
         except ProtocolError as exc:
             return Extract("rejected", device=device, origin=origin, reason=exc.kind, explanation=str(exc))
         if not out.values and not out.has_label:
+            keys = f" (its keys: {', '.join(list(doc)[:20])})" if isinstance(doc, dict) else ""
             return Extract("rejected", device=device, origin=origin, reason="no_feature",
-                           explanation="no mapped feature or label in this message")
+                           explanation=f"no mapped feature or label{keys}")
+        if self.snapshot(topic):
+            out.left_out = tuple(name for name in absent if name != "\0label")
         return out
 
     @staticmethod
@@ -591,6 +622,9 @@ class Tasmota(Adapter):
         if last == "LWT":
             return "availability"
         return "data" if last in self.DATA else "ignored"
+
+    def snapshot(self, topic):
+        return topic.endswith("/SENSOR")  # every TelePeriod: all the board's sensors that read
 
     def publisher(self, topic):
         if self.level is not None:
@@ -722,23 +756,26 @@ class SourceRouter:
         discovery: a ``discovery.Discovery`` to tell about Home Assistant's birth, or None.
 
     ``counts`` (a Counter, in the metrics as ``sources``): ``retained``, ``repeated``,
-    ``ignored``, ``no_feature``, ``offline``, ``online``, ``readings``, ``labels`` and one
-    entry per refusal kind.
+    ``ignored``, ``no_feature``, ``offline``, ``online``, ``readings``, ``labels``,
+    ``no_value`` (values a sensor reported as "no value now" or left out of a snapshot
+    message), ``missing_values`` (NaN features in the readings served), and one entry per
+    refusal kind (``too_few_values``: a reading with fewer than ``[assembler] min_features``
+    present features, not served).
     """
 
     def __init__(self, config, worker, discovery=None):
-        from edgebayes.runtime.assembler import Assembler
-
         self.worker = worker
         self.discovery = discovery
         acfg = config.assembler or AssemblerConfig()
         self.acfg = acfg
         self.adapters = [make_adapter(i, s) for i, s in enumerate(config.sources)]
         self.assembler = Assembler(config.schema.features, acfg.interval_s, acfg.max_age_s,
-                                   max((s.label_window_before_s for s in config.sources), default=0.0))
+                                   max((s.label_window_before_s for s in config.sources), default=0.0),
+                                   min_features=acfg.min_features)
         self.parser = Parser(config.schema.features, config.schema.label, config.queue.max_payload_bytes)
         self.max_payload_bytes = config.queue.max_payload_bytes
         self.counts: Counter = Counter()
+        self._unmatched: Counter = Counter()  # source index -> messages mapping nothing, until one did
         self._last_payload: dict[str, tuple[bytes, float]] = {}
         self._routes: dict[str, list[Adapter]] = {}
         extra = [discovery.ha_status_topic] if discovery is not None else []
@@ -794,19 +831,44 @@ class SourceRouter:
             return
         if ex.kind == "ignored" or ex.reason == "no_feature":
             self.counts[ex.kind if ex.kind == "ignored" else "no_feature"] += 1
+            if ex.reason == "no_feature":
+                self._hint(adapter, topic, ex.explanation)
             return
         if ex.kind == "rejected":
             self._refuse(ex.device, topic, ex.reason, ex.explanation)
             return
+        self._unmatched[adapter.index] = -1  # a source that matched once is not hinted at
         cfg = adapter.cfg
         if ex.has_label:
             for lab in self.assembler.label(ex.device, ex.label, now, cfg.label_window_before_s,
                                             cfg.label_window_after_s):
                 self._deliver(lab, topic, t_recv)
-        if ex.values:
-            reading = self.assembler.update(ex.device, ex.values, ex.origin, now)
-            if reading is not None:
-                self._deliver(reading, topic, t_recv)
+        if ex.values or ex.left_out:
+            values = {**ex.values, **dict.fromkeys(ex.left_out, math.nan)} if ex.left_out else ex.values
+            n_null = sum(v != v for v in values.values())
+            if n_null:
+                self.counts["no_value"] += n_null
+            out = self.assembler.update(ex.device, values, ex.origin, now)
+            if isinstance(out, Incomplete):
+                self._refuse(ex.device, topic, "too_few_values",
+                             f"no value for {', '.join(out.missing)}: fewer than [assembler] "
+                             f"min_features = {self.acfg.min_features} present, no reading")
+            elif out is not None:
+                self._deliver(out, topic, t_recv)
+
+    def _hint(self, adapter: Adapter, topic: str, explanation: str) -> None:
+        """Log once when a source's first ``HINT_AFTER`` data messages all map nothing: its key
+        paths likely do not match what its devices send (a few may be other messages, such as
+        Tasmota's STATE under ``tele/+/+``)."""
+        n = self._unmatched[adapter.index]
+        if n < 0:
+            return
+        self._unmatched[adapter.index] = n + 1
+        if n + 1 == HINT_AFTER:
+            log.warning("[[sources]] #%d (%s): %d messages and none holds a mapped feature or the "
+                        "label; the last, on %s: %s. Check the key paths (counted in the metrics as "
+                        "sources.no_feature)", adapter.index + 1, adapter.cfg.kind, HINT_AFTER, topic,
+                        explanation)
 
     def _protocol(self, topic: str, payload: bytes, t_recv: float) -> None:
         device, kind = topic.split("/")[-2:]
@@ -820,7 +882,13 @@ class SourceRouter:
         self._deliver(item, topic, t_recv)
 
     def _deliver(self, item: Reading | Label, topic: str, t_recv: float) -> None:
-        self.counts["readings" if isinstance(item, Reading) else "labels"] += 1
+        if isinstance(item, Reading):
+            self.counts["readings"] += 1
+            n_missing = sum(v != v for v in item.x)
+            if n_missing:
+                self.counts["missing_values"] += n_missing
+        else:
+            self.counts["labels"] += 1
         self.worker.serve(item, topic, t_recv)
 
     def _refuse(self, device: str | None, topic: str, kind: str, explanation: str, seq: int | None = None) -> None:
