@@ -31,7 +31,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -165,23 +164,32 @@ def main() -> None:
     ap.add_argument("--slow-rate", type=float, default=20.0)
     ap.add_argument("--slow-seconds", type=float, default=15.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--runs", nargs="+", choices=RUNS, default=list(RUNS), help="which runs (default: all)")
     args = ap.parse_args()
-    rows = []
+    plan = {"broker": ("broker", args.n, args.rate, args.broker_kills),
+            "runtime": ("runtime", args.n, args.rate, args.runtime_kills),
+            "none": ("none", args.n, args.rate, 0),
+            "slow": ("none", int(args.slow_rate * args.slow_seconds), args.slow_rate, 0)}
+    tqdm.write(HEADER)
     with tempfile.TemporaryDirectory(prefix="edgebayes-chaos-") as tmp:
-        plan = [("broker", args.n, args.rate, args.broker_kills), ("runtime", args.n, args.rate, args.runtime_kills),
-                ("none", args.n, args.rate, 0), ("none", int(args.slow_rate * args.slow_seconds), args.slow_rate, 0)]
-        for i, (kind, n, rate, kills) in enumerate(tqdm(plan, desc="runs", unit="run")):
-            rows.append({**run(kind, n, rate, kills, args.seed + i, Path(tmp) / f"run{i}"), "rate": rate})
-    print(f"{'kills':>12} {'rate/s':>7} {'published':>9} {'acked':>6} {'learned':>7} {'lost':>5} {'twice':>5} "
-          f"{'dup.refused':>11} {'replayed':>8} {'B written/reading':>17} {'fsyncs/reading':>14}")
-    for r in rows:
-        print(f"{r['kills']:>5} {r['kind']:>6} {r['rate']:>7.0f} {r['published']:>9} {r['acknowledged']:>6} "
-              f"{r['learned']:>7} {r['lost']:>5} {r['learned_twice']:>5} {r['refused_duplicates']:>11} "
-              f"{r['replayed']:>8} {r['write_bytes'] / r['published']:>17.0f} "
-              f"{r['journal_syncs'] / r['published']:>14.3f}")
+        for i, name in enumerate(tqdm(args.runs, desc="runs", unit="run")):
+            kind, n, rate, kills = plan[name]
+            tqdm.write(_row({**run(kind, n, rate, kills, args.seed + i, Path(tmp) / f"run{i}"), "rate": rate}))
     print("(B written/reading and fsyncs/reading: the last runtime process only, so meaningful in the "
           "runs without kills)")
 
+
+RUNS = ("broker", "runtime", "none", "slow")
+HEADER = (f"{'kills':>12} {'rate/s':>7} {'published':>9} {'acked':>6} {'learned':>7} {'lost':>5} {'twice':>5} "
+          f"{'dup.refused':>11} {'replayed':>8} {'B written/reading':>17} {'fsyncs/reading':>14}")
+
+
+def _row(r: dict) -> str:
+    """One line of the table under `HEADER`."""
+    return (f"{r['kills']:>5} {r['kind']:>6} {r['rate']:>7.0f} {r['published']:>9} {r['acknowledged']:>6} "
+            f"{r['learned']:>7} {r['lost']:>5} {r['learned_twice']:>5} {r['refused_duplicates']:>11} "
+            f"{r['replayed']:>8} {r['write_bytes'] / r['published']:>17.0f} "
+            f"{r['journal_syncs'] / r['published']:>14.3f}")
 
 if __name__ == "__main__":
     main()
