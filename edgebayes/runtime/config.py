@@ -16,7 +16,7 @@ with defaults (``-`` = no default, ``None`` = unset)::
     [memory]      model_budget_bytes=None rss_limit_mb=None max_devices=64
     [checkpoint]  dir=None (no checkpoints) interval_s=60
     [labels]      max_pending=1000 (per device) max_age_s=3600
-    [output]      format="msgpack" ("msgpack" | "json") prediction_qos=0 metrics_interval_s=10
+    [output]      format="json" ("json" | "msgpack") prediction_qos=0 metrics_interval_s=10
                   error_interval_s=1 max_backlog_bytes=8388608 (outgoing messages not yet
                   written or acknowledged; at the bound the runtime stops taking readings)
     [queue]       max_size=10000 policy="block" ("block" | "drop_oldest")
@@ -118,7 +118,7 @@ class LabelsConfig:
 
 @dataclass(frozen=True)
 class OutputConfig:
-    format: str = "msgpack"
+    format: str = "json"
     prediction_qos: int = 0
     metrics_interval_s: float = 10.0
     error_interval_s: float = 1.0
@@ -304,7 +304,7 @@ SPEC: dict[str, tuple[type, dict[str, tuple[tuple[type, ...], Callable | None]]]
     "checkpoint": (CheckpointConfig, {"dir": (STR, None), "interval_s": (NUM, _positive)}),
     "labels": (LabelsConfig, {"max_pending": (INT, _non_negative), "max_age_s": (NUM, _positive)}),
     "output": (OutputConfig, {
-        "format": (STR, _one_of("msgpack", "json")),
+        "format": (STR, _one_of("json", "msgpack")),
         "prediction_qos": (INT, _one_of(0, 1)),
         "metrics_interval_s": (NUM, _positive),
         "error_interval_s": (NUM, _non_negative),
