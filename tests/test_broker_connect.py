@@ -177,6 +177,18 @@ def test_websockets_transport_serves_readings(broker, tmp_path):
         rt.stop(timeout_s=5)
 
 
+def test_a_tls_file_that_does_not_parse_stops_edgebayes_run_with_one_line(tmp_path):
+    (tmp_path / "ca.crt").write_text("not a certificate\n")
+    cfg = tmp_path / "rt.toml"
+    cfg.write_text(f'[broker]\nport = {free_port()}\ntls_ca_file = "{tmp_path / "ca.crt"}"\n'
+                   '[schema]\nfeatures = ["x"]\n[[models]]\nname = "nb"\nkind = "gaussian_nb"\n')
+    out = subprocess.run([sys.executable, "-m", "edgebayes", "run", "--config", str(cfg)],
+                         check=False, capture_output=True, text=True, timeout=30, cwd=ROOT)
+    assert out.returncode == 2
+    assert out.stderr == (f"edgebayes run: TLS: [broker] tls_ca_file {tmp_path / 'ca.crt'}: not PEM CA "
+                          "certificates (NO_CERTIFICATE_OR_CRL_FOUND)\n")
+
+
 def test_broker_keys_are_checked():
     base = {"schema": {"features": ["x"]}, "models": [{"name": "nb", "kind": "gaussian_nb"}]}
     with pytest.raises(ConfigError) as err:

@@ -122,8 +122,8 @@ class MqttClient:
 
     Raises:
         TypeError: ``on_message`` cannot take ``(topic, payload, mid, qos)``.
-        OSError: the password file, or a TLS CA, certificate or key file, cannot be read.
-        ssl.SSLError: a TLS CA, certificate or key file that does not parse.
+        OSError: the password file cannot be read.
+        ConfigError: a TLS CA, certificate or key file that cannot be read or parsed.
     """
 
     def __init__(self, cfg: BrokerConfig, *, subscriptions: list[str], status_topic: str,
@@ -503,8 +503,7 @@ class MqttClient:
             if self._awaiting_connack:  # closed before the broker answered: a failed connect
                 self._awaiting_connack = False
                 error = self._client.last_error
-                self._connect_failed(_why(error, self.cfg) if error is not None else
-                                     "the broker closed the connection before accepting it")
+                self._connect_failed(_why(error, self.cfg) if error is not None else _ended(self.cfg))
                 return
             log.warning("disconnected from the broker: %s (%d); reconnecting with backoff",
                         reason_code.getName(), reason_code.value)
@@ -634,6 +633,14 @@ def _why(exc: OSError, cfg: BrokerConfig) -> str:
     if isinstance(exc, TimeoutError):
         return "no answer (timed out)"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _ended(cfg: BrokerConfig) -> str:
+    """Why a connection ended before the broker's CONNACK, with no socket error to tell."""
+    if cfg.transport == "tcp" and not cfg.tls:  # a websockets or TLS listener closes plain MQTT
+        return (f"the connection ended before the broker accepted it (is port {cfg.port} a websockets "
+                "or TLS listener? see [broker] transport and tls_ca_file)")
+    return "the connection ended before the broker accepted it"
 
 
 def _no_delay(sock) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import socket
 import ssl
 
-from edgebayes.runtime.config import BrokerConfig
+from edgebayes.runtime.config import BrokerConfig, ConfigError
 
 #: OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH
 NAME_MISMATCH = (62, 64)
@@ -37,7 +37,8 @@ def tls_context(cfg: BrokerConfig) -> ssl.SSLContext | None:
     """The SSL context for ``cfg`` (None when no ``tls_*`` key is set: plain MQTT).
 
     Raises:
-        OSError, ssl.SSLError: a CA, certificate or key file that cannot be read or parsed.
+        ConfigError: a CA, certificate or key file that cannot be read or parsed, or a key that
+            does not match the certificate (one line naming the key and the file).
     """
     if not cfg.tls:
         return None
@@ -49,12 +50,25 @@ def tls_context(cfg: BrokerConfig) -> ssl.SSLContext | None:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
     elif cfg.tls_ca_file is not None:
-        ctx.load_verify_locations(cafile=cfg.tls_ca_file)
+        try:
+            ctx.load_verify_locations(cafile=cfg.tls_ca_file)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            why = f"[broker] tls_ca_file {cfg.tls_ca_file}: not PEM CA certificates ({_reason(exc)})"
+            raise ConfigError([why], "TLS") from None
     else:
         ctx.load_default_certs()
     if cfg.tls_cert_file is not None:
-        ctx.load_cert_chain(cfg.tls_cert_file, cfg.tls_key_file)
+        try:
+            ctx.load_cert_chain(cfg.tls_cert_file, cfg.tls_key_file)
+        except (OSError, ValueError) as exc:
+            why = (f"[broker] tls_cert_file {cfg.tls_cert_file} and tls_key_file {cfg.tls_key_file}: "
+                   f"not a PEM certificate and its key ({_reason(exc)})")
+            raise ConfigError([why], "TLS") from None
     return ctx
+
+
+def _reason(exc: Exception) -> str:
+    return getattr(exc, "reason", None) or getattr(exc, "strerror", None) or str(exc)
 
 
 def certificate_names(cfg: BrokerConfig) -> list[str]:
