@@ -156,11 +156,15 @@ def test_a_refused_login_stops_edgebayes_run_after_three_tries(tmp_path, protoco
     assert "Protocol error" not in out.stderr and "Unspecified error" not in out.stderr
 
 
-def test_websockets_transport_serves_readings(broker, tmp_path):
+def test_websockets_transport_serves_readings(broker, tmp_path, caplog):
     ws_port = free_port()
     broker.stop()
     broker.config.write_text(broker.config.read_text() + f"listener {ws_port} 127.0.0.1\nprotocol websockets\n")
     broker.start()
+    assert _first_failure(caplog, ws_port) == (
+        f"cannot connect to the broker 127.0.0.1:{ws_port}: the connection ended before the broker accepted it "
+        f"(is port {ws_port} a websockets or TLS listener? see [broker] transport and tls_ca_file) (attempt 1); "
+        + RETRY)
     cfg = load_config(write_config(tmp_path / "rt.toml", broker, extra="")).with_overrides(f"127.0.0.1:{ws_port}")
     cfg = dataclasses.replace(cfg, broker=dataclasses.replace(cfg.broker, transport="websockets"))
     rt = Runtime(cfg)
