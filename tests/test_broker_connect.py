@@ -16,7 +16,10 @@ import pytest
 from edgebayes.runtime.config import BrokerConfig, ConfigError, load_config, parse_config
 from edgebayes.runtime.mqtt import MqttClient
 from edgebayes.runtime.service import Runtime
-from tests.broker import Broker, free_port
+from firmware_sim.cli import main as firmware_sim_main
+from firmware_sim.monitor import Monitor
+from firmware_sim.mqtt import BrokerOptions
+from tests.broker import Broker, free_port, wait_port
 from tests.runtime_client import Device, wait_for, write_config
 from tests.tls_certs import CertificateAuthority
 
@@ -121,6 +124,17 @@ def test_a_missing_client_certificate_says_tls_cert_file(mtls_broker, caplog):
     assert _connects(port, tls_ca_file=ca, tls_cert_file=str(crt), tls_key_file=str(key))
 
 
+def test_firmware_sim_takes_the_same_tls_options_and_says_why_it_cannot_connect(tls_broker, capsys):
+    port, ca = tls_broker.port, str(tls_broker.ca.ca_file)
+    code = firmware_sim_main(["monitor", "--broker", f"127.0.0.1:{port}", "--tls-ca-file", ca, "--duration", "1"])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        f"firmware-sim: cannot reach the broker 127.0.0.1:{port}: TLS: certificate name mismatch: the broker's "
+        "certificate is for broker.test, not 127.0.0.1 (set [broker] tls_server_name)\n")
+    with Monitor(BrokerOptions("127.0.0.1", port, tls_ca_file=ca, tls_server_name="broker.test")) as mon:
+        assert mon.connection.connected.is_set()
+
+
 def test_a_plain_listener_is_not_mistaken_for_tls(tls_broker, caplog):
     port = tls_broker.broker.port
     line = _first_failure(caplog, port, tls_ca_file=str(tls_broker.ca.ca_file))
@@ -161,6 +175,7 @@ def test_websockets_transport_serves_readings(broker, tmp_path, caplog):
     broker.stop()
     broker.config.write_text(broker.config.read_text() + f"listener {ws_port} 127.0.0.1\nprotocol websockets\n")
     broker.start()
+    wait_port("127.0.0.1", ws_port)
     assert _first_failure(caplog, ws_port) == (
         f"cannot connect to the broker 127.0.0.1:{ws_port}: the connection ended before the broker accepted it "
         f"(is port {ws_port} a websockets or TLS listener? see [broker] transport and tls_ca_file) (attempt 1); "
@@ -176,6 +191,9 @@ def test_websockets_transport_serves_readings(broker, tmp_path, caplog):
         dev.publish("d1", "reading", {"seq": 1, "x": [1.0, 2.0, 3.0]})
         wait_for(lambda: len(dev.predictions()) == 2, what="2 predictions")
         assert (dev.predictions()[1]["y_pred"], dev.predictions()[1]["proba"]) == ("a", {"a": 1.0})
+        with Monitor(BrokerOptions("127.0.0.1", ws_port, transport="websockets"), prefix="eb") as mon:
+            dev.publish("d1", "reading", {"seq": 2, "x": [1.0, 2.0, 3.0], "y": "a"})
+            assert mon.wait_until(lambda t: t["scored"] == 1, timeout_s=10)
         dev.close()
     finally:
         rt.stop(timeout_s=5)
