@@ -6,9 +6,10 @@ prediction), publish-to-prediction latency p50/p99 at a paced ``--rate`` reading
 runtime's RSS after the burst. 8 features, inline labels (test-then-train), QoS 1 in.
 
     python bench/runtime.py [--n 100000] [--rate 200] [--seconds 10] [--models nb|nb+srp]
-                            [--budget BYTES]
+                            [--budget BYTES] [--format json|msgpack]
 
-``--budget`` sets ``[memory] model_budget_bytes`` (one device), as a deployed config does.
+``--budget`` sets ``[memory] model_budget_bytes`` (one device), as a deployed config does;
+``--format`` the predictions' ``[output] format`` (default json, the runtime's default).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from edgebayes.codec import decode
 from tests.broker import Broker
 
 MODELS = {
@@ -66,7 +68,7 @@ class Collector:
             if self.target is not None and self.n_runtime >= self.target:
                 self.done.set()
             return
-        p = msgpack.unpackb(msg.payload, strict_map_key=False)
+        p = decode(msg.payload)
         self.latencies.append(now - p["ts"])
         self.n += 1
         if self.target is not None and self.n >= self.target - self.base:
@@ -123,6 +125,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--models", choices=sorted(MODELS), default="nb")
     ap.add_argument("--budget", type=int, default=None, help="[memory] model_budget_bytes (one device)")
+    ap.add_argument("--format", choices=["json", "msgpack"], default="json", help="[output] format")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="eb-bench-"))
@@ -132,7 +135,8 @@ def main() -> int:
         f'[broker]\nhost = "{broker.host}"\nport = {broker.port}\nclient_id = "bench-rt"\n'
         '[topics]\nprefix = "bench"\n'
         '[schema]\nfeatures = ["f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7"]\n'
-        '[output]\nmetrics_interval_s = 0.25\n' + MODELS[args.models]
+        '[output]\nmetrics_interval_s = 0.25\n'
+        f'format = "{args.format}"\n' + MODELS[args.models]
         + (f"[memory]\nmodel_budget_bytes = {args.budget}\nmax_devices = 1\n" if args.budget else ""))
     rt = subprocess.Popen([sys.executable, "-m", "edgebayes", "run", "--config", str(cfg), "--log-level", "WARNING"],
                           cwd=ROOT)
@@ -161,7 +165,7 @@ def main() -> int:
         print("runtime counters:", {k: m.get(k) for k in ("n_readings", "n_predictions", "n_dropped",
               "n_malformed", "n_duplicates", "n_publish_failed", "queue_depth", "errors")})
         done = max(col.n, col.n_runtime)
-        print(f"models={args.models} budget={args.budget}  burst of {args.n} readings: published in {t_pub:.1f} s, "
+        print(f"models={args.models} budget={args.budget} format={args.format}  burst of {args.n} readings: published in {t_pub:.1f} s, "
               f"{done} predicted in {elapsed:.1f} s (+-0.25 s) -> {done / elapsed:,.0f} readings/s end to end "
               f"({col.n} prediction messages reached the QoS 0 collector)")
         print(f"runtime CPU: {cpu:.1f} s for the burst = {cpu / max(done, 1) * 1e6:.0f} us per reading "

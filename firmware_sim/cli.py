@@ -48,6 +48,10 @@ def _broker_arguments(p: argparse.ArgumentParser, client_id: str) -> None:
     a("--tls-ca-file", metavar="FILE", help="CA certificates; turns TLS on")
     a("--tls-cert-file", metavar="FILE", help="client certificate (mutual TLS)")
     a("--tls-key-file", metavar="FILE", help="client key (mutual TLS)")
+    a("--tls-server-name", metavar="NAME", help="the name in the broker's certificate (default: the host)")
+    a("--tls-insecure", action="store_true", help="do not verify the broker's certificate (test brokers)")
+    a("--transport", choices=("tcp", "websockets"), default="tcp", help="MQTT over TCP or websockets")
+    a("--ws-path", default="/mqtt", help="the websockets path")
     a("--keepalive-s", type=int, default=60, help="MQTT keep-alive, s")
     a("--prefix", default="edgebayes", help="topic prefix")
     p.add_argument("--json", metavar="PATH", help="write the summary as JSON to PATH at the end")
@@ -149,6 +153,10 @@ def _broker(args) -> BrokerOptions:
         tls_cert_file=args.tls_cert_file,
         tls_key_file=args.tls_key_file,
         keepalive_s=args.keepalive_s,
+        tls_server_name=args.tls_server_name,
+        tls_insecure=args.tls_insecure,
+        transport=args.transport,
+        ws_path=args.ws_path,
     )
 
 

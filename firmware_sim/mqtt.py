@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
+
+from edgebayes.runtime.config import BrokerConfig
+from edgebayes.runtime.tls import describe_tls_error, tls_context
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +45,14 @@ class BrokerOptions:
         host, port: the broker.
         username: user name, or None for an anonymous connection.
         password_file: file holding the password (first line; kept off the command line).
-        tls_ca_file: CA certificates to verify the broker with; setting it turns TLS on.
+        tls_ca_file: CA certificates to verify the broker with (the system's without it).
         tls_cert_file, tls_key_file: client certificate and key (mutual TLS).
         keepalive_s: MQTT keep-alive, seconds.
+        tls_server_name: the name the broker's certificate must hold (default: host).
+        tls_insecure: do not verify the broker's certificate (test brokers only).
+        transport: "tcp" or "websockets"; ws_path: the websockets path.
+
+    Any ``tls_*`` option turns TLS on, as ``[broker]`` in the runtime's config does.
     """
 
     host: str = "127.0.0.1"
@@ -54,6 +63,17 @@ class BrokerOptions:
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
     keepalive_s: int = 60
+    tls_server_name: str | None = None
+    tls_insecure: bool = False
+    transport: str = "tcp"
+    ws_path: str = "/mqtt"
+
+    def broker_config(self) -> BrokerConfig:
+        """The runtime's ``[broker]`` table for these options (TLS is built and explained alike)."""
+        return BrokerConfig(host=self.host, port=self.port, tls_ca_file=self.tls_ca_file,
+                            tls_cert_file=self.tls_cert_file, tls_key_file=self.tls_key_file,
+                            tls_server_name=self.tls_server_name, tls_insecure=self.tls_insecure,
+                            transport=self.transport, ws_path=self.ws_path)
 
     @classmethod
     def from_address(cls, address: str, **options) -> BrokerOptions:
@@ -95,16 +115,16 @@ class Connection:
         self.options = options
         self.client_id = client_id
         self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5
+            mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5,
+            transport=options.transport,
         )
+        if options.transport == "websockets":
+            self.client.ws_set_options(path=options.ws_path)
         if options.username is not None:
             self.client.username_pw_set(options.username, options.password())
-        if options.tls_ca_file is not None:
-            self.client.tls_set(
-                ca_certs=options.tls_ca_file,
-                certfile=options.tls_cert_file,
-                keyfile=options.tls_key_file,
-            )
+        context = tls_context(options.broker_config())  # ConfigError: a file that does not parse
+        if context is not None:
+            self.client.tls_set_context(context)
         self.connected = threading.Event()
         self.refused: str | None = None
         self.refused_publishes: Counter = Counter()  # reason -> publishes the broker refused
@@ -164,8 +184,9 @@ class Connection:
         is whether the device is connected after ``timeout_s``.
 
         Raises (without ``retry``):
-            ConnectionError: refused, or no CONNACK within ``timeout_s``.
-            OSError: the TCP (or TLS) connection failed.
+            ConnectionError: refused, no CONNACK within ``timeout_s``, or a TLS handshake that
+                failed (saying why, as the runtime does).
+            OSError: the TCP connection failed.
         """
         self.connected.clear()
         host, port, keepalive = self.options.host, self.options.port, self.options.keepalive_s
@@ -178,7 +199,10 @@ class Connection:
                 )
                 return False
             return True
-        self.client.connect(host, port, keepalive)
+        try:
+            self.client.connect(host, port, keepalive)
+        except ssl.SSLError as exc:
+            raise ConnectionError(describe_tls_error(exc, self.options.broker_config())) from None
         self.client.loop_start()
         if not self.connected.wait(timeout_s):
             self.client.loop_stop()

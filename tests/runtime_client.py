@@ -1,24 +1,32 @@
 """Device-side helpers for the runtime tests: a real paho client that publishes and collects.
 
 ``Device`` publishes readings and labels (QoS 1) and records every message on the runtime's
-output topics, decoded, per topic kind; ``wait_for`` polls a condition. Also the synthetic
+output topics, decoded as a third-party subscriber decodes them (`decode_default`), per topic kind; ``wait_for`` polls a condition. Also the synthetic
 streams and config writer the runtime tests share.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import defaultdict
 from pathlib import Path
 
+import msgpack
 import numpy as np
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
-from edgebayes.codec import decode, encode
+from edgebayes.codec import encode, sniff
 
 FEATURES = ("f0", "f1", "f2")
+
+
+def decode_default(payload: bytes):
+    """``payload`` decoded by the default decoders, as any subscriber would: ``json.loads``, or
+    msgpack-python's ``unpackb`` (which refuses map keys other than str and bytes)."""
+    return json.loads(payload) if sniff(payload) == "json" else msgpack.unpackb(payload)
 
 
 def wait_for(cond, timeout_s: float = 10.0, what: str = "condition") -> None:
@@ -66,7 +74,7 @@ class Device:
             self.raw.append((msg.topic, msg.payload, msg.retain))
             if kind in ("reading", "label", "status"):
                 return
-            self.messages[kind].append(decode(msg.payload))
+            self.messages[kind].append(decode_default(msg.payload))
 
     def publish(self, device: str, kind: str, payload, fmt: str = "msgpack", qos: int = 1):
         """Publish; for QoS 1, wait while paho has no room for another unacknowledged message

@@ -8,7 +8,6 @@ import json
 import logging
 import time
 
-import msgpack
 import pytest
 
 from edgebayes.base import MAX_ABS_X
@@ -19,7 +18,7 @@ from edgebayes.runtime.protocol import ERROR_KINDS, Parser, ProtocolError
 from edgebayes.runtime.service import Runtime
 from edgebayes.runtime.sources import to_label, to_number
 from edgebayes.runtime.worker import MAX_ERROR_TOPICS
-from tests.runtime_client import FEATURES, Device, wait_for, write_config
+from tests.runtime_client import FEATURES, Device, decode_default, wait_for, write_config
 from tests.test_runtime_robustness import send, worker
 
 P = Parser(FEATURES, "y")
@@ -134,7 +133,7 @@ def test_no_seq_or_ts_locks_a_device_out(broker, tmp_path):
         got = sorted((e["topic"], e["kind"], e["seq"]) for e in dev.got("error"))
         assert got == [("eb/clock/reading", "ts_ahead", 8), ("eb/nots/reading", "seq_jump", 2**53 - 1)]
         with dev.lock:
-            served = [(t.split("/")[1], msgpack.unpackb(p)["seq"]) for t, p, _ in dev.raw if t.endswith("/prediction")]
+            served = [(t.split("/")[1], decode_default(p)["seq"]) for t, p, _ in dev.raw if t.endswith("/prediction")]
         assert [s for d, s in served if d == "nots"] == [0, 1, 2, 3]
         assert [s for d, s in served if d == "clock"] == [7, 0]
         assert (rt.worker.devices["nots"].last_seq, rt.worker.devices["clock"].n_reboots) == (3, 1)

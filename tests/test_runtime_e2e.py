@@ -1,5 +1,6 @@
 """The runtime end to end through a real Mosquitto, in this process (one runtime per test)."""
 
+import json
 import time
 from collections import deque
 from pathlib import Path
@@ -114,6 +115,29 @@ def test_delayed_labels_score_the_prediction_made_at_reading_time(broker, make_r
     assert rt.worker.metrics()["models"]["nb"]["accuracy"] == sum(off.windows["nb"]) / len(off.windows["nb"])
     err = dev.got("error")[0]
     assert (err["kind"], err["seq"], err["topic"]) == ("unknown_seq", 9999, "eb/d1/label")
+
+
+@pytest.mark.parametrize("output", ["", '[output]\nformat = "msgpack"\n'], ids=["default", "msgpack"])
+def test_predictions_with_int_labels_decode_with_the_default_decoders(broker, make_runtime, output):
+    """JSON by default; in either format ``proba`` has str keys (msgpack-python's default
+    ``unpackb`` refuses int map keys) and ``y_pred`` and ``models`` keep the labels' type."""
+    make_runtime(extra=output)
+    dev = Device(broker)
+    data = [(x, ["a", "b"].index(y)) for x, y in blobs(40, seed=4)]
+    for i, (x, y) in enumerate(data):
+        dev.publish("d1", "reading", {"seq": i, "x": x, "y": y})
+    wait_for(lambda: len(dev.got("prediction")) == 40, what="40 predictions")
+    raw = [payload for topic, payload, _ in dev.raw if topic == "eb/d1/prediction"]
+    decoded = [msgpack.unpackb(p) for p in raw] if output else [json.loads(p) for p in raw]
+    off = GaussianNB()
+    for i, (x, y) in enumerate(data):
+        proba = off.predict_proba_one(x)
+        p = decoded[i]
+        y_pred = max(proba, key=proba.get) if proba else None
+        assert (p["seq"], p["proba"], p["y_pred"], p["models"]) == (
+            i, {str(c): v for c, v in proba.items()}, y_pred, {"nb": y_pred})
+        off.learn_one(x, y)
+    assert decoded[-1]["proba"].keys() == {"0", "1"} and type(decoded[-1]["y_pred"]) is int
 
 
 def test_abrupt_concept_change_raises_a_drift_alert(broker, make_runtime):

@@ -244,7 +244,8 @@ def test_config_problems_are_all_reported():
                         "device": "bad id", "bogus": 1},
                        {"kind": "json", "topic": "a/+", "features": {"t": "x"}},
                        {"kind": "esphome", "features": {"t": "a/#/b"}}],
-               assembler={"interval_s": -1, "max_age_s": 0}, homeassistant={"discovery": True})
+               assembler={"interval_s": -1, "max_age_s": 0}, homeassistant={"discovery": True},
+               output={"format": "msgpack"})
     text = str(err.value)
     for part in ("unknown key 'bogus'", "feature 'zz' is not in [schema] features", "device = 'bad id'",
                  "label_values must map", "key paths need topic", "give device (a fixed id) or device_level",

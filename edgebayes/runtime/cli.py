@@ -5,7 +5,8 @@ Runs until SIGTERM or SIGINT, then stops taking readings, processes what is queu
 checkpoints, publishes ``offline`` and exits 0. Exit 2 for a bad config (every problem on
 stderr, including a ``[memory] model_budget_bytes`` too small for the models), 1 when the
 worker thread died or stopped at ``[memory] rss_limit_mb`` after checkpointing (a service
-manager restarts the runtime).
+manager restarts the runtime), 3 when the broker refused the login (``[broker] username``,
+``password_file``) a few times in a row, after checkpointing; the last line says why.
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ def main(args: argparse.Namespace) -> int:
             log.critical("the worker thread died; exiting")
             runtime.client.stop()
             return 1
+        if runtime.client.fatal is not None:
+            runtime.stop()
+            log.critical("%s; exiting", runtime.client.fatal)
+            return 3
     log.info("stopping: processing what is queued (up to 5 s), checkpointing")
     notifier.stopping()
     runtime.stop()

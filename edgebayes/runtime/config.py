@@ -7,7 +7,11 @@ with defaults (``-`` = no default, ``None`` = unset)::
 
     [broker]      host="127.0.0.1" port=1883 client_id="edgebayes-<hostname>" keepalive_s=60
                   username=None password_file=None tls_ca_file=None tls_cert_file=None
-                  tls_key_file=None protocol="mqttv5" ("mqttv5" | "mqttv311")
+                  tls_key_file=None tls_server_name=None (the name the broker's certificate
+                  must hold; default host) tls_insecure=false (true: the certificate is not
+                  verified, for test brokers) (any tls_* key turns TLS on; without
+                  tls_ca_file the system's CAs verify) transport="tcp" ("tcp" | "websockets")
+                  ws_path="/mqtt" protocol="mqttv5" ("mqttv5" | "mqttv311")
                   session_expiry_s=604800 reconnect_min_s=1 reconnect_max_s=60
     [topics]      prefix="edgebayes" devices="+" (a device id, or "+" for all)
     [schema]      features=- (ordered feature names) label="y" (payload key of the label)
@@ -18,7 +22,7 @@ with defaults (``-`` = no default, ``None`` = unset)::
                   (most seconds a processed message waits for the journal's group fsync
                   before it is acknowledged)
     [labels]      max_pending=1000 (per device) max_age_s=3600
-    [output]      format="msgpack" ("msgpack" | "json") prediction_qos=0 metrics_interval_s=10
+    [output]      format="json" ("json" | "msgpack") prediction_qos=0 metrics_interval_s=10
                   error_interval_s=1 max_backlog_bytes=8388608 (outgoing messages not yet
                   written or acknowledged; at the bound the runtime stops taking readings)
     [queue]       max_size=10000 policy="block" ("block" | "drop_oldest")
@@ -70,10 +74,19 @@ class BrokerConfig:
     tls_ca_file: str | None = None
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
+    tls_server_name: str | None = None
+    tls_insecure: bool = False
+    transport: str = "tcp"
+    ws_path: str = "/mqtt"
     protocol: str = "mqttv5"
     session_expiry_s: int = 604800
     reconnect_min_s: float = 1.0
     reconnect_max_s: float = 60.0
+
+    @property
+    def tls(self) -> bool:
+        """Whether the connection uses TLS: any ``tls_*`` key is set."""
+        return bool(self.tls_ca_file or self.tls_cert_file or self.tls_server_name or self.tls_insecure)
 
 
 @dataclass(frozen=True)
@@ -121,7 +134,7 @@ class LabelsConfig:
 
 @dataclass(frozen=True)
 class OutputConfig:
-    format: str = "msgpack"
+    format: str = "json"
     prediction_qos: int = 0
     metrics_interval_s: float = 10.0
     error_interval_s: float = 1.0
@@ -244,6 +257,10 @@ def _prefix(v):
     return None
 
 
+def _ws_path(v):
+    return None if v.startswith("/") else "must start with '/'"
+
+
 def _devices(v):
     return None if v == "+" else _name(v)
 
@@ -278,7 +295,7 @@ def _delta(v):
     return None if 0 < v < 1 else "must be in (0, 1)"
 
 
-INT, NUM, STR, LIST = (int,), (int, float), (str,), (list,)
+INT, NUM, STR, LIST, BOOL = (int,), (int, float), (str,), (list,), (bool,)
 
 #: table -> key -> (accepted types, check or None, dataclass field); missing = dataclass default
 SPEC: dict[str, tuple[type, dict[str, tuple[tuple[type, ...], Callable | None]]]] = {
@@ -292,6 +309,10 @@ SPEC: dict[str, tuple[type, dict[str, tuple[tuple[type, ...], Callable | None]]]
         "tls_ca_file": (STR, None),
         "tls_cert_file": (STR, None),
         "tls_key_file": (STR, None),
+        "tls_server_name": (STR, lambda v: None if v else "must not be empty"),
+        "tls_insecure": (BOOL, None),
+        "transport": (STR, _one_of("tcp", "websockets")),
+        "ws_path": (STR, _ws_path),
         "protocol": (STR, _one_of("mqttv5", "mqttv311")),
         "session_expiry_s": (INT, _non_negative),
         "reconnect_min_s": (NUM, _positive),
@@ -308,7 +329,7 @@ SPEC: dict[str, tuple[type, dict[str, tuple[tuple[type, ...], Callable | None]]]
                                       "sync_interval_s": (NUM, _positive)}),
     "labels": (LabelsConfig, {"max_pending": (INT, _non_negative), "max_age_s": (NUM, _positive)}),
     "output": (OutputConfig, {
-        "format": (STR, _one_of("msgpack", "json")),
+        "format": (STR, _one_of("json", "msgpack")),
         "prediction_qos": (INT, _one_of(0, 1)),
         "metrics_interval_s": (NUM, _positive),
         "error_interval_s": (NUM, _non_negative),
@@ -326,7 +347,7 @@ SPEC: dict[str, tuple[type, dict[str, tuple[tuple[type, ...], Callable | None]]]
 
 def _type_ok(value, types) -> bool:
     if isinstance(value, bool):  # TOML true is not a number
-        return False
+        return bool in types
     if isinstance(value, float) and not math.isfinite(value):
         return False
     return isinstance(value, types)
@@ -425,6 +446,8 @@ def parse_config(raw: dict, source: str = "config") -> Config:
         problems.append("[broker] reconnect_min_s must not exceed reconnect_max_s")
     if broker and (broker.tls_cert_file is None) != (broker.tls_key_file is None):
         problems.append("[broker] tls_cert_file and tls_key_file go together")
+    if broker and "ws_path" in raw.get("broker", {}) and broker.transport != "websockets":
+        problems.append('[broker] ws_path needs transport = "websockets"')
     if problems:
         raise ConfigError(problems, source)
     return Config(models=models, **{k: v for k, v in tables.items()})

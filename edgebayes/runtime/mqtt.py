@@ -19,9 +19,15 @@
   of readings costs one wake-up, not two per reading. Reads are buffered (``_BufferedClient``):
   paho asks the socket for each packet's command byte, each length byte and the body apart.
 - Reconnects with exponential backoff (``reconnect_min_s`` doubling up to ``reconnect_max_s``,
-  back to the minimum after a connect); each failed attempt is logged with the broker's
-  address (WARNING for the first three in a row, then INFO). Status ``online`` retained on
-  connect; ``offline`` retained as the last will and on ``stop``.
+  back to the minimum after a connect); each failed attempt is logged in one line with the
+  broker's address and why (WARNING for the first three in a row, then INFO): the TLS problem
+  and the ``[broker]`` key that fixes it (``edgebayes.runtime.tls``), a refused TCP
+  connection, the CONNACK's reason. Status ``online`` retained on connect; ``offline``
+  retained as the last will and on ``stop``.
+- A refused login (CONNACK "Bad user name or password" or "Not authorized", MQTT 3.1.1's
+  return codes 4 and 5) is tried ``LOGIN_TRIES`` times in a row, then the client gives up:
+  ``fatal`` says why and the network thread ends (``edgebayes run`` exits with status 3).
+- Transport TCP or websockets (``[broker] transport``, ``ws_path``), either with TLS.
 - Every callback catches and logs its exceptions with traceback at ERROR and counts them
   (casebook C31): one bad message never kills the network thread, and is never silent.
 - Disconnect reason codes are logged with their MQTT 5 names (casebook C35).
@@ -50,6 +56,7 @@ import inspect
 import logging
 import select
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -63,6 +70,7 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from edgebayes.runtime.config import BrokerConfig
 from edgebayes.runtime.protocol import Retained
+from edgebayes.runtime.tls import describe_tls_error, tls_context
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +90,11 @@ SESSION_TAKEN_OVER = 142
 #: Connections lost this soon after being made, this many times in a row, are a takeover.
 TAKEOVER_WINDOW_S = 10.0
 TAKEOVER_LOSSES = 3
+#: CONNACK reasons of a refused login: "Bad user name or password", "Not authorized" (paho
+#: gives MQTT 3.1.1's return codes 4 and 5 these MQTT 5 values)
+LOGIN_REFUSED = (134, 135)
+#: refused logins in a row before the client gives up (``MqttClient.fatal``)
+LOGIN_TRIES = 3
 
 
 class MqttClient:
@@ -110,6 +123,7 @@ class MqttClient:
     Raises:
         TypeError: ``on_message`` cannot take ``(topic, payload, mid, qos)``.
         OSError: the password file cannot be read.
+        ConfigError: a TLS CA, certificate or key file that cannot be read or parsed.
     """
 
     def __init__(self, cfg: BrokerConfig, *, subscriptions: list[str], status_topic: str,
@@ -137,6 +151,8 @@ class MqttClient:
         self.n_callback_errors = 0
         self.n_publish_failed = 0
         self.n_takeovers = 0
+        self.n_login_refusals = 0  # in a row, since the last connect
+        self.fatal: str | None = None  # why the client gave up (a refused login); set once
         self.last_disconnect_reason: paho.ReasonCode | None = None
         # outgoing backlog: mid -> (bytes, qos) of each message not yet written (QoS 0) or
         # acknowledged (QoS 1); mids paho finished before publish returned them
@@ -158,14 +174,19 @@ class MqttClient:
         self._idle = False  # the network thread is (about to be) asleep in select
         self._wake_sent = False
         self._backoff_s: float | None = None  # reconnect delay; None after a connect
+        self._awaiting_connack = False  # a socket is open, the broker has not answered yet
+        self._refused = False  # the broker's CONNACK refused it (paho then reports a disconnect)
 
         c = _BufferedClient(
             callback_api_version=CallbackAPIVersion.VERSION2,
             client_id=cfg.client_id,
             protocol=MQTTProtocolVersion.MQTTv5 if self.v5 else MQTTProtocolVersion.MQTTv311,
             clean_session=None if self.v5 else False,
+            transport=cfg.transport,
             manual_ack=True,
         )
+        if cfg.transport == "websockets":
+            c.ws_set_options(path=cfg.ws_path)
         c.on_connect = self._on_connect
         c.on_disconnect = self._on_disconnect
         c.on_message = self._on_message
@@ -182,8 +203,9 @@ class MqttClient:
             if cfg.password_file is not None:  # first line; a file keeps it out of the config
                 password = (Path(cfg.password_file).read_text().splitlines() or [""])[0]
             c.username_pw_set(cfg.username, password)
-        if cfg.tls_ca_file or cfg.tls_cert_file:
-            c.tls_set(ca_certs=cfg.tls_ca_file, certfile=cfg.tls_cert_file, keyfile=cfg.tls_key_file)
+        context = tls_context(cfg)
+        if context is not None:
+            c.tls_set_context(context)
         self._client = c
         self._connect_properties = None
         if self.v5:
@@ -196,6 +218,9 @@ class MqttClient:
     def start(self) -> None:
         """Connect in the background (retrying with backoff until the broker answers)."""
         cfg = self.cfg
+        if cfg.tls_insecure:
+            log.warning("[broker] tls_insecure = true: the certificate of %s:%d is not verified, so "
+                        "anyone on the way can pose as the broker; for test brokers only", cfg.host, cfg.port)
         if self.v5:
             self._client.connect_async(cfg.host, cfg.port, cfg.keepalive_s, clean_start=False,
                                        properties=self._connect_properties)
@@ -240,10 +265,12 @@ class MqttClient:
                         return
                 first = False
                 self._forget_qos0()  # paho drops the QoS 0 packets it did not write
+                self._refused = False
                 try:
                     c.reconnect()
-                except OSError:
-                    self._on_connect_fail(c, None)
+                    self._awaiting_connack = True
+                except OSError as exc:  # ssl.SSLError included
+                    self._connect_failed(_why(exc, self.cfg))
                 except Exception:  # e.g. a TLS setting paho rejects: logged, retried with backoff
                     self._callback_error("connect")
                 continue
@@ -407,12 +434,19 @@ class MqttClient:
     # --- callbacks (network thread) ----------------------------------------------------------
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         try:
+            self._awaiting_connack = False
             if reason_code.is_failure:
-                log.error("broker refused the connection: %s (%d)", reason_code.getName(), reason_code.value)
+                self._refused = True
+                if reason_code.value in LOGIN_REFUSED:
+                    self._login_refused(reason_code)
+                else:
+                    self._connect_failed(f"the broker refused the connection: {reason_code.getName()} "
+                                         f"({reason_code.value})")
                 return
             log.info("connected to %s:%d (session present: %s)", self.cfg.host, self.cfg.port,
                      flags.session_present)
-            _no_delay(client.socket())
+            if self.cfg.transport == "tcp":  # paho's websocket wrapper does not show its socket
+                _no_delay(client.socket())
             if self.v5:
                 client.subscribe([(f, SubscribeOptions(qos=1)) for f in self.subscriptions])
             else:
@@ -420,6 +454,7 @@ class MqttClient:
             self.publish(self.status_topic, b"online", qos=1, retain=True)
             self.n_connects += 1
             self.n_connect_failures = 0
+            self.n_login_refusals = 0
             self._backoff_s = None
             self._connected_at = time.monotonic()
             self.connected.set()
@@ -427,25 +462,48 @@ class MqttClient:
         except Exception:
             self._callback_error("on_connect")
 
-    def _on_connect_fail(self, client, userdata) -> None:
-        try:
-            self.n_connect_failures += 1
-            self._n_quick_losses = 0  # the broker away (a restart), not a takeover
-            # WARNING for the first failures, then INFO: a broker down for hours is not a flood
-            level = logging.WARNING if self.n_connect_failures <= 3 else logging.INFO
-            log.log(level, "broker %s:%d unreachable (attempt %d); retrying with backoff (%g s up to %g s)",
-                    self.cfg.host, self.cfg.port, self.n_connect_failures, self.cfg.reconnect_min_s,
-                    self.cfg.reconnect_max_s)
-        except Exception:
-            self._callback_error("on_connect_fail")
+    def _connect_failed(self, why: str) -> None:
+        """Count and log a failed connection attempt (network thread), saying why."""
+        self.n_connect_failures += 1
+        self._n_quick_losses = 0  # the broker away (a restart), not a takeover
+        # WARNING for the first failures, then INFO: a broker down for hours is not a flood
+        level = logging.WARNING if self.n_connect_failures <= 3 else logging.INFO
+        cfg = self.cfg
+        log.log(level, "cannot connect to the broker %s:%d: %s (attempt %d); retrying with backoff "
+                "(%g s up to %g s)", cfg.host, cfg.port, why, self.n_connect_failures,
+                cfg.reconnect_min_s, cfg.reconnect_max_s)
+
+    def _login_refused(self, reason_code: paho.ReasonCode) -> None:
+        """A refused login: retried up to ``LOGIN_TRIES`` times in a row, then ``fatal``."""
+        self.n_connect_failures += 1
+        self.n_login_refusals += 1
+        cfg = self.cfg
+        who = f"user {cfg.username!r}" if cfg.username is not None else "an anonymous client (no [broker] username)"
+        why = (f"the broker {cfg.host}:{cfg.port} refused the login of {who}: {reason_code.getName()} "
+               f"({reason_code.value})")
+        if self.n_login_refusals < LOGIN_TRIES:
+            log.warning("%s (attempt %d of %d)", why, self.n_login_refusals, LOGIN_TRIES)
+            return
+        self.fatal = (f"{why}, {LOGIN_TRIES} times in a row; check [broker] username and password_file "
+                      "against the broker's password file and ACL")
+        log.error("%s; giving up", self.fatal)
+        self._halt.set()
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         try:
             self.connected.clear()
             self.subscribed.clear()
             self.last_disconnect_reason = reason_code
+            if self._refused:  # logged by _on_connect; paho follows a refusal with "Protocol error"
+                self._refused = False
+                return
             if self._stopping and not reason_code.is_failure:
                 log.info("disconnected")
+                return
+            if self._awaiting_connack:  # closed before the broker answered: a failed connect
+                self._awaiting_connack = False
+                error = self._client.last_error
+                self._connect_failed(_why(error, self.cfg) if error is not None else _ended(self.cfg))
                 return
             log.warning("disconnected from the broker: %s (%d); reconnecting with backoff",
                         reason_code.getName(), reason_code.value)
@@ -468,11 +526,11 @@ class MqttClient:
         else:
             why = (f"the broker closed {self._n_quick_losses} connections in a row within "
                    f"{TAKEOVER_WINDOW_S:g} s of their start")
-        log.error("session taken over: another client connected with client id %s (%s); "
-                  "reconnecting in %g s (reconnect_max_s), not at once, so the two do not take "
-                  "the session from each other every second. Give each client its own client id "
-                  "(with deploy/mosquitto/edgebayes.conf the broker uses the user name)",
-                  cid, why, wait_s)
+        log.error("session taken over: another process connected with client id %s (%s): a second "
+                  "runtime with the same [broker] client_id? Reconnecting in %g s (reconnect_max_s), "
+                  "not at once, so the two do not take the session from each other every second. "
+                  "Give each client its own client id (with deploy/mosquitto/edgebayes.conf the "
+                  "broker uses the user name)", cid, why, wait_s)
         if self._alert is not None:
             self._alert({"ts": time.time(), "alert": "session_taken_over", "client_id": cid,
                          "reason": why, "n_takeovers": self.n_takeovers, "retry_in_s": wait_s})
@@ -524,7 +582,9 @@ class _BufferedClient(paho.Client):
     paho reads a packet with one ``recv`` for the command byte, one per length byte and one for
     the body: three system calls for a reading, each releasing and retaking the GIL. Here they
     are served from one chunk; ``n_buffered`` tells the network loop what is left in it (select
-    cannot see it). Overrides paho 2.x's ``_sock_recv``, which every read goes through.
+    cannot see it). Overrides paho 2.x's ``_sock_recv``, which every read goes through, and
+    keeps the error that ended a connection in ``last_error`` (paho reports "Unspecified
+    error" for it).
     """
 
     READ_CHUNK = 65536
@@ -533,9 +593,11 @@ class _BufferedClient(paho.Client):
         super().__init__(*args, **kwargs)
         self._chunk = b""
         self._pos = 0
+        self.last_error: OSError | None = None
 
     def reconnect(self):
         self._chunk, self._pos = b"", 0  # nothing of the old connection is read on the new one
+        self.last_error = None
         return super().reconnect()
 
     def n_buffered(self) -> int:
@@ -544,10 +606,41 @@ class _BufferedClient(paho.Client):
 
     def _sock_recv(self, bufsize: int) -> bytes:
         if self._pos >= len(self._chunk):
-            self._chunk, self._pos = super()._sock_recv(self.READ_CHUNK), 0  # b"": closed
+            try:
+                self._chunk, self._pos = super()._sock_recv(self.READ_CHUNK), 0  # b"": closed
+            except BlockingIOError:
+                raise
+            except OSError as exc:  # e.g. the broker's TLS alert "certificate required"
+                self.last_error = exc
+                raise
         data = self._chunk[self._pos:self._pos + bufsize]
         self._pos += len(data)
         return data
+
+
+def _why(exc: OSError, cfg: BrokerConfig) -> str:
+    """Why a connection attempt failed, in one line (the ``[broker]`` key to set when one does)."""
+    if isinstance(exc, ssl.SSLError):
+        return describe_tls_error(exc, cfg)
+    if isinstance(exc, paho.WebsocketConnectionError):
+        return f"websockets: {exc} (is port {cfg.port} a websockets listener, with path {cfg.ws_path}?)"
+    if isinstance(exc, ConnectionResetError) and cfg.tls:
+        return f"the connection was reset during the TLS handshake (is port {cfg.port} a TLS listener?)"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused (no broker listening on this port)"
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve the host name {cfg.host!r} ({exc.strerror})"
+    if isinstance(exc, TimeoutError):
+        return "no answer (timed out)"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _ended(cfg: BrokerConfig) -> str:
+    """Why a connection ended before the broker's CONNACK, with no socket error to tell."""
+    if cfg.transport == "tcp" and not cfg.tls:  # a websockets or TLS listener closes plain MQTT
+        return (f"the connection ended before the broker accepted it (is port {cfg.port} a websockets "
+                "or TLS listener? see [broker] transport and tls_ca_file)")
+    return "the connection ended before the broker accepted it"
 
 
 def _no_delay(sock) -> None:

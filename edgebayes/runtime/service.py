@@ -35,7 +35,8 @@ class Runtime:
 
     Raises:
         OSError: the checkpoint folder cannot be created, or the password file cannot be read.
-        ConfigError: ``[memory] model_budget_bytes`` cannot hold the models.
+        ConfigError: ``[memory] model_budget_bytes`` cannot hold the models, or a ``[broker]``
+            TLS file does not parse.
     """
 
     def __init__(self, config: Config):

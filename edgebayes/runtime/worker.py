@@ -354,8 +354,9 @@ class Worker:
                      "dropped", r.device, r.seq, dev.last_seq, dev.n_reboots, n)
         self.n_readings += 1
         y_preds, best, proba = dev.predict(r.x)
-        msg = {"seq": r.seq, "ts": r.ts, "y_pred": y_preds[best], "proba": proba,
-               "model": self._names[best], "models": dict(zip(self._names, y_preds)),
+        # str keys: JSON has no others, and msgpack's default decoder refuses int map keys
+        msg = {"seq": r.seq, "ts": r.ts, "y_pred": y_preds[best],
+               "proba": {str(c): p for c, p in proba.items()}, "model": self._names[best], "models": dict(zip(self._names, y_preds)),
                "latency_ms": (time.perf_counter() - t_recv) * 1000.0}
         self.client.publish(self.topics.device_topic(r.device, "prediction"), encode(msg, self._fmt),
                             qos=self._pred_qos)
