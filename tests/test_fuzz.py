@@ -505,7 +505,7 @@ def _device_state():
             dev.learn(seq, xi, yi, y_preds, 0.0)
         else:
             dev.pending.add(seq, Pending(time.time(), xi, y_preds))
-        dev.last_seq, dev.last_ts = seq, float(seq)
+        dev.accept(seq, float(seq), 0.0, "next")
     return dev.state()
 
 

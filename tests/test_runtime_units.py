@@ -14,7 +14,15 @@ from paho.mqtt.client import topic_matches_sub
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
 from edgebayes.runtime.config import ConfigError, check_files, load_config, parse_config
 from edgebayes.runtime.pending import Pending, PendingLabels
-from edgebayes.runtime.protocol import REORDER_WINDOW, SEQ_JUMP, SEQ_PER_S, TS_AHEAD_S, Parser, ProtocolError, Topics
+from edgebayes.runtime.protocol import (
+    SEQ_JUMP,
+    SEQ_PER_S,
+    TS_AHEAD_S,
+    Parser,
+    ProtocolError,
+    Topics,
+)
+from edgebayes.runtime.seqs import MAX_RUNS, SeqRuns
 
 BASE = """
 [broker]
@@ -306,7 +314,7 @@ def _device(max_pending=10):
 def test_a_reboot_is_a_seq_not_above_the_last_with_a_later_ts(last_ts, ts, restarted):
     dev = _device()
     dev.last_seq, dev.last_ts, dev.last_recv = 5, last_ts, 1000.0
-    dev.seen = 0b111111  # seqs 0..5 accepted
+    dev.accepted = SeqRuns([0, 5])  # seqs 0..5 accepted
     if restarted:
         assert dev.check_seq(3, ts, 1001.0) == "reboot"
     else:
@@ -331,23 +339,36 @@ def test_a_seq_may_run_ahead_by_a_bound_that_grows_with_the_time_since_the_last_
     assert dev.check_seq(2**53 - 1, None, 1000.0) == "next"
 
 
-def test_a_reading_below_the_last_seq_not_seen_yet_is_taken_once_within_the_reorder_window():
+def test_a_reading_below_the_last_seq_never_accepted_is_taken_once_however_late():
     dev = _device()
-    for seq in [*range(10), 20]:  # 10..19 not delivered yet (a broker restart sent 20 first)
+    for seq in [*range(10), 20, 9000]:  # 10..19 and 21..8999 not delivered yet
         dev.accept(seq, None, 1000.0, dev.check_seq(seq, None, 1000.0))
-    assert (dev.last_seq, [dev.check_seq(s, None, 1000.0) for s in (12, 19, 21)]) == (20, ["late", "late", "next"])
+    assert [dev.check_seq(s, None, 1000.0) for s in (12, 19, 21, 8999, 9001)] == ["late"] * 4 + ["next"]
     dev.accept(12, None, 1000.0, "late")
-    assert dev.last_seq == 20
-    for seq in (12, 9, 0, 20):  # taken already
+    assert (dev.last_seq, dev.accepted.state()) == (9000, [0, 9, 12, 12, 20, 20, 9000, 9000])
+    for seq in (12, 9, 0, 20, 9000):  # taken already
         with pytest.raises(ProtocolError, match="accepted already"):
             dev.check_seq(seq, None, 1000.0)
     restored = _device()
     restored.load_state(dev.state(), 1)
-    assert (restored.seen, restored.check_seq(13, None, 1000.0)) == (dev.seen, "late")
-    dev.accept(20 + REORDER_WINDOW, None, 1000.0, "next")  # 10..19 fall out of the window
-    with pytest.raises(ProtocolError, match="older than the reorder window"):
-        dev.check_seq(13, None, 1000.0)
-    assert dev.check_seq(21, None, 1000.0) == "late"
+    assert (restored.accepted.state(), restored.check_seq(13, None, 1000.0)) == (dev.accepted.state(), "late")
+    dev.accept(5, 2000.0, 1000.0, "reboot")  # a new epoch starts its own runs
+    assert dev.accepted.state() == [5, 5]
+
+
+def test_seq_runs_join_and_stay_bounded():
+    runs = SeqRuns()
+    for seq in (4, 6, 5, 8, 2, 3):
+        assert seq not in runs
+        runs.add(seq)
+        assert seq in runs
+    assert runs.state() == [2, 6, 8, 8] and 7 not in runs and 1 not in runs and 9 not in runs
+    for seq in range(100, 100 + 2 * (MAX_RUNS + 5), 2):  # every other seq: one run each
+        runs.add(seq)
+    assert len(runs) == MAX_RUNS and 7 in runs and 98 in runs  # the oldest runs merged
+    assert seq - 1 not in runs and runs.state()[-2:] == [seq, seq]
+    with pytest.raises(ValueError, match="gap between runs"):
+        SeqRuns([1, 3, 4, 6])
 
 
 def test_a_ts_too_far_ahead_of_the_runtime_clock_is_refused():
@@ -362,7 +383,7 @@ def test_a_reboot_drops_pending_readings_and_is_checkpointed():
     dev = _device()
     for seq in range(3):
         dev.pending.add(seq, Pending(100.0 + seq, [0.0], [None]))
-    dev.last_seq, dev.last_ts = 2, 102.0
+    dev.last_seq, dev.last_ts, dev.accepted = 2, 102.0, SeqRuns([0, 2])
     assert dev.reboot() == 3 and dev.n_reboots == 1 and len(dev.pending) == 0
     assert (dev.pending.n_rebooted, dev.pending.n_dropped) == (3, 3)
     again = _device()

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import sys
 import time
 from collections import deque
@@ -40,18 +39,16 @@ from edgebayes.drift.base import ErrorDetector, detector_from_state
 from edgebayes.runtime.config import ModelConfig
 from edgebayes.runtime.pending import PendingLabels
 from edgebayes.runtime.protocol import (
-    REORDER_WINDOW,
     SEQ_JUMP,
     SEQ_LIMIT,
     SEQ_PER_S,
     TS_AHEAD_S,
     ProtocolError,
 )
+from edgebayes.runtime.seqs import SeqRuns
 
 log = logging.getLogger(__name__)
 
-_WINDOW_MASK = (1 << REORDER_WINDOW) - 1
-_HEX = re.compile(f"[0-9a-f]{{1,{REORDER_WINDOW // 4}}}")  # Device.state()'s "seen"
 
 #: a model error of one kind is logged at most this often per device (seconds); all are reported
 LOG_INTERVAL_S = 60.0
@@ -171,16 +168,16 @@ class Device:
         self.last_seq = -1
         self.last_ts: float | None = None  # ts of the last accepted reading
         self.last_recv: float | None = None  # when it arrived (unix s; None: unknown)
-        self.seen = 0  # bit i set: seq last_seq - i was accepted (the last REORDER_WINDOW seqs)
+        self.accepted = SeqRuns()  # the seqs this epoch accepted
         self.n_reboots = 0  # seq restarts (docs/protocol.md "Reboots")
         self.best = 0  # index of the slot with the best recent accuracy
         self.journal_pos: tuple[str, int] | None = None  # journal position its restored checkpoint includes
 
     def check_seq(self, seq: int, ts: float | None, now: float) -> str:
         """How reading ``seq`` (taken at ``ts``, unix s, arrived at ``now``, unix s) follows the
-        accepted ones: ``"next"`` (above the last), ``"late"`` (below it, not seen yet, within
-        `REORDER_WINDOW`: a broker restart can deliver new readings before the ones it kept) or
-        ``"reboot"`` (a new seq epoch); raises ``ProtocolError`` when it must be refused. No
+        accepted ones: ``"next"`` (above the last), ``"late"`` (below it and never accepted: a
+        broker restart can deliver new readings before the ones it kept) or ``"reboot"`` (a new
+        seq epoch); raises ``ProtocolError`` when it must be refused. No
         single reading can lock the device out (docs/protocol.md "Seq and ts bounds"):
 
         - ``ts_ahead``: ``ts`` is more than `TS_AHEAD_S` ahead of ``now`` (else no later reading
@@ -188,8 +185,8 @@ class Device:
         - ``seq_jump``: ``seq`` is more than `SEQ_JUMP` + `SEQ_PER_S` per second since the last
           accepted reading arrived above its ``seq`` (else every later ``seq`` of a device without
           ``ts`` would be a duplicate); the first reading of a device sets where it starts;
-        - ``duplicate``: ``seq`` is not above the last accepted one, was accepted already or is
-          older than the window, and ``ts`` is not later than the last accepted reading's. A QoS 1
+        - ``duplicate``: ``seq`` was accepted already in this epoch (`SeqRuns`), and ``ts`` is
+          not later than the last accepted reading's. A QoS 1
           redelivery or a replay carries its original ``ts``, so it stays a duplicate; without
           ``ts`` on both, a reboot cannot be told from a redelivery (a broker restart resends
           ``seq`` 0 too). A later ``ts`` is a reboot.
@@ -208,23 +205,20 @@ class Device:
             return "next"
         if ts is not None and last_ts is not None and ts > last_ts:
             return "reboot"
-        behind = last_seq - seq
-        if behind < REORDER_WINDOW and not (self.seen >> behind) & 1:
+        if seq not in self.accepted:
             return "late"
-        raise ProtocolError("duplicate", f"seq {seq} is not above the last accepted seq {last_seq}, was "
-                            "accepted already or is older than the reorder window, and its ts is not "
-                            "later (not a reboot)", seq)
+        raise ProtocolError("duplicate", f"seq {seq} was accepted already (the last accepted seq is "
+                            f"{last_seq}), and its ts is not later (not a reboot)", seq)
 
     def accept(self, seq: int, ts: float | None, now: float, how: str) -> None:
         """Record reading ``seq`` as accepted (``how`` from `check_seq`); a late one moves
         neither the last ``seq`` nor its ``ts``."""
-        if how == "late":
-            self.seen |= 1 << (self.last_seq - seq)
-            return
-        shift = seq - self.last_seq
-        keep = how == "next" and shift < REORDER_WINDOW
-        self.seen = (((self.seen << shift) | 1) & _WINDOW_MASK) if keep else 1
-        self.last_seq, self.last_ts, self.last_recv = seq, ts, now
+        if how == "reboot":
+            self.accepted = SeqRuns([seq, seq])
+        else:
+            self.accepted.add(seq)
+        if how != "late":
+            self.last_seq, self.last_ts, self.last_recv = seq, ts, now
 
     def reboot(self) -> int:
         """Start a new seq epoch: pending readings of the old one are dropped (counted), since a
@@ -335,7 +329,7 @@ class Device:
         journal position (``Journal.position()``, ``[id, offset]``) this state includes."""
         return {"device": self.device, "last_seq": self.last_seq, "last_ts": self.last_ts,
                 "last_recv": self.last_recv, "journal": journal_pos,
-                "seen": f"{self.seen:x}",
+                "accepted": self.accepted.state(),
                 "n_reboots": self.n_reboots, "models": [s.state() for s in self.slots],
                 "pending": self.pending.state(),
                 "label_type": None if self.label_type is None else self.label_type.__name__}
@@ -370,13 +364,10 @@ class Device:
         if last_recv is not None and not math.isfinite(last_recv):
             raise ValueError(f"last_recv must be finite, got {last_recv!r}")
         self.last_recv = None if last_recv is None else float(last_recv)
-        seen = state.get("seen")  # absent in older checkpoints: every seq below the last was seen
-        if seen is None:
-            self.seen = _WINDOW_MASK if last_seq >= 0 else 0
-        elif type(seen) is str and _HEX.fullmatch(seen):
-            self.seen = int(seen, 16)
-        else:
-            raise ValueError(f"seen must be at most {REORDER_WINDOW // 4} hex digits, got {seen!r:.80}")
+        accepted = state.get("accepted")  # absent in older checkpoints: every seq up to the last
+        self.accepted = SeqRuns(([0, last_seq] if last_seq >= 0 else []) if accepted is None else accepted)
+        if self.accepted.runs[-1:].tolist() != ([last_seq] if last_seq >= 0 else []):
+            raise ValueError(f"the accepted seqs must end at last_seq {last_seq}")
         self.n_reboots = check_count("n_reboots", state.get("n_reboots", 0))
         journal = state.get("journal")  # absent in older checkpoints: replay the whole journal
         self.journal_pos = None if journal is None else (str(journal[0]), check_count("journal position", journal[1]))

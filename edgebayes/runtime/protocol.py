@@ -34,9 +34,6 @@ SEQ_JUMP = 2**16
 SEQ_PER_S = 10_000
 #: how far (seconds) a reading's ``ts`` may be ahead of the runtime's clock when it arrives
 TS_AHEAD_S = 86_400.0
-#: how far (in seq) below its device's last accepted reading a reading not seen yet is still
-#: taken, once (a broker restart can deliver new readings before the ones it kept)
-REORDER_WINDOW = 4096
 
 _NUMBER_TYPES = frozenset({float, int})
 
