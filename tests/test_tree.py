@@ -15,8 +15,7 @@ from edgebayes.tree.arena import node_ints
 from edgebayes.tree.checks import MIN_SIZE_BYTES
 from edgebayes.tree.criterion import entropy, hoeffding_bound, info_gain, merit_range
 from edgebayes.tree.learning import REBALANCE_PERIOD
-from edgebayes.tree.leaves import nb_log_votes
-from edgebayes.tree.observers import normalize_votes, softmax_log
+from edgebayes.tree.leaves import nb_log_votes, normalize_votes, softmax_log
 
 
 def _root(tree):

@@ -143,29 +143,3 @@ def nominal_splits(counts: list, pre: np.ndarray) -> list:
             last = n_values - seen[::-1].index(True)
             out.append((merits[k], stacked[k, :last].copy()))
     return out
-
-
-def normalize_votes(votes) -> list | None:
-    """Class votes (non-negative weights) as probabilities summing to 1.
-
-    Returns None (no prediction) only for an empty, all-zero or non-finite vote vector; any
-    other vector, however small its sum, is normalised (casebook C13).
-    """
-    total = 0.0
-    for v in votes:
-        if not (v >= 0.0 and math.isfinite(v)):
-            return None
-        total += v
-    if total <= 0.0 or not math.isfinite(total):
-        return None
-    return [v / total for v in votes]
-
-
-def softmax_log(log_votes) -> list | None:
-    """Probabilities from log-votes by log-sum-exp; None when no vote is finite (all zero)."""
-    top = max(log_votes, default=-math.inf)
-    if not math.isfinite(top):
-        return None
-    exps = [math.exp(v - top) for v in log_votes]
-    total = sum(exps)
-    return [e / total for e in exps]
