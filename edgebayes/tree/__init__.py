@@ -26,7 +26,7 @@ room frees (VFDT's memory management, as MOA's ``enforceTrackerLimit``). A new c
 nominal value that does not fit even with every leaf inactive is refused
 (`edgebayes.base.ClassLimitError`), never learned by growing past the budget.
 
-**Storage.** Nodes and leaf statistics live in flat struct-of-arrays buffers (`storage`),
+**Storage.** Nodes and leaf statistics live in flat struct-of-arrays buffers (`arena`),
 grown geometrically up to what the budget allows: no Python object per node or statistic,
 so ``memory_bytes()`` is computed from the array sizes and planned before any allocation.
 

@@ -2,7 +2,7 @@
 
 A state comes from a checkpoint file, which may be truncated, edited or hostile: every
 check raises ValueError naming what is wrong, and what a state would allocate is bounded
-by the values it holds before anything is allocated (casebook: poisoned checkpoints).
+by the values it holds before anything is allocated.
 """
 
 from __future__ import annotations
