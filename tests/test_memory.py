@@ -18,7 +18,7 @@ from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
 from edgebayes.runtime.service import Runtime
 from edgebayes.streams import open_stream
 from edgebayes.tree import HoeffdingTreeClassifier
-from edgebayes.tree.hoeffding_tree import MIN_SIZE_BYTES
+from edgebayes.tree.checks import MIN_SIZE_BYTES
 from tests.runtime_client import FEATURES, Device, wait_for, write_config
 
 

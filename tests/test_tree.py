@@ -11,9 +11,11 @@ import pytest
 
 from edgebayes.codec import decode, encode
 from edgebayes.tree import HoeffdingTreeClassifier
+from edgebayes.tree.arena import node_ints
+from edgebayes.tree.checks import MIN_SIZE_BYTES
 from edgebayes.tree.criterion import entropy, hoeffding_bound, info_gain, merit_range
-from edgebayes.tree.hoeffding_tree import MIN_SIZE_BYTES, REBALANCE_PERIOD
-from edgebayes.tree.observers import normalize_votes, softmax_log
+from edgebayes.tree.learning import REBALANCE_PERIOD
+from edgebayes.tree.leaves import nb_log_votes, normalize_votes, softmax_log
 
 
 def _root(tree):
@@ -348,7 +350,7 @@ def test_c08_nb_leaf_underflow_gives_log_space_probabilities():
     proba = tree.predict_proba_one([1000.0])
     assert proba == {"a": 0.0, "b": 1.0}
     assert tree.predict_one([1000.0]) == "b"
-    a, b = tree._nb_log_votes(0, 0, [1000.0])
+    a, b = nb_log_votes(tree, 0, 0, [1000.0])
     assert b - a == pytest.approx(999.5, rel=1e-12)  # sample variance 1, as MOA's estimator
 
 
@@ -505,7 +507,7 @@ def test_memory_never_exceeds_the_budget_on_a_drifting_stream():
         tree.learn_one(xi, yi)
         if i % 1000 == 0:
             assert tree.memory_bytes() <= budget
-            ints = tree._ints()
+            ints = node_ints(tree)
             leaf = ints[:, 0] < 0
             active = set(np.flatnonzero(leaf & (ints[:, 4] >= 0)).tolist())
             reactivated |= bool(active & seen_inactive)

@@ -26,12 +26,16 @@ room frees (VFDT's memory management, as MOA's ``enforceTrackerLimit``). A new c
 nominal value that does not fit even with every leaf inactive is refused
 (`edgebayes.base.ClassLimitError`), never learned by growing past the budget.
 
-**Storage.** Nodes and leaf statistics live in flat struct-of-arrays buffers (`storage`),
+**Storage.** Nodes and leaf statistics live in flat struct-of-arrays buffers (`arena`),
 grown geometrically up to what the budget allows: no Python object per node or statistic,
 so ``memory_bytes()`` is computed from the array sizes and planned before any allocation.
 
-Modules: `hoeffding_tree` (the classifier), `observers` (split evaluation from the
-statistics), `criterion` (information gain, Hoeffding bound), `storage` (flat arrays).
+Modules, each importing only those after it: `hoeffding_tree` (the classifier: API, state,
+memory), `checks` (parameters and states), `learning` (the VFDT loop: route, update, split,
+leaf activation), `leaves` (mc / nb / nba predictions, the votes memo), `arena` (the flat
+arrays, capacity planning, growth), `observers` (observer updates and split evaluation),
+`criterion` (information gain, Hoeffding bound), `storage` (exactly sized arrays). The
+modules below the classifier are functions over its arrays, taking the tree as argument.
 """
 
 from edgebayes.tree.hoeffding_tree import HoeffdingTreeClassifier

@@ -1,7 +1,10 @@
-"""Attribute observers of a leaf, read when the leaf evaluates its candidate splits.
+"""Attribute observers of a leaf: updated by every sample the leaf learns, read when the leaf
+evaluates its candidate splits (VFDT, Domingos and Hulten 2000, Table 1: "increment
+n_ijk(l)" and "compute G_l(X_i) for each attribute").
 
-The statistics themselves live in the tree's flat arrays (`storage`); these functions take
-numpy views of one leaf's block and return the best split per feature.
+The statistics themselves live in the tree's flat arrays (`arena`): `observe` updates one
+slot in place; the split functions take numpy views of one leaf's block and return the best
+split per feature.
 
 - Numeric feature: per class a Gaussian estimator (weight, mean, M2, min, max; MOA's
   ``GaussianNumericAttributeClassObserver``). Candidate thresholds are ``n_split_points``
@@ -22,10 +25,46 @@ from edgebayes.tree.criterion import info_gain
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 _SQRT2 = math.sqrt(2.0)
+_LOG_2PI = math.log(2.0 * math.pi)
 
-# Field positions in the per-(slot, class, numeric feature) record of the stats array.
+# Field positions in the per-(slot, class, numeric feature) record of the stats array: the
+# Gaussian estimator, and its log-density terms kept for naive Bayes (`leaves`)
 W, MEAN, M2, MIN, MAX, LOGNORM, INV2VAR = range(7)
 N_FIELDS = 7
+
+
+def observe(tree, s: int, xl: list, c: int, w: float, codes: list) -> None:
+    """Add ``xl`` with class ``c`` and weight ``w`` to slot ``s``'s observers (weighted
+    Welford, West 1979, for the numeric features; ``codes`` the nominal values' codes,
+    -1 for a missing value). NaN is not learned."""
+    st = tree._st
+    log = math.log
+    k = (s * tree._ccap + c) * len(tree._gnum) * N_FIELDS
+    for g in tree._gnum:
+        v = xl[g]
+        if v != v:
+            pass
+        elif st[k] <= 0.0:  # the first value as the mean, exactly (MOA's GaussianEstimator):
+            st[k], st[k + 1], st[k + 3], st[k + 4] = w, v, v, v  # Welford's v * w / w can miss
+        else:  # v by an ulp, and a point mass would get a variance of 1e-17
+            sw = st[k] + w
+            st[k] = sw
+            mu = st[k + 1]
+            d = v - mu
+            mu += d * w / sw
+            st[k + 1] = mu
+            m2 = st[k + 2] + w * d * (v - mu)
+            st[k + 2] = m2
+            st[k + 3] = min(st[k + 3], v)
+            st[k + 4] = max(st[k + 4], v)
+            if sw > 1.0 and m2 > 0.0:  # sample variance, as MOA's GaussianEstimator
+                var = m2 / (sw - 1.0)
+                st[k + 5] = -0.5 * (_LOG_2PI + log(var))
+                st[k + 6] = 0.5 / var
+        k += N_FIELDS
+    for k, code in enumerate(codes):
+        if code >= 0:
+            tree._nc[k][(s * tree._ccap + c) * tree._vcaps[k] + code] += w
 
 
 def numeric_splits(block: np.ndarray, pre: np.ndarray, n_split_points: int):
@@ -104,29 +143,3 @@ def nominal_splits(counts: list, pre: np.ndarray) -> list:
             last = n_values - seen[::-1].index(True)
             out.append((merits[k], stacked[k, :last].copy()))
     return out
-
-
-def normalize_votes(votes) -> list | None:
-    """Class votes (non-negative weights) as probabilities summing to 1.
-
-    Returns None (no prediction) only for an empty, all-zero or non-finite vote vector; any
-    other vector, however small its sum, is normalised (casebook C13).
-    """
-    total = 0.0
-    for v in votes:
-        if not (v >= 0.0 and math.isfinite(v)):
-            return None
-        total += v
-    if total <= 0.0 or not math.isfinite(total):
-        return None
-    return [v / total for v in votes]
-
-
-def softmax_log(log_votes) -> list | None:
-    """Probabilities from log-votes by log-sum-exp; None when no vote is finite (all zero)."""
-    top = max(log_votes, default=-math.inf)
-    if not math.isfinite(top):
-        return None
-    exps = [math.exp(v - top) for v in log_votes]
-    total = sum(exps)
-    return [e / total for e in exps]

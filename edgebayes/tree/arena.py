@@ -1,0 +1,281 @@
+"""The tree's arena: its flat arrays, their capacities, and the byte plan that bounds them.
+
+Every function here takes the tree (`edgebayes.tree.hoeffding_tree`) and reads or re-lays
+its arrays; none allocates a Python object per node or statistic. The arrays (`storage`):
+
+- ``_ni``: int node records, ``N_INTS`` per node (`FEAT` .. `SLOT`), ``_node_cap`` records;
+- ``_nf``: float node records, ``N_FLOATS`` per node (`THR` .. `NBOK`);
+- ``_cc``: class weights, ``_ccap`` per node (VFDT's n_k(l) per leaf, kept at split nodes
+  too: a branch no sample has reached predicts with its split node's weights);
+- ``_st``: the Gaussian observers of the active leaves, ``_slot_cap`` *slots* of
+  ``_ccap x len(_gnum)`` records of `observers.N_FIELDS` floats;
+- ``_nc``: per nominal feature k, the value counts of the slots, ``_slot_cap x _ccap x
+  _vcaps[k]`` floats (VFDT's n_ijk(l));
+- ``_free``: a stack of the free slots, ``_n_free`` of them.
+
+A leaf with a slot is *active* (it learns splits and naive Bayes); one without is inactive.
+Capacities grow geometrically, and with ``max_size_bytes`` set only to what `slots_that_fit`
+allows: `array_bytes` and `py_bytes` predict ``memory_bytes()`` before any allocation.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from edgebayes.sizes import append_bytes, insert_bytes
+from edgebayes.tree import storage
+from edgebayes.tree.observers import MAX, MIN, N_FIELDS
+
+# int node record: split feature (global index; -1 for a leaf), first child, branches of a
+# nominal split (0 for a numeric one, whose two children are first child and the next),
+# depth (root 0), stats slot (-1: inactive leaf or split node)
+FEAT, CHILD, NBR, DEPTH, SLOT = range(5)
+N_INTS = 5
+# float node record: numeric split threshold, weight seen, weight seen since the last split
+# attempt, weight the majority class / naive Bayes predicted right (nba's scores)
+THR, NW, SINCE, MCOK, NBOK = range(5)
+N_FLOATS = 5
+
+
+# ---------------------------------------------------------------- byte plan
+
+
+def py_bytes(tree) -> int:
+    """Bytes of the Python objects around the arrays (labels, vocabularies, lists)."""
+    size = sys.getsizeof
+    total = size(tree) + size(tree.__dict__) + size(tree.classes_) + size(tree._cidx)
+    total += sum(size(c) for c in tree.classes_) + size(tree._gnum) + size(tree._gnom)
+    total += size(tree._vocab) + size(tree._vocab_of) + size(tree._vcaps) + size(tree._nc)
+    for voc in tree._vocab:
+        total += size(voc) + sum(size(k) + size(v) for k, v in voc.items())
+    for p in (tree.features, tree.nominal_attributes):
+        if p is not None:
+            total += size(p) + sum(size(i) for i in p)
+    if tree.n_features_in_ is not None:  # room for the votes memo, held or not: x's copy and votes
+        n, d = len(tree.classes_), tree.n_features_in_
+        total += size((0, 0, 0)) + size([0.0] * d) + size([0.0] * n) + (d + n) * size(0.0)
+    return total
+
+
+def array_bytes(tree, node_cap: int, slot_cap: int, ccap: int, vcaps: list) -> int:
+    """Bytes the arrays hold at these capacities (node records, class weights, slots)."""
+    b = storage.array_bytes("i", N_INTS * node_cap) + storage.array_bytes("d", N_FLOATS * node_cap)
+    b += storage.array_bytes("d", node_cap * ccap) + storage.array_bytes("i", slot_cap)
+    b += storage.array_bytes("d", slot_cap * ccap * len(tree._gnum) * N_FIELDS)
+    return b + sum(storage.array_bytes("d", slot_cap * ccap * v) for v in vcaps)
+
+
+def growth_bytes(tree, labels: list, values: dict) -> int:
+    """Most bytes `py_bytes` gains when ``labels`` (new classes) and ``values`` (nominal
+    feature k -> a new value) are added: the labels, the list and dict growth, the memo's
+    room for more votes, the vocabulary entries."""
+    size = sys.getsizeof
+    extra = 0
+    if labels:
+        n = len(tree.classes_)
+        extra += sum(size(y) for y in labels) + append_bytes(tree.classes_, len(labels))
+        extra += insert_bytes(tree._cidx, labels)
+        if tree.n_features_in_ is not None:
+            m = n + len(labels)
+            extra += size([0.0] * m) - size([0.0] * n) + (m - n) * size(0.0)
+    for k, v in values.items():
+        voc = tree._vocab[k]
+        extra += insert_bytes(voc, [v]) + size(v) + size(len(voc))
+    return extra
+
+
+def fits(tree, node_cap: int, slot_cap: int, ccap: int, vcaps: list) -> bool:
+    """Whether the tree at these capacities stays within ``max_size_bytes`` (always, unbounded)."""
+    if tree.max_size_bytes is None:
+        return True
+    return py_bytes(tree) + array_bytes(tree, node_cap, slot_cap, ccap, vcaps) <= tree.max_size_bytes
+
+
+def slots_that_fit(tree, node_cap: int, ccap: int, vcaps: list, extra: int = 0) -> int:
+    """Largest slot capacity within the budget (-1 if even zero slots do not fit), with
+    ``extra`` bytes more of Python objects; ``sys.maxsize`` for an unbounded tree."""
+    if tree.max_size_bytes is None:
+        return sys.maxsize
+    room = tree.max_size_bytes - py_bytes(tree) - extra - array_bytes(tree, node_cap, 0, ccap, vcaps)
+    per_slot = array_bytes(tree, 0, 1, ccap, vcaps) - array_bytes(tree, 0, 0, ccap, vcaps)
+    return room // per_slot if room >= 0 else -1
+
+
+def needs(tree, add_class: bool, xl: list, codes: list) -> tuple[dict, int, list]:
+    """(nominal feature k -> new value, class capacity, value capacities) that learning
+    ``xl`` with a class needs at least; ``codes`` (`learning.value_codes`) marks the new
+    values None."""
+    new = {k: xl[tree._gnom[k]] for k, code in enumerate(codes) if code is None}
+    ccap = max(tree._ccap, len(tree.classes_) + 1) if add_class else tree._ccap
+    vcaps = [max(vc, len(tree._vocab[k]) + 1) if k in new else vc for k, vc in enumerate(tree._vcaps)]
+    return new, ccap, vcaps
+
+
+# ---------------------------------------------------------------- views
+
+
+def node_ints(tree) -> np.ndarray:
+    """The used int node records, shape (n_nodes, N_INTS), a view."""
+    return storage.view(tree._ni, (tree._node_cap, N_INTS))[: tree._n_nodes]
+
+
+def node_floats(tree) -> np.ndarray:
+    """The used float node records, shape (n_nodes, N_FLOATS), a view."""
+    return storage.view(tree._nf, (tree._node_cap, N_FLOATS))[: tree._n_nodes]
+
+
+def gaussians(tree) -> np.ndarray:
+    """The Gaussian records, shape (slot_cap, ccap, n_numeric, N_FIELDS), a view."""
+    return storage.view(tree._st, (tree._slot_cap, tree._ccap, len(tree._gnum), N_FIELDS))
+
+
+def value_counts(tree, k: int) -> np.ndarray:
+    """Nominal feature k's counts, shape (slot_cap, ccap, vcaps[k]), a view."""
+    return storage.view(tree._nc[k], (tree._slot_cap, tree._ccap, tree._vcaps[k]))
+
+
+def empty_stats(n_slots: int, ccap: int, n_num: int) -> np.ndarray:
+    """Stats records of empty Gaussian estimators: zero weight, min +inf, max -inf."""
+    st = np.zeros((n_slots, ccap, n_num, N_FIELDS))
+    st[..., MIN] = np.inf
+    st[..., MAX] = -np.inf
+    return st
+
+
+# ---------------------------------------------------------------- re-layout
+
+
+def rebuild(tree, node_cap: int, slot_cap: int, ccap: int, vcaps: list, keep) -> None:
+    """Re-lay every array at new capacities; ``keep`` lists the old slots that survive,
+    new slot i holding old slot keep[i]; leaves of the other slots become inactive."""
+    tree._memo = None  # node and slot numbers move: the votes memo (`leaves`) would lie
+    n, old_c, n_num = tree._n_nodes, tree._ccap, len(tree._gnum)
+    ints = np.zeros((node_cap, N_INTS), np.intc)
+    ints[:n] = node_ints(tree)
+    floats = np.zeros((node_cap, N_FLOATS))
+    floats[:n] = node_floats(tree)
+    cc = np.zeros((node_cap, ccap))
+    cc[:n, :old_c] = storage.view(tree._cc, (tree._node_cap, old_c))[:n]
+    keep = np.asarray(keep, dtype=np.intp)
+    st = empty_stats(slot_cap, ccap, n_num)
+    st[: keep.size, :old_c] = gaussians(tree)[keep]
+    nc = [storage.from_numpy("d", _relaid_counts(tree, k, v, slot_cap, ccap, keep)) for k, v in enumerate(vcaps)]
+    remap = np.full(max(tree._slot_cap, 1), -1, np.intc)
+    remap[keep] = np.arange(keep.size, dtype=np.intc)
+    slots = ints[:n, SLOT]
+    was_active = slots >= 0
+    ints[:n, SLOT] = np.where(was_active, remap[np.maximum(slots, 0)], -1)
+    tree._ni = storage.from_numpy("i", ints)
+    tree._nf = storage.from_numpy("d", floats)
+    tree._cc = storage.from_numpy("d", cc)
+    tree._st = storage.from_numpy("d", st)
+    tree._nc = nc
+    free = np.zeros(slot_cap, np.intc)  # a stack: the lowest free slot on top
+    free[: slot_cap - keep.size] = np.arange(slot_cap - 1, keep.size - 1, -1)
+    tree._free = storage.from_numpy("i", free)
+    tree._n_free = slot_cap - keep.size
+    tree._node_cap, tree._slot_cap, tree._ccap, tree._vcaps = node_cap, slot_cap, ccap, list(vcaps)
+
+
+def _relaid_counts(tree, k: int, vcap: int, slot_cap: int, ccap: int, keep: np.ndarray) -> np.ndarray:
+    new = np.zeros((slot_cap, ccap, vcap))
+    old_v = tree._vcaps[k]
+    if old_v:
+        new[: keep.size, : tree._ccap, :old_v] = value_counts(tree, k)[keep]
+    return new
+
+
+def promise(tree, nodes: np.ndarray) -> np.ndarray:
+    """Weight seen minus the majority class weight (MOA's ``calculatePromise``)."""
+    if not nodes.size:
+        return np.zeros(0)
+    cc = storage.view(tree._cc, (tree._node_cap, tree._ccap))[nodes]
+    return node_floats(tree)[nodes, NW] - cc.max(axis=1)
+
+
+def active_slots(tree, exclude: int = -1) -> list:
+    """Slots of the active leaves but ``exclude``, highest promise (weight x error) first."""
+    ints = node_ints(tree)
+    leaves = np.flatnonzero((ints[:, FEAT] < 0) & (ints[:, SLOT] >= 0))
+    leaves = leaves[leaves != exclude]
+    order = np.argsort(-promise(tree, leaves), kind="stable")
+    return ints[leaves[order], SLOT].tolist()
+
+
+def relayout(tree, node_cap: int, ccap: int, vcaps: list, exclude: int = -1) -> bool:
+    """Move to new node/class/value capacities within the budget, growing the slot pool to
+    what fits (up to twice the active leaves) or shedding the least promising active
+    leaves. False (nothing changed) when even zero slots would not fit."""
+    fit = slots_that_fit(tree, node_cap, ccap, vcaps)
+    if fit < 0:
+        return False
+    active = active_slots(tree, exclude)
+    slot_cap = min(fit, max(tree._slot_cap, 2 * len(active), 1))
+    rebuild(tree, node_cap, slot_cap, ccap, vcaps, active[:slot_cap])
+    return True
+
+
+def grow_nodes(tree, need: int, exclude: int) -> bool:
+    """Room for ``need`` node records: twice the capacity where it fits, else exactly
+    ``need``, else by shedding active leaves but ``exclude``; False if not even that fits."""
+    if need <= tree._node_cap:
+        return True
+    for cap in (max(2 * tree._node_cap, need), need):
+        if fits(tree, cap, tree._slot_cap, tree._ccap, tree._vcaps):
+            rebuild(tree, cap, tree._slot_cap, tree._ccap, tree._vcaps, active_slots(tree))
+            return True
+    return relayout(tree, need, tree._ccap, tree._vcaps, exclude=exclude)
+
+
+def settle(tree, ccap: int, vcaps: list, final_ccap: int, final_vcaps: list, later: dict) -> None:
+    """Re-lay to at least ``ccap`` / ``vcaps`` (one of them grown), doubling the grown
+    capacity when the ``later`` values still fit at ``final_*`` beside it; with unchanged
+    capacities, only shed leaves if the Python objects outgrew the budget."""
+    node_cap = tree._node_cap or 1
+    if ccap == tree._ccap and vcaps == tree._vcaps:
+        if not fits(tree, node_cap, tree._slot_cap, ccap, vcaps):
+            relayout(tree, node_cap, ccap, vcaps)
+        return
+    if ccap > tree._ccap:
+        doubled = (max(2 * tree._ccap, 1), vcaps)
+        after = (doubled[0], final_vcaps)
+    else:
+        k = next(k for k, (a, b) in enumerate(zip(vcaps, tree._vcaps)) if a > b)
+        grown = list(vcaps)
+        grown[k] = 2 * tree._vcaps[k] or 1
+        doubled = (ccap, grown)
+        after = (final_ccap, [max(a, b) for a, b in zip(grown, final_vcaps)])
+    fits_later = slots_that_fit(tree, node_cap, *after, growth_bytes(tree, [], later)) >= 0
+    if not (fits_later and relayout(tree, node_cap, *doubled)):
+        relayout(tree, node_cap, ccap, vcaps)  # cannot fail: the caller checked the exact capacities
+
+
+# ---------------------------------------------------------------- slot pool
+
+
+def take_slot(tree) -> int:
+    """A free stats slot, growing the pool geometrically within the budget; -1 if none."""
+    if not tree._n_free:
+        fit = slots_that_fit(tree, tree._node_cap, tree._ccap, tree._vcaps)
+        slot_cap = min(fit, 2 * tree._slot_cap or 1)
+        if slot_cap <= tree._slot_cap:
+            return -1
+        rebuild(tree, tree._node_cap, slot_cap, tree._ccap, tree._vcaps, active_slots(tree))
+    tree._n_free -= 1
+    return tree._free[tree._n_free]
+
+
+def clear_slot(tree, s: int) -> None:
+    """Reset slot ``s`` to empty observers."""
+    gaussians(tree)[s] = empty_stats(1, tree._ccap, len(tree._gnum))[0]
+    for k in range(len(tree._nc)):
+        value_counts(tree, k)[s] = 0.0
+
+
+def release_slot(tree, s: int) -> None:
+    """Clear slot ``s`` and return it to the pool."""
+    clear_slot(tree, s)
+    tree._free[tree._n_free] = s
+    tree._n_free += 1

@@ -1,0 +1,336 @@
+"""VFDT learning over the tree's arrays: route, update, attempt a split, split, and the
+memory management that activates and deactivates leaves.
+
+Domingos and Hulten (2000), "Mining high-speed data streams": the Hoeffding tree algorithm
+of its Table 1 with the refinements of its section 3 (the VFDT system), and MOA's
+``HoeffdingTree`` as the semantic reference. For each example (x, y):
+
+1. "Sort (x, y) into a leaf l using HT": `route`;
+2. "For each x_ij in x such that X_i in X_l, increment n_ijk(l)" and "label l with the
+   majority class": `learn` (class weights, `observers.observe`, the nba scores of
+   `leaves.score_nba`);
+3. "If the examples seen so far at l are not all of the same class", every ``grace_period``
+   of weight (section 3, "G computation": n_min): "compute G_l(X_i) for each attribute",
+   take the best two, "compute eps using equation 1" and, if their difference exceeds eps
+   (or eps < tau, section 3 "Ties"), "replace l by an internal node that splits on X_a",
+   with a new leaf per branch: `attempt_split`, `split`;
+4. section 3, "Memory": the least promising leaves (p_l e_l) are deactivated, their
+   observers freed, and reactivated when they rank higher: `activate`, `rebalance`,
+   `shed_leaves`.
+
+Every function takes the tree (`edgebayes.tree.hoeffding_tree`); node and slot indices are
+those of `arena`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from edgebayes.base import ClassLimitError
+from edgebayes.tree import arena
+from edgebayes.tree.arena import (
+    CHILD,
+    DEPTH,
+    FEAT,
+    MCOK,
+    N_FLOATS,
+    N_INTS,
+    NBOK,
+    NBR,
+    NW,
+    SINCE,
+    SLOT,
+    THR,
+)
+from edgebayes.tree.criterion import MAX_SHARE_TO_SPLIT, hoeffding_bound, merit_range
+from edgebayes.tree.leaves import class_row, holds_values, nb_log_votes, score_nba
+from edgebayes.tree.observers import nominal_splits, numeric_splits, observe
+
+#: Learned samples between two rankings of the leaves by promise (bounded trees only).
+REBALANCE_PERIOD = 1000
+
+
+# ---------------------------------------------------------------- routing
+
+
+def route(tree, xl: list) -> list:
+    """The nodes ``xl`` passes from the root to its leaf, root first ("sort (x, y) into a
+    leaf"). Iterative: no recursion however deep the tree (casebook C20).
+
+    A numeric split sends ``x <= threshold`` to its first child, ``x > threshold`` to the
+    second; a nominal split sends a value to the child of its code. A missing value (NaN),
+    or a nominal value the split has no branch for, follows the branch that has seen the
+    most weight (`_heaviest_branch`).
+    """
+    ni, nf = tree._ni, tree._nf
+    node = 0
+    path = [0]
+    while True:
+        b = node * N_INTS
+        g = ni[b + FEAT]
+        if g < 0:
+            return path
+        v = xl[g]
+        ch = ni[b + CHILD]
+        nbr = ni[b + NBR]
+        if nbr:
+            code = tree._vocab_of[g].get(v, -1)
+            node = ch + code if 0 <= code < nbr else _heaviest_branch(nf, ch, nbr)
+        else:
+            thr = nf[node * N_FLOATS + THR]
+            if v <= thr:
+                node = ch
+            elif v > thr:
+                node = ch + 1
+            else:
+                node = _heaviest_branch(nf, ch, 2)
+        path.append(node)
+
+
+def _heaviest_branch(nf, ch: int, nbr: int) -> int:
+    """The child among ``ch .. ch + nbr - 1`` with the most weight seen, the first on a tie."""
+    weights = [nf[(ch + i) * N_FLOATS + NW] for i in range(nbr)]
+    return ch + weights.index(max(weights))
+
+
+# ---------------------------------------------------------------- one sample
+
+
+def learn(tree, xl: list, c: int, w: float, codes: list) -> None:
+    """Learn ``xl`` with class index ``c`` and weight ``w`` > 0 (``codes``: its nominal
+    values' codes, every one known): route, add ``w`` to the weight seen along the path,
+    score nba, update the leaf's observers and class weight, attempt a split every
+    ``grace_period`` of weight, rank the leaves every `REBALANCE_PERIOD` samples (bounded
+    trees). Keeps the leaf's votes in the memo (`leaves`) when nothing was re-laid."""
+    memo, tree._memo = tree._memo, None
+    path = route(tree, xl)
+    nf = tree._nf
+    for n in path:
+        nf[n * N_FLOATS + NW] += w
+    node = path[-1]
+    s = tree._ni[node * N_INTS + SLOT]
+    votes = None
+    if s >= 0:
+        if tree.leaf_prediction == "nba":
+            votes = score_nba(tree, node, s, xl, c, w, memo)
+            if not holds_values(tree, s, c, xl):
+                votes = None  # c's first value of a feature here rules other classes out
+        observe(tree, s, xl, c, w, codes)
+    tree._cc[node * tree._ccap + c] += w
+    tree._n_learned += 1
+    if s >= 0:
+        # weight since the last evaluation counted on its own: exact for integer weights,
+        # where MOA's and River's difference of two fractional totals can miss by an ulp
+        k = node * N_FLOATS + SINCE
+        since = nf[k] + w
+        if since >= tree.grace_period:
+            nf[k] = 0.0
+            votes = None
+            attempt_split(tree, node)
+        else:
+            nf[k] = since
+    if tree.max_size_bytes is not None and tree._n_learned % REBALANCE_PERIOD == 0:
+        votes = None
+        rebalance(tree)
+    if votes is not None:  # only class c's vote changed: a prediction on this x reuses the rest
+        x_copy = memo[0] if memo is not None and votes is memo[2] else list(xl)
+        tree._memo = (x_copy, node, nb_log_votes(tree, node, s, xl, votes, c))
+
+
+# ---------------------------------------------------------------- new classes and values
+
+
+def value_codes(tree, xl: list) -> list:
+    """Per nominal feature, the code of ``xl``'s value: -1 for NaN, None for a new value."""
+    vocab = tree._vocab
+    return [vocab[k].get(xl[g]) if xl[g] == xl[g] else -1 for k, g in enumerate(tree._gnom)]
+
+
+def make_room(tree, y, add_class: bool, xl: list, codes: list) -> tuple[int, list]:
+    """Add class ``y`` (if ``add_class``) and the nominal values of ``xl`` that ``codes``
+    marks None (new), re-laying the arrays: first the class, then each value, each at
+    twice its capacity where the rest still fits, else exactly; leaves are deactivated
+    to make room. The first class creates the root. Returns (class index, codes).
+
+    Raises:
+        ClassLimitError: even a tree with no active leaf could not hold them; nothing
+            has changed.
+    """
+    new, ccap, vcaps = arena.needs(tree, add_class, xl, codes)
+    extra = arena.growth_bytes(tree, [y] if add_class else [], new)
+    if arena.slots_that_fit(tree, tree._node_cap or 1, ccap, vcaps, extra) < 0:
+        what = f"class {y!r}" if add_class else f"nominal value(s) {new}"
+        raise ClassLimitError(
+            f"{what} refused: max_size_bytes={tree.max_size_bytes} cannot hold "
+            f"{len(tree.classes_) + add_class} classes and the nominal values of this tree"
+        )
+    tree._memo = None  # a new class or value changes every class's votes
+    c = tree._cidx.get(y, -1)
+    if add_class:
+        tree.classes_.append(y)
+        tree._cidx[y] = c = len(tree.classes_) - 1
+        arena.settle(tree, ccap, tree._vcaps, ccap, vcaps, new)
+        if not tree._n_nodes:
+            _new_root(tree)
+    for k in list(new):
+        v = new.pop(k)
+        voc = tree._vocab[k]
+        voc[v] = codes[k] = len(voc)
+        step = list(tree._vcaps)
+        step[k] = vcaps[k]
+        arena.settle(tree, tree._ccap, step, ccap, vcaps, new)
+    return c, codes
+
+
+def _new_root(tree) -> None:
+    """VFDT's start: a single active leaf, the root."""
+    tree._n_nodes = 1
+    tree._ni[FEAT] = -1
+    tree._ni[SLOT] = -1
+    activate(tree, 0)
+
+
+# ---------------------------------------------------------------- splits
+
+
+def attempt_split(tree, node: int) -> None:
+    """VFDT split attempt (MOA's ``attemptToSplit``, River's ``_attempt_to_split``):
+
+    1. a pure leaf never splits (casebook C17); nor one at ``max_depth``;
+    2. best candidate per feature by information gain, plus the null split (merit -inf);
+       among equal merits the later feature wins (MOA's stable sort);
+    3. eps = hoeffding_bound(log2(n_classes), delta, weight seen);
+    4. split on the best when G(best) - G(second) > eps, or on a tie, eps < tau; the
+       children start with the split's class weights and fresh observers;
+    5. a *near-pure* leaf (majority class above `MAX_SHARE_TO_SPLIT` of its weight) never
+       splits on a tie (casebook C17), only on a won Hoeffding test;
+    6. otherwise the null split wins when the leaf is near-pure, or on a tie with no valid
+       candidate: the leaf clears its observers, keeping its class weights and nba
+       scores (MOA and River deactivate it there and their memory manager, with room to
+       spare, reactivates it at once with fresh observers).
+
+    Near-pure leaves are what AGR_A turns on: after each concept change the old leaves
+    stay near-pure for a while, far past the tie point; MOA splits them on ties over
+    stale statistics, River (``max_share_to_split``) and we clear the statistics instead
+    and split on the new concept later (3 points, bench/tree.py).
+    """
+    b = node * N_INTS
+    if tree.max_depth is not None and tree._ni[b + DEPTH] >= tree.max_depth:
+        return
+    pre = np.array(class_row(tree, node))
+    if (pre > 0.0).sum() < 2:
+        return
+    s = tree._ni[b + SLOT]
+    suggestions = _split_suggestions(tree, s, pre)
+    suggestions.sort(key=lambda t: (t[0], t[1]))
+    best, second = suggestions[-1], suggestions[-2]
+    total = float(pre.sum())
+    eps = hoeffding_bound(merit_range(pre), tree.delta, total)
+    near_pure = pre.max() / total > MAX_SHARE_TO_SPLIT
+    tie = eps < tree.tau
+    if math.isfinite(best[0]) and (best[0] - second[0] > eps or (tie and not near_pure)):
+        split(tree, node, best[1], best[2], best[3])
+    elif near_pure or tie:
+        arena.clear_slot(tree, s)
+
+
+def _split_suggestions(tree, s: int, pre: np.ndarray) -> list:
+    """(merit, global feature, threshold, class weights per branch) of the best split of
+    every feature at slot ``s``, after the null split (merit -inf, feature -1)."""
+    n_classes = len(tree.classes_)
+    suggestions = [(-math.inf, -1, 0.0, None)]
+    if tree._gnum:
+        merit, thr, dists = numeric_splits(arena.gaussians(tree)[s, :n_classes], pre, tree.n_split_points)
+        for j, g in enumerate(tree._gnum):
+            suggestions.append((float(merit[j]), g, float(thr[j]), dists[j]))
+    if tree._gnom:
+        counts = [arena.value_counts(tree, k)[s, :n_classes] for k in range(len(tree._gnom))]
+        for g, (merit, dists) in zip(tree._gnom, nominal_splits(counts, pre)):
+            suggestions.append((merit, g, math.nan, dists))
+    return suggestions
+
+
+def split(tree, node: int, g: int, thr: float, dists: np.ndarray) -> None:
+    """Turn leaf ``node`` into a split on global feature ``g`` with a child per row of
+    ``dists`` (its class weights); skipped when the budget cannot hold the new nodes even
+    without slots. The children are activated while slots are to be had."""
+    n_br = dists.shape[0]
+    if not arena.grow_nodes(tree, tree._n_nodes + n_br, exclude=node):
+        return  # the tree is full: no more splits
+    ni, nf, cc, ccap = tree._ni, tree._nf, tree._cc, tree._ccap
+    b = node * N_INTS
+    s = ni[b + SLOT]
+    if s >= 0:
+        arena.release_slot(tree, s)
+    first = tree._n_nodes
+    depth = ni[b + DEPTH] + 1
+    for i in range(n_br):
+        child = first + i
+        cb = child * N_INTS
+        ni[cb + FEAT] = -1
+        ni[cb + DEPTH] = depth
+        ni[cb + SLOT] = -1
+        row = dists[i]
+        for c, v in enumerate(row.tolist()):
+            cc[child * ccap + c] = v
+        nf[child * N_FLOATS + NW] = float(row.sum())
+    tree._n_nodes = first + n_br
+    nominal = g in tree._vocab_of
+    ni[b + FEAT] = g
+    ni[b + CHILD] = first
+    ni[b + NBR] = n_br if nominal else 0
+    ni[b + SLOT] = -1
+    nf[node * N_FLOATS + THR] = 0.0 if nominal else thr
+    for child in range(first, first + n_br):
+        if not activate(tree, child):
+            break
+
+
+# ---------------------------------------------------------------- memory management
+
+
+def activate(tree, node: int) -> bool:
+    """Give leaf ``node`` a stats slot and fresh nba scores; False when no slot fits."""
+    s = arena.take_slot(tree)
+    if s < 0:
+        return False
+    tree._ni[node * N_INTS + SLOT] = s
+    fb = node * N_FLOATS
+    tree._nf[fb + SINCE] = 0.0
+    tree._nf[fb + MCOK] = tree._nf[fb + NBOK] = 0.0
+    return True
+
+
+def rebalance(tree) -> None:
+    """Give the stats slots to the most promising leaves (MOA's ``enforceTrackerLimit``):
+    deactivate the others, reactivate inactive leaves that now rank higher or for which
+    room has freed."""
+    ints = arena.node_ints(tree)
+    leaves = np.flatnonzero(ints[:, FEAT] < 0)
+    inactive = ints[leaves, SLOT] < 0
+    if not inactive.any():
+        return
+    fit = arena.slots_that_fit(tree, tree._node_cap, tree._ccap, tree._vcaps)
+    n_active = min(leaves.size, max(fit, 0))
+    order = leaves[np.argsort(-arena.promise(tree, leaves), kind="stable")]
+    top = order[:n_active]
+    top_slots = ints[top, SLOT]
+    if (top_slots >= 0).all() and n_active <= tree._slot_cap:
+        return  # the most promising leaves already learn
+    keep = top_slots[top_slots >= 0].tolist()
+    arena.rebuild(tree, tree._node_cap, max(n_active, len(keep)), tree._ccap, tree._vcaps, keep)
+    for node in top[top_slots < 0].tolist():
+        activate(tree, node)
+
+
+def shed_leaves(tree) -> int:
+    """Deactivate the less promising half of the active leaves (at least one); returns how
+    many were deactivated."""
+    active = arena.active_slots(tree)
+    keep = active[: len(active) // 2]
+    if len(keep) == len(active):
+        return 0
+    arena.rebuild(tree, tree._node_cap, len(keep), tree._ccap, tree._vcaps, keep)
+    return len(active) - len(keep)

@@ -1,0 +1,224 @@
+"""What a leaf predicts: majority class, naive Bayes over its observers, or the better of
+the two on its own training samples (mc / nb / nba; MOA's ``LearningNodeNB`` and
+``LearningNodeNBAdaptive``), and the votes memo.
+
+Every function takes the tree (`edgebayes.tree.hoeffding_tree`) and a leaf's node index;
+``s`` is the leaf's stats slot (`arena`), >= 0 for an active leaf.
+
+**The votes memo.** ``tree._memo`` is None or ``(x, leaf, log_votes)``: the naive Bayes
+log-votes (`nb_log_votes`) of the leaf ``x`` reached, ``x`` a copy of the learned or
+predicted sample. It exists for SRP, which predicts a sample, learns it, then predicts it
+again (its drift detectors): the learn's nba scoring and the second prediction reuse the
+votes instead of recomputing every class's.
+
+- set by a nba prediction at an active leaf (`predict`), and by a learn at an active nba
+  leaf that neither attempted a split nor ranked the leaves: the votes with only the learned
+  class's recomputed, the same floats as a full recomputation (`nb_log_votes`);
+- read only where the same ``x`` reaches the same leaf (`recalled_votes`);
+- dropped by every learn (`learning.learn` takes it at its start), by every re-layout of
+  the arrays (`arena.rebuild`: node and slot numbers move) and by a new class or nominal
+  value (`learning.make_room`: every vote changes).
+"""
+
+from __future__ import annotations
+
+import math
+
+from edgebayes.tree.arena import MCOK, N_FLOATS, N_INTS, NBOK, NW, SLOT, gaussians
+from edgebayes.tree.observers import INV2VAR, LOGNORM, N_FIELDS, W
+
+
+def normalize_votes(votes) -> list | None:
+    """Class votes (non-negative weights) as probabilities summing to 1.
+
+    Returns None (no prediction) only for an empty, all-zero or non-finite vote vector; any
+    other vector, however small its sum, is normalised (casebook C13).
+    """
+    total = 0.0
+    for v in votes:
+        if not (v >= 0.0 and math.isfinite(v)):
+            return None
+        total += v
+    if total <= 0.0 or not math.isfinite(total):
+        return None
+    return [v / total for v in votes]
+
+
+def softmax_log(log_votes) -> list | None:
+    """Probabilities from log-votes by log-sum-exp; None when no vote is finite (all zero)."""
+    top = max(log_votes, default=-math.inf)
+    if not math.isfinite(top):
+        return None
+    exps = [math.exp(v - top) for v in log_votes]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def class_row(tree, node: int) -> list:
+    """Class weights at ``node``, one per class of ``classes_``."""
+    b = node * tree._ccap
+    return tree._cc[b : b + len(tree.classes_)].tolist()
+
+
+def argmax(values: list) -> int:
+    """Index of the first maximum (MOA's ``maxIndex``); -1 for an empty list."""
+    best, arg = -math.inf, -1
+    for i, v in enumerate(values):
+        if v > best:
+            best, arg = v, i
+    return arg
+
+
+def recalled_votes(memo, node: int, xl: list):
+    """The memo's log-votes if they are those of ``xl`` at leaf ``node``, else None."""
+    if memo is not None and memo[1] == node and memo[0] == xl:
+        return memo[2]
+    return None
+
+
+def predict(tree, path: list, xl: list) -> list:
+    """Class probabilities, one per class of ``classes_``, at the end of ``path`` (the
+    nodes `learning.route` passed); [] where no class has weight.
+
+    A leaf no sample has reached predicts with its split node's class weights. An active
+    leaf predicts by naive Bayes when ``leaf_prediction`` is "nb", or "nba" and naive Bayes
+    has been right at least as often as the majority class, once the leaf has seen
+    ``nb_threshold`` of weight; otherwise by its class weights.
+    """
+    nf = tree._nf
+    node = path[-1]
+    if nf[node * N_FLOATS + NW] <= 0.0 and len(path) > 1:
+        node = path[-2]
+    fb = node * N_FLOATS
+    s = tree._ni[node * N_INTS + SLOT]
+    mode = tree.leaf_prediction
+    if (
+        s >= 0
+        and mode != "mc"
+        and nf[fb + NW] >= tree.nb_threshold
+        and not (mode == "nba" and nf[fb + MCOK] > nf[fb + NBOK])
+    ):
+        if mode != "nba":
+            votes = nb_log_votes(tree, node, s, xl)
+        else:
+            votes = recalled_votes(tree._memo, node, xl)
+            if votes is None:
+                votes = nb_log_votes(tree, node, s, xl)
+                tree._memo = (list(xl), node, votes)  # a copy: the caller may reuse its list
+        proba = softmax_log(votes)
+        if proba is not None:
+            return proba
+    counts = class_row(tree, node)
+    total = sum(counts)
+    return [v / total for v in counts] if total > 0.0 else []
+
+
+def score_nba(tree, node: int, s: int, xl: list, c: int, w: float, memo) -> list:
+    """nba bookkeeping before leaf ``node`` learns ``xl`` with class ``c``: credit the
+    majority class and naive Bayes with ``w`` where each predicted ``c``. Returns the naive
+    Bayes log-votes (``memo``'s when they are ``xl``'s at this leaf).
+
+    A prediction is MOA's ``maxIndex`` of the votes: the first maximum, the first class
+    when every vote is zero (an empty leaf; naive Bayes with every density zero).
+    """
+    fb = node * N_FLOATS
+    if argmax(class_row(tree, node)) == c:
+        tree._nf[fb + MCOK] += w
+    votes = recalled_votes(memo, node, xl)
+    if votes is None:
+        votes = nb_log_votes(tree, node, s, xl)
+    if max(argmax(votes), 0) == c:
+        tree._nf[fb + NBOK] += w
+    return votes
+
+
+def holds_values(tree, s: int, c: int, xl: list) -> bool:
+    """Whether class ``c`` at slot ``s`` has weight on every numeric feature ``xl`` has a
+    value for: then learning ``xl`` changes no other class's naive Bayes vote."""
+    st = tree._st
+    k = (s * tree._ccap + c) * len(tree._gnum) * N_FIELDS
+    for g in tree._gnum:
+        if st[k] <= 0.0 and xl[g] == xl[g]:
+            return False
+        k += N_FIELDS
+    return True
+
+
+def nb_log_votes(tree, node: int, s: int, xl: list, prev: list | None = None, only: int = -1) -> list:
+    """Unnormalised naive Bayes log-votes per class at a leaf (MOA's
+    ``doNaiveBayesPrediction`` in log space, so nothing underflows: casebook C08).
+
+    With ``prev`` (the votes before class ``only`` learned ``xl`` here), only that class's
+    vote is recomputed: the same arithmetic, so the same floats as a full recomputation.
+
+    Densities are MOA's ``GaussianEstimator.probabilityDensity``: a class whose Gaussian
+    has zero variance (one distinct value so far) is a point mass, density 1 at its value
+    and 0 elsewhere; a class the leaf has not observed on a feature that other classes
+    have values for has density 0 there. A zero density gives -inf, as does a class with
+    no weight at the leaf. A missing value adds nothing. A nominal value adds
+    log P(value | class) with Laplace correction (MOA's NominalAttributeClassObserver),
+    nothing for a class the observer has not seen (MOA's observer rules such a class out:
+    with that rule SRP lost 0.7 points on LED_A and changed nothing on AGR and ELEC,
+    bench/srp.py at 100,000 samples).
+
+    These zeros matter through the nba choice: MOA's young leaves, whose naive Bayes rules
+    out most classes, keep predicting the majority class until naive Bayes has earned the
+    lead, and a member of an SRP ensemble starts with a low error after training that then
+    rises, which its drift detectors see (bench/srp.py on RBF_M and RBF_F).
+    """
+    st, ccap, nfe = tree._st, tree._ccap, len(tree._gnum) * N_FIELDS
+    gnum = tree._gnum
+    log = math.log
+    cc, cb = tree._cc, node * ccap
+    n_classes = len(tree.classes_)
+    if prev is None:
+        votes, classes = [-math.inf] * n_classes, range(n_classes)
+    else:
+        votes, classes = list(prev), (only,)
+    observed = None  # per numeric feature: has any class a value for it at this leaf?
+    for c in classes:
+        n_c = cc[cb + c]
+        if n_c <= 0.0:
+            votes[c] = -math.inf
+            continue
+        ll = log(n_c)
+        k = (s * ccap + c) * nfe
+        for j, g in enumerate(gnum):
+            d = xl[g] - st[k + 1]
+            if d == d:  # a missing value adds nothing
+                iv = st[k + INV2VAR]
+                if iv:
+                    ll += st[k + LOGNORM] - d * d * iv
+                else:  # no variance: a point mass, or no value of this class here
+                    if st[k] > 0.0:
+                        zero = d != 0.0
+                    else:
+                        if observed is None:
+                            observed = observed_features(tree, s)
+                        zero = observed[j]
+                    if zero:
+                        ll = -math.inf
+                        break
+            k += N_FIELDS
+        votes[c] = ll
+    # nominal features outermost: the value's code is looked up once; each class still
+    # adds its terms in feature order, so every vote is the same sum as class by class
+    for j, g in enumerate(tree._gnom):
+        v = xl[g]
+        if v != v:
+            continue
+        counts, vcap, vocab = tree._nc[j], tree._vcaps[j], tree._vocab[j]
+        code, n_values = vocab.get(v, -1), len(vocab)
+        for c in classes:
+            if votes[c] == -math.inf:
+                continue
+            b = (s * ccap + c) * vcap
+            total = sum(counts[b : b + vcap])
+            if total > 0.0:
+                votes[c] += log(((counts[b + code] if code >= 0 else 0.0) + 1.0) / (total + n_values))
+    return votes
+
+
+def observed_features(tree, s: int) -> list:
+    """Per numeric feature, whether slot ``s`` holds weight for it in any class."""
+    return (gaussians(tree)[s, : len(tree.classes_), :, W] > 0.0).any(axis=0).tolist()
