@@ -2,6 +2,7 @@
 division of the model budget, device refusal (real Mosquitto), RSS shedding, `edgebayes budget`."""
 
 import gc
+import multiprocessing
 import tracemalloc
 
 import numpy as np
@@ -28,19 +29,29 @@ def agr(n, seed=1):
 
 def held_bytes(build):
     """Bytes the object built by ``build`` holds, by tracemalloc: traced memory with it alive
-    minus traced memory once it is deleted (temporaries of the build are gone in both)."""
-    gc.collect()
-    tracemalloc.start()
-    try:
+    minus traced memory once it is deleted (temporaries of the build are gone in both). Measured
+    in a forked child, which has this thread only: threads that earlier tests left running
+    would allocate meanwhile."""
+    def measure(conn):
+        gc.collect()
+        tracemalloc.start()
         obj = build()
         gc.collect()
         alive = tracemalloc.get_traced_memory()[0]
         reported = obj.memory_bytes()
         del obj
         gc.collect()
-        return alive - tracemalloc.get_traced_memory()[0], reported
+        conn.send((alive - tracemalloc.get_traced_memory()[0], reported))
+
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=measure, args=(child,))
+    proc.start()
+    try:
+        assert parent.poll(120), "the measuring child did not answer"
+        return parent.recv()
     finally:
-        tracemalloc.stop()
+        proc.join(10)
 
 
 def learned(model, data):
