@@ -17,6 +17,8 @@ from edgebayes.base import ClassLimitError
 from edgebayes.naive_bayes import EPS_FLOOR, GaussianNB
 from edgebayes.streams import open_stream
 
+pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
+
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 MODES = [None, 0.01, 0.3]  # exact; the paper's rate; a rate whose warm-up ends at n = 3
 
