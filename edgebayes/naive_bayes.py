@@ -295,10 +295,13 @@ class GaussianNB(Learner):
             raise ValueError(f"max_size_bytes must be None or an int >= {self.memory_bytes()} "
                              f"(the empty model), got {max_size_bytes!r}")
 
-    def __new__(cls, *args, **kwargs):
+    def __new__(cls, learning_rate: float | None = None, var_smoothing: float = 1e-9,
+                max_size_bytes: int | None = None):
         """The compiled GaussianNB (`edgebayes._core.naive_bayes`, a subclass that replaces
         ``learn_one`` and ``predict_proba_one``) when `edgebayes.backend()` is ``"compiled"``,
-        this reference otherwise; both take the same arguments."""
+        this reference otherwise; ``__init__`` then checks and stores the arguments (named
+        here too: `inspect.signature` of the class, which ``clone`` and the config read, is
+        this method's)."""
         if cls is GaussianNB and backend() == "compiled":
             from edgebayes._core.naive_bayes import GaussianNB as Compiled
 

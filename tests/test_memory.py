@@ -77,7 +77,7 @@ def agr_2000():
 @pytest.mark.parametrize("name", sorted(ACCOUNTED))
 def test_memory_bytes_is_within_20_percent_of_tracemalloc(name, agr_2000):
     traced, reported = held_bytes(lambda: ACCOUNTED[name](agr_2000))
-    assert traced > 2000
+    assert traced > 1000  # far above the noise; a GaussianNB of AGR holds about 1.9 kB
     assert 0.8 <= reported / traced <= 1.2, (name, reported, traced)
 
 
