@@ -578,10 +578,10 @@ def _forms(x: np.ndarray) -> list:
             ints, list(x)]
 
 
-def _outcome(call, model):
-    """What ``call(model)`` returns, or its error's type and message."""
+def _outcome(model, method: str, args: tuple):
+    """What ``model.method(*args)`` returns, or its error's type and message."""
     try:
-        return call(model)
+        return getattr(model, method)(*args)
     except ValueError as exc:
         return type(exc), str(exc)
 
@@ -604,11 +604,11 @@ def test_backends_give_identical_states_probabilities_and_errors(learning_rate, 
     bad = [[math.inf] * d, [1.0] * (d + 1), ["1.0"] * d]
     for xi, yi, wi, form in zip(X, y, w, forms):
         x = _forms(xi)[form]
-        calls = [lambda m: m.predict_proba_one(x), lambda m: m.learn_one(x, yi, wi / 2)]
-        calls += [lambda m, p=p: m.predict_proba_one(p[:d]) for p in probes]
-        calls += [lambda m, b=b: m.learn_one(b, "a") for b in bad] + [lambda m: m.learn_one(x, [yi])]
-        for call in calls:
-            assert _outcome(call, models["compiled"]) == _outcome(call, models["python"])
+        calls = [("predict_proba_one", (x,)), ("learn_one", (x, yi, wi / 2))]
+        calls += [("predict_proba_one", (p[:d],)) for p in probes]
+        calls += [("learn_one", (b, "a")) for b in bad] + [("learn_one", (x, [yi]))]
+        for method, args in calls:
+            assert _outcome(models["compiled"], method, args) == _outcome(models["python"], method, args)
     assert models["compiled"].state() == models["python"].state()
     assert models["compiled"].memory_bytes() == models["python"].memory_bytes()
 
