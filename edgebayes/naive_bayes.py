@@ -53,9 +53,9 @@ _INF = math.inf
 _ZERO = array("d", [0.0])
 _ARRAY_BYTES = sys.getsizeof(array("d"))  # header of an empty array; items are 8 bytes each
 _POINTER_BYTES = struct.calcsize("P")
-#: the model object in `GaussianNB.memory_bytes`, the same on both backends: a header and a
-#: slot per attribute (16), with the four floats the reference keeps as objects
-OBJECT_BYTES = sys.getsizeof(object()) + 16 * _POINTER_BYTES + 4 * sys.getsizeof(0.0)
+#: the model object in `GaussianNB.memory_bytes`, the same on both backends: a header, a
+#: pointer per attribute (17) and the four floats (_n, _eps, _top, _log_keep) as objects
+OBJECT_BYTES = sys.getsizeof(object()) + 17 * _POINTER_BYTES + 4 * sys.getsizeof(0.0)
 
 
 def update_rate(m: float, w: float, top: float, log_keep: float) -> float:
