@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import struct
 import sys
+from array import array
 
 import numpy as np
 
+from edgebayes import backend
 from edgebayes.base import (
-    FLOAT_IN_LIST_BYTES,
     LIST_BYTES,
     MAX_ABS_X,
     STATE_ERRORS,
@@ -40,12 +42,20 @@ from edgebayes.sizes import insert_bytes
 __all__ = ["GaussianNB"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
+#: 2^-600: scales x and the means when every density underflows (see `GaussianNB._far`)
+FAR_SCALE = 2.0**-600
 #: Floor of the variance smoothing: the smallest positive normal float64, so that a model whose
 #: features have all been constant so far (zero variance everywhere) still has finite densities.
 EPS_FLOOR = sys.float_info.min
 #: Rows per numpy pass in the batch methods: bounds the temporaries to a few MB.
 _CHUNK = 65536
 _INF = math.inf
+_ZERO = array("d", [0.0])
+_ARRAY_BYTES = sys.getsizeof(array("d"))  # header of an empty array; items are 8 bytes each
+_POINTER_BYTES = struct.calcsize("P")
+#: the model object in `GaussianNB.memory_bytes`, the same on both backends: a header, a
+#: pointer per attribute (17) and the four floats (_n, _eps, _top, _log_keep) as objects
+OBJECT_BYTES = sys.getsizeof(object()) + 17 * _POINTER_BYTES + 4 * sys.getsizeof(0.0)
 
 
 def update_rate(m: float, w: float, top: float, log_keep: float) -> float:
@@ -139,43 +149,59 @@ def _merge(n0, mu0, var0, X, w, top, log_keep, has_nan=True):
     return np.broadcast_to(n_after, mu0.shape).copy(), mean, var
 
 
-def _update(cnt, mu, var, xs, has_nan, dense, w, top, log_keep):
-    """One sample into per-feature counts, means and variances (lists): DESIGN.md 2.1.
-
-    Returns ``(cnt, mu, var, dense)``; ``dense`` = every feature has the same count, so that the
-    common case computes one rate and rebuilds the lists with comprehensions.
-    """
-    if dense and not has_nan:
-        m = cnt[0]
-        r = update_rate(m, w, top, log_keep)
-        q = 1.0 - r
-        ds = [a - b for a, b in zip(xs, mu)]
-        mu = [b + r * e for b, e in zip(mu, ds)]
-        var = [q * (s + r * e * e) for s, e in zip(var, ds)]
-        return [m + w] * len(xs), mu, var, True
-    last = r = None
+def _update(counts: array, means: array, variances: array, base: int, xs: list, w: float,
+            top: float, log_keep: float) -> None:
+    """One sample of weight ``w`` into the counts, means and variances at ``base`` (a class's
+    row, or 0 for the all-class statistics), in place: DESIGN.md 2.1, feature by feature.
+    Features with equal counts share one rate, so a dense row computes it once."""
+    last = r = -1.0
     for j, a in enumerate(xs):
-        if a != a:
+        if a != a:  # missing
             continue
-        m = cnt[j]
+        i = base + j
+        m = counts[i]
         if m != last:
             last, r = m, update_rate(m, w, top, log_keep)
-        e = a - mu[j]
-        mu[j] += r * e
-        var[j] = (1.0 - r) * (var[j] + r * e * e)
-        cnt[j] = m + w
-    return cnt, mu, var, cnt.count(cnt[0]) == len(cnt)
+        e = a - means[i]
+        means[i] += r * e
+        variances[i] = (1.0 - r) * (variances[i] + r * e * e)
+        counts[i] = m + w
 
 
-def _shape_bytes(n_classes: int, d: int, cache: bool) -> int:
-    """Bytes of the statistics lists of ``n_classes`` classes of ``d`` features (and of the
-    prediction cache if ``cache``): floats in lists and list headers."""
-    floats = n_classes * (3 * d + 1) + 3 * d
-    lists = 3 * n_classes + 6
-    if cache:
-        floats += n_classes * (d + 1)
-        lists += n_classes + 1
-    return FLOAT_IN_LIST_BYTES * floats + LIST_BYTES * lists
+def _normalised(e: list) -> list:
+    """``e`` divided by its sum, added left to right."""
+    s = 0.0
+    for v in e:
+        s += v
+    return [v / s for v in e]
+
+
+def _zeros(n: int) -> array:
+    """``n`` zero doubles, allocated exactly (``array * n`` does not over-allocate)."""
+    return array("d", _ZERO) * n
+
+
+def _put(a: array, base: int, values: np.ndarray) -> None:
+    """Write the float64 ``values`` into ``a`` from index ``base`` (no re-allocation)."""
+    a[base:base + len(values)] = array("d", values.tolist())
+
+
+def _matrix(a: array, d: int) -> np.ndarray:
+    """A flat buffer of rows of ``d`` doubles as a float64 (rows, d) copy."""
+    return np.array(a, dtype=np.float64).reshape(-1, d)
+
+
+def _rows(a: array, d: int) -> list:
+    """A flat buffer of rows of ``d`` doubles as a list of lists of floats."""
+    return [a[i:i + d].tolist() for i in range(0, len(a), d)]
+
+
+def _shape_bytes(n_classes: int, d: int) -> int:
+    """Bytes of the statistics of ``n_classes`` classes of ``d`` features: seven exactly
+    allocated buffers of doubles (priors; counts, means, variances per class and per
+    feature) and the ``classes_`` list."""
+    doubles = n_classes * (3 * d + 1) + 3 * d
+    return 8 * doubles + 7 * _ARRAY_BYTES + LIST_BYTES + _POINTER_BYTES * n_classes
 
 
 class GaussianNB(Learner):
@@ -191,10 +217,10 @@ class GaussianNB(Learner):
             it forgets in the learning-rate mode), floored at `EPS_FLOOR` so that constant
             features and one-sample classes give finite log-densities (casebook C01).
         max_size_bytes: hard bound on `memory_bytes` (None = unbounded), at least the bytes
-            of the empty model: a new class that would take the model past it (prediction
-            cache included) is refused with `edgebayes.base.ClassLimitError`, the model
-            unchanged. Cost per class: (4 n_features + 2) floats of 32 bytes (64-bit
-            CPython), four list headers, its label and index entry.
+            of the empty model: a new class that would take the model past it is refused
+            with `edgebayes.base.ClassLimitError`, the model unchanged. Cost per class:
+            (3 n_features + 1) doubles of 8 bytes, a pointer in ``classes_``, its label and
+            index entry.
 
     Prediction (DESIGN.md 2.1): argmax_k log P(k) + sum_j log N(x_j; mu_kj, var_kj + eps), in log
     space, probabilities by log-sum-exp, so they sum to 1 and hold no NaN even when every density
@@ -207,8 +233,14 @@ class GaussianNB(Learner):
         classes_: labels in order of first appearance (columns of `predict_proba_many`).
         n_features_in_: number of features, fixed by the first sample (None before).
 
-    Per-sample methods keep the statistics in Python lists: for a handful of features plain
-    floats beat numpy's per-call overhead (DESIGN.md 3); batch methods use numpy and give the
+    The statistics live in seven exactly allocated ``array("d")`` buffers: priors (n_classes,);
+    counts, means and variances (n_classes * n_features, one row per class); the all-class
+    counts, means and variances (n_features,). ``learn_one`` and ``predict_proba_one`` here
+    are the readable reference, scalar loops over those buffers; ``GaussianNB(...)`` builds
+    the compiled implementation (`edgebayes._core.naive_bayes`, one C call per sample, the
+    same loops in the same order over the same buffers) when `edgebayes.backend()` is
+    ``"compiled"``: ``state()``, probabilities, errors and ``memory_bytes()`` are the same bit
+    for bit, and a state saved by one loads in the other. Batch methods use numpy and give the
     same model (to rounding) as the per-sample path. Learning refuses features of magnitude
     above `edgebayes.base.MAX_ABS_X` (1e100), whose squares could overflow the variance;
     prediction takes any finite x.
@@ -240,23 +272,20 @@ class GaussianNB(Learner):
         self.learning_rate = learning_rate
         self.var_smoothing = var_smoothing
         alpha = float(learning_rate or 0.0)
-        self._top = math.floor(1.0 / alpha) if alpha > 0 else _INF
+        self._top = float(math.floor(1.0 / alpha)) if alpha > 0 else _INF
         self._log_keep = math.log1p(-alpha)
         self.classes_: list = []
         self.n_features_in_: int | None = None
         self._index: dict = {}
         self._n = 0.0  # total weight learned
-        self._priors: list[float] = []
-        self._counts: list[list[float]] = []  # per class, per feature: weight of present values
-        self._means: list[list[float]] = []
-        self._vars: list[list[float]] = []
-        self._dense: list[bool] = []
-        self._fcounts: list[float] = []  # per feature, all classes: scales var_smoothing
-        self._fmeans: list[float] = []
-        self._fvars: list[float] = []
-        self._fdense = True
+        self._priors = array("d")
+        self._counts = array("d")  # row k = class k, per feature: weight of present values
+        self._means = array("d")
+        self._vars = array("d")
+        self._fcounts = array("d")  # per feature, all classes: scales var_smoothing
+        self._fmeans = array("d")
+        self._fvars = array("d")
         self._eps = EPS_FLOOR
-        self._cache = None  # per class (log prior - normaliser, var + eps, all features seen)
         self.max_size_bytes = max_size_bytes
         if max_size_bytes is not None and (
             isinstance(max_size_bytes, bool)
@@ -265,6 +294,19 @@ class GaussianNB(Learner):
         ):
             raise ValueError(f"max_size_bytes must be None or an int >= {self.memory_bytes()} "
                              f"(the empty model), got {max_size_bytes!r}")
+
+    def __new__(cls, learning_rate: float | None = None, var_smoothing: float = 1e-9,
+                max_size_bytes: int | None = None):
+        """The compiled GaussianNB (`edgebayes._core.naive_bayes`, a subclass that replaces
+        ``learn_one`` and ``predict_proba_one``) when `edgebayes.backend()` is ``"compiled"``,
+        this reference otherwise; ``__init__`` then checks and stores the arguments (named
+        here too: `inspect.signature` of the class, which ``clone`` and the config read, is
+        this method's)."""
+        if cls is GaussianNB and backend() == "compiled":
+            from edgebayes._core.naive_bayes import GaussianNB as Compiled
+
+            return Compiled.__new__(Compiled)
+        return super().__new__(cls)
 
     # ------------------------------------------------------------------ learning
 
@@ -285,7 +327,7 @@ class GaussianNB(Learner):
         """
         if type(w) is not float or w != 1.0:  # the default skips the check; True does not
             w = check_weight(w)
-        xs, has_nan = as_floats(x, self.n_features_in_, learning=True)
+        xs = as_floats(x, self.n_features_in_, learning=True)[0]
         try:
             k = self._index.get(y)
         except TypeError:
@@ -298,20 +340,16 @@ class GaussianNB(Learner):
             self._check_room([y], len(xs))
             k = self._add_class(y, len(xs))
         top, lk = self._top, self._log_keep
-        r0 = update_rate(self._n, w, top, lk)
-        keep = 1.0 - r0
-        priors = [p * keep for p in self._priors]
-        priors[k] += r0
-        self._priors = priors
+        r = update_rate(self._n, w, top, lk)
+        keep = 1.0 - r
+        priors = self._priors
+        for c in range(len(priors)):
+            priors[c] *= keep
+        priors[k] += r
         self._n += w
-        self._counts[k], self._means[k], self._vars[k], self._dense[k] = _update(
-            self._counts[k], self._means[k], self._vars[k], xs, has_nan, self._dense[k], w, top, lk
-        )
-        self._fcounts, self._fmeans, self._fvars, self._fdense = _update(
-            self._fcounts, self._fmeans, self._fvars, xs, has_nan, self._fdense, w, top, lk
-        )
+        _update(self._counts, self._means, self._vars, k * len(xs), xs, w, top, lk)
+        _update(self._fcounts, self._fmeans, self._fvars, 0, xs, w, top, lk)
         self._eps = max(self.var_smoothing * max(self._fvars), EPS_FLOOR)
-        self._cache = None
 
     def learn_many(self, X, y, w=None) -> None:
         """Learn the rows of ``X`` in order: the same model as `learn_one` row by row (to rounding).
@@ -359,28 +397,29 @@ class GaussianNB(Learner):
         wcol = np.ones((len(X), 1)) if w is None else w[:, None]
         a0, A, n_after = _mixture_weights(np.array([self._n]), wcol, top, lk)
         priors = a0[0] * np.array(self._priors) + np.bincount(codes, weights=A[:, 0], minlength=K)
-        self._priors = priors.tolist()
+        _put(self._priors, 0, priors)
         self._n = float(n_after[0])
         order = np.argsort(codes, kind="stable")
         bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=K))])
         Xs, ws = X[order], (None if w is None else w[order])
+        d = self.n_features_in_
         for k in range(K):
             lo, hi = bounds[k], bounds[k + 1]
             if lo == hi:
                 continue
+            row = slice(k * d, (k + 1) * d)
             cnt, mu, var = _merge(
-                np.array(self._counts[k]), np.array(self._means[k]), np.array(self._vars[k]),
+                np.array(self._counts[row]), np.array(self._means[row]), np.array(self._vars[row]),
                 Xs[lo:hi], None if ws is None else ws[lo:hi], top, lk, has_nan,
             )
-            self._counts[k], self._means[k], self._vars[k] = cnt.tolist(), mu.tolist(), var.tolist()
-            self._dense[k] = bool(np.all(cnt == cnt[0]))
+            for buffer, values in ((self._counts, cnt), (self._means, mu), (self._vars, var)):
+                _put(buffer, k * d, values)
         cnt, mu, var = _merge(
             np.array(self._fcounts), np.array(self._fmeans), np.array(self._fvars), X, w, top, lk, has_nan
         )
-        self._fcounts, self._fmeans, self._fvars = cnt.tolist(), mu.tolist(), var.tolist()
-        self._fdense = bool(np.all(cnt == cnt[0]))
+        for buffer, values in ((self._fcounts, cnt), (self._fmeans, mu), (self._fvars, var)):
+            _put(buffer, 0, values)
         self._eps = max(self.var_smoothing * max(self._fvars), EPS_FLOOR)
-        self._cache = None
 
     def _new_label(self, y):
         """A label not seen yet, validated (ValueError) and as a plain Python value."""
@@ -412,17 +451,17 @@ class GaussianNB(Learner):
             )
 
     def _add_class(self, y, d: int) -> int:
+        """Register label ``y`` (validated, room checked) for x of ``d`` features: a zero prior
+        and a zero row in each per-class buffer, re-allocated exactly. Returns its index."""
         if self.n_features_in_ is None:
             self.n_features_in_ = d
-            self._fcounts, self._fmeans, self._fvars = [0.0] * d, [0.0] * d, [0.0] * d
+            self._fcounts, self._fmeans, self._fvars = _zeros(d), _zeros(d), _zeros(d)
         self._index[y] = len(self.classes_)
         self.classes_.append(y)
-        self._priors.append(0.0)
-        self._counts.append([0.0] * d)
-        self._means.append([0.0] * d)
-        self._vars.append([0.0] * d)
-        self._dense.append(True)
-        self._cache = None
+        self._priors = self._priors + _ZERO  # a + b is allocated exactly, a += b over-allocates
+        self._counts = self._counts + _zeros(d)
+        self._means = self._means + _zeros(d)
+        self._vars = self._vars + _zeros(d)
         return len(self.classes_) - 1
 
     def _encode(self, labels: list) -> tuple[np.ndarray, list]:
@@ -467,39 +506,44 @@ class GaussianNB(Learner):
 
     # ------------------------------------------------------------------ prediction
 
-    def _class_cache(self):
-        """Per class: log prior minus the normaliser, var + eps, and whether every feature has
-        a value (the fast path). Rebuilt after learning."""
-        cache = self._cache
-        if cache is None:
-            eps = self._eps
-            d = self.n_features_in_
-            cache = []
-            for p, var, cnt in zip(self._priors, self._vars, self._counts):
-                vs = [v + eps for v in var]
-                prod = math.prod(vs)
-                log_det = math.log(prod) if 0.0 < prod < _INF else sum(map(math.log, vs))
-                log_p = math.log(p) if p > 0.0 else -_INF
-                cache.append((log_p - 0.5 * (d * _LOG_2PI + log_det), vs, min(cnt) > 0.0))
-            self._cache = cache
-        return cache
-
     def _terms(self, xs: list, has_nan: bool) -> tuple[list, list]:
         """Per class: log P(k) - 0.5 sum_j log(2 pi v_kj), and sum_j (x_j - mu_kj)^2 / v_kj,
-        with v = var + eps; the joint log-likelihood is the first minus half the second."""
+        with v = var + eps; the joint log-likelihood is the first minus half the second.
+
+        A class with every feature seen, for x without a missing value, takes log of the
+        product of its v (one log, or the sum of the logs if the product over- or
+        underflows); otherwise only the features present in x and seen in the class count.
+        """
+        d, eps = self.n_features_in_, self._eps
+        counts, means, variances = self._counts, self._means, self._vars
         cs, qs = [], []
-        for (c, vs, full), p, mu, cnt in zip(self._class_cache(), self._priors, self._means, self._counts):
-            if full and not has_nan:
-                cs.append(c)
-                qs.append(sum([(a - b) * (a - b) / v for a, b, v in zip(xs, mu, vs)]))
-                continue
-            # missing values: only the features present in x and seen in this class count
-            c = math.log(p) if p > 0.0 else -_INF
+        for k, p in enumerate(self._priors):
+            base = k * d
+            log_p = math.log(p) if p > 0.0 else -_INF
             q = 0.0
-            for a, b, v, n in zip(xs, mu, vs, cnt):
-                if a == a and n > 0.0:
-                    c -= 0.5 * (_LOG_2PI + math.log(v))
-                    q += (a - b) * (a - b) / v
+            if not has_nan and min(counts[base:base + d]) > 0.0:
+                prod = 1.0
+                for j, a in enumerate(xs):
+                    v = variances[base + j] + eps
+                    prod *= v
+                    e = a - means[base + j]
+                    q += e * e / v
+                if 0.0 < prod < _INF:
+                    log_det = math.log(prod)
+                else:
+                    log_det = 0.0
+                    for j in range(d):
+                        log_det += math.log(variances[base + j] + eps)
+                c = log_p - 0.5 * (d * _LOG_2PI + log_det)
+            else:
+                c = log_p
+                for j, a in enumerate(xs):
+                    i = base + j
+                    if a == a and counts[i] > 0.0:
+                        v = variances[i] + eps
+                        c -= 0.5 * (_LOG_2PI + math.log(v))
+                        e = a - means[i]
+                        q += e * e / v
             cs.append(c)
             qs.append(q)
         return cs, qs
@@ -507,23 +551,41 @@ class GaussianNB(Learner):
     def _far(self, xs: list) -> list:
         """Probabilities when every class's log-likelihood is -inf (x extremely far): the limit
         as x moves away, found with the squared distances scaled by 2^-1200."""
-        scale = 2.0**-600
-        eps = self._eps
+        scale = FAR_SCALE
+        d, eps = self.n_features_in_, self._eps
+        counts, means, variances = self._counts, self._means, self._vars
         u, c = [], []
-        for p, mu, var, cnt in zip(self._priors, self._means, self._vars, self._counts):
-            ui = ci = 0.0
-            for a, b, v, n in zip(xs, mu, var, cnt):
-                if a == a and n > 0.0:
-                    ui += (a * scale - b * scale) ** 2 / (v + eps)
-                    ci -= 0.5 * (_LOG_2PI + math.log(v + eps))
-            u.append(ui if p > 0.0 else _INF)
-            c.append(ci + math.log(p) if p > 0.0 else -_INF)
+        for k, p in enumerate(self._priors):
+            base = k * d
+            uk = ck = 0.0
+            for j, a in enumerate(xs):
+                i = base + j
+                if a == a and counts[i] > 0.0:
+                    v = variances[i] + eps
+                    e = a * scale - means[i] * scale
+                    uk += e * e / v
+                    ck -= 0.5 * (_LOG_2PI + math.log(v))
+            u.append(uk if p > 0.0 else _INF)
+            c.append(ck + math.log(p) if p > 0.0 else -_INF)
         best = min(u)
-        win = [k for k, ui in enumerate(u) if ui == best and c[k] > -_INF]
-        top = max(c[k] for k in win)
-        e = [math.exp(c[k] - top) if k in win else 0.0 for k in range(len(u))]
-        s = sum(e)
-        return [v / s for v in e]
+        win = [uk == best and ck > -_INF for uk, ck in zip(u, c)]
+        top = max(ck for ck, won in zip(c, win) if won)
+        e = [math.exp(ck - top) if won else 0.0 for ck, won in zip(c, win)]
+        return _normalised(e)
+
+    def _proba(self, xs: list, has_nan: bool) -> list:
+        """Class probabilities of a checked ``xs``, in `classes_` order: log-sum-exp."""
+        cs, qs = self._terms(xs, has_nan)
+        # shift by the smallest squared distance: when it is huge (a variance at the floor),
+        # the log priors would otherwise be absorbed and tied distances no longer tie
+        q0 = min(qs)
+        if q0 == _INF:
+            return self._far(xs)
+        jll = [c - 0.5 * (q - q0) for c, q in zip(cs, qs)]
+        top = max(jll)
+        if top == -_INF:
+            return self._far(xs)
+        return _normalised([math.exp(v - top) for v in jll])
 
     def joint_log_likelihood_one(self, x) -> dict:
         """log P(k) + sum_j log N(x_j; mu_kj, var_kj + eps) per class (empty before learning).
@@ -544,19 +606,7 @@ class GaussianNB(Learner):
         """
         if not self.classes_:
             return {}
-        xs, has_nan = as_floats(x, self.n_features_in_)
-        cs, qs = self._terms(xs, has_nan)
-        # shift by the smallest squared distance: when it is huge (a variance at the floor),
-        # the log priors would otherwise be absorbed and tied distances no longer tie
-        q0 = min(qs)
-        jll = [c - 0.5 * (q - q0) for c, q in zip(cs, qs)] if q0 < _INF else []
-        top = max(jll, default=-_INF)
-        if top == -_INF:
-            return dict(zip(self.classes_, self._far(xs)))
-        exp = math.exp
-        e = [exp(v - top) for v in jll]
-        s = sum(e)
-        return dict(zip(self.classes_, [v / s for v in e]))
+        return dict(zip(self.classes_, self._proba(*as_floats(x, self.n_features_in_))))
 
     def predict_proba_many(self, X) -> np.ndarray:
         """Class probabilities, float64 array (n, len(classes_)), columns in `classes_` order.
@@ -579,14 +629,15 @@ class GaussianNB(Learner):
         eps = self._eps
         n, K = len(X), len(self.classes_)
         C, Q = np.empty((n, K)), np.empty((n, K))
+        counts, means, variances = (_matrix(a, X.shape[1]) for a in (self._counts, self._means, self._vars))
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             log_p = np.log(np.array(self._priors))
             for k in range(len(self.classes_)):
-                v = np.array(self._vars[k]) + eps
-                seen = np.array(self._counts[k]) > 0
+                v = variances[k] + eps
+                seen = counts[k] > 0
                 inv = np.where(seen, 1.0 / v, 0.0)
                 half_log = np.where(seen, 0.5 * (_LOG_2PI + np.log(v)), 0.0)
-                D = X - np.array(self._means[k])
+                D = X - means[k]
                 if not seen.all():
                     D[:, ~seen] = 0.0
                 if has_nan:
@@ -647,22 +698,23 @@ class GaussianNB(Learner):
         return self._n
 
     def memory_bytes(self) -> int:
-        """Bytes held, counted from the shapes: per float in a list a pointer and a float object
-        (32 bytes on 64-bit CPython), per list its header (56), the label index and labels,
-        and the prediction cache. Sizes are this platform's (armhf: 20 and 28)."""
+        """Bytes held, counted from the shapes (the same on both backends): 8 per double in
+        the seven buffers and their headers, the ``classes_`` list, the label index and
+        labels, and `OBJECT_BYTES` for the model object. Sizes are this platform's."""
         labels = sum(sys.getsizeof(c) for c in self.classes_)
-        return _shape_bytes(len(self.classes_), self.n_features_in_ or 0, self._cache is not None) + int(
-            sys.getsizeof(self) + sys.getsizeof(self._index) + labels)
+        held = sys.getsizeof(self._index) + labels
+        return OBJECT_BYTES + _shape_bytes(len(self.classes_), self.n_features_in_ or 0) + held
 
     def planned_bytes(self, labels: list, d: int) -> int:
-        """`memory_bytes` once the new classes ``labels`` are added for x of ``d`` features,
-        counting the prediction cache whether built or not (the most learning them can hold)."""
+        """`memory_bytes` once the new classes ``labels`` are added for x of ``d`` features."""
         held = sum(sys.getsizeof(c) for c in (*self.classes_, *labels))
         index = sys.getsizeof(self._index) + insert_bytes(self._index, labels)
-        return _shape_bytes(len(self.classes_) + len(labels), d, True) + int(sys.getsizeof(self) + index + held)
+        return OBJECT_BYTES + _shape_bytes(len(self.classes_) + len(labels), d) + index + held
 
     def state(self) -> dict:
-        """Plain, msgpack-serialisable state with ``"kind": "gaussian_nb"`` (see `from_state`)."""
+        """Plain, msgpack-serialisable state with ``"kind": "gaussian_nb"`` (see `from_state`):
+        per-class statistics as lists of rows of n_features floats."""
+        d = self.n_features_in_ or 1
         return {
             "kind": "gaussian_nb",
             "learning_rate": self.learning_rate,
@@ -670,13 +722,13 @@ class GaussianNB(Learner):
             "n_features_in": self.n_features_in_,
             "classes": list(self.classes_),
             "n": self._n,
-            "priors": list(self._priors),
-            "counts": [list(r) for r in self._counts],
-            "means": [list(r) for r in self._means],
-            "variances": [list(r) for r in self._vars],
-            "feature_counts": list(self._fcounts),
-            "feature_means": list(self._fmeans),
-            "feature_variances": list(self._fvars),
+            "priors": self._priors.tolist(),
+            "counts": _rows(self._counts, d),
+            "means": _rows(self._means, d),
+            "variances": _rows(self._vars, d),
+            "feature_counts": self._fcounts.tolist(),
+            "feature_means": self._fmeans.tolist(),
+            "feature_variances": self._fvars.tolist(),
             "max_size_bytes": self.max_size_bytes,
         }
 
@@ -729,11 +781,10 @@ class GaussianNB(Learner):
         model.classes_ = classes
         model._index = {c: k for k, c in enumerate(classes)}
         model.n_features_in_ = d
-        model._n, model._priors = n, priors
-        model._counts, model._means, model._vars = rows[:K], rows[K:2 * K], rows[2 * K:]
-        model._dense = [r.count(r[0]) == len(r) for r in model._counts]
+        model._n, model._priors = n, array("d", priors)
+        model._counts, model._means, model._vars = (
+            array("d", [v for r in rows[i * K:(i + 1) * K] for v in r]) for i in range(3))
         if K:
-            model._fcounts, model._fmeans, model._fvars = feats
-            model._fdense = feats[0].count(feats[0][0]) == d
+            model._fcounts, model._fmeans, model._fvars = (array("d", r) for r in feats)
             model._eps = max(model.var_smoothing * max(model._fvars), EPS_FLOOR)
         return model

@@ -150,7 +150,7 @@ def test_casebook_c11_shares_over_every_class_seen():
 def test_members_follow_the_parameters():
     nbc = NaiveBayesCommittee(n_models=3, learning_rate=0.05, nominal_attributes=[1], zero_frequency="borrow")
     assert all(type(m) is MixedNB and m.learning_rate == 0.05 and m.zero_frequency == "borrow" for m in nbc.members)
-    assert all(type(m) is GaussianNB and m.learning_rate is None for m in NaiveBayesCommittee(n_models=2).members)
+    assert all(isinstance(m, GaussianNB) and m.learning_rate is None for m in NaiveBayesCommittee(n_models=2).members)
 
 
 def test_casebook_c30_pickle():

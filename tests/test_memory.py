@@ -88,7 +88,7 @@ def agr_2000():
 @pytest.mark.parametrize("name", sorted(ACCOUNTED))
 def test_memory_bytes_is_within_20_percent_of_tracemalloc(name, agr_2000):
     traced, reported = held_bytes(lambda: ACCOUNTED[name](agr_2000))
-    assert traced > 2000
+    assert traced > 1000  # far above the noise; a GaussianNB of AGR holds about 1.9 kB
     assert 0.8 <= reported / traced <= 1.2, (name, reported, traced)
 
 
@@ -324,10 +324,10 @@ def test_a_device_whose_models_outgrow_their_charge_leaves_less_room(agr_2000):
             self.learner = learner
 
     class Dev:
-        slots = [Slot(learned(GaussianNB(), [(x[:3], i % 40) for i, (x, _) in enumerate(agr_2000[:400])]))]
+        slots = [Slot(learned(GaussianNB(), [(x[:3], i % 100) for i, (x, _) in enumerate(agr_2000[:400])]))]
 
     big = Dev.slots[0].learner.memory_bytes()
-    assert big > 12_000  # 40 classes: more than the 10-class charge
+    assert big > 12_000  # 100 classes: more than the device's charge
     assert plan.refusal("d2", {"d1": Dev()}) == (
         f"device d2 refused: the model budget of 24000 bytes ([memory] model_budget_bytes) has "
         f"{24_000 - big} bytes left after 1 devices, a device needs 12000")

@@ -1,9 +1,11 @@
 """GaussianNB (edgebayes.naive_bayes): exactness, batch == per-sample, weights, robustness,
-bad input, casebook cases C01 C03 C04 C05 C08 C11 C13 C30, and the seed paper's claim that
-online learning gives the offline 10-fold cross-validated accuracy on the UCI sets."""
+bad input, casebook cases C01 C03 C04 C05 C08 C11 C13 C30, the seed paper's claim that
+online learning gives the offline 10-fold cross-validated accuracy on the UCI sets, and the
+two backends (compiled, python) giving the same floats, errors and checkpoints."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import pickle
 from pathlib import Path
@@ -13,9 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgebayes.base import ClassLimitError
+from edgebayes import codec
+from edgebayes.base import ClassLimitError, make_learner
 from edgebayes.naive_bayes import EPS_FLOOR, GaussianNB
 from edgebayes.streams import open_stream
+from tests.conftest import BACKENDS, use_backend
+
+pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 MODES = [None, 0.01, 0.3]  # exact; the paper's rate; a rate whose warm-up ends at n = 3
@@ -537,3 +543,89 @@ def test_a_state_without_max_size_bytes_loads_unbounded_and_the_bound_round_trip
     old = {k: v for k, v in nb.state().items() if k != "max_size_bytes"}
     assert GaussianNB.from_state(old).max_size_bytes is None
     assert GaussianNB.from_state(nb.state()).max_size_bytes == 5000
+
+
+# ---------------------------------------------------------------- the two backends
+
+
+def test_the_backend_fixture_builds_that_backend(backend):
+    expected = {"compiled": "edgebayes._core.naive_bayes", "python": "edgebayes.naive_bayes"}[backend]
+    trained = _trained()
+    built = (GaussianNB(), GaussianNB(0.01).clone(), GaussianNB.from_state(trained.state()),
+             make_learner("gaussian_nb", learning_rate=0.01), pickle.loads(pickle.dumps(trained)))
+    for model in built:
+        assert type(model).__module__ == expected and isinstance(model, GaussianNB)
+    assert list(inspect.signature(type(built[0])).parameters) == ["learning_rate", "var_smoothing", "max_size_bytes"]
+    assert repr(built[1]) == "GaussianNB(learning_rate=0.01, var_smoothing=1e-09, max_size_bytes=None)"
+    assert built[2].state() == built[4].state() == trained.state()
+
+
+def _both(*args):
+    """One GaussianNB per backend, same arguments."""
+    models = {}
+    for name in BACKENDS:
+        with use_backend(name):
+            models[name] = GaussianNB(*args)
+    assert type(models["compiled"]) is not type(models["python"])
+    return models
+
+
+def _forms(x: np.ndarray) -> list:
+    """``x`` as the inputs a caller may give: list and tuple of floats, a float64 array (and a
+    strided view of one), a float32 array, Python ints where exact, numpy scalars."""
+    ints = [int(v) if v.is_integer() and abs(v) < 1e15 else v for v in x.tolist()]
+    return [x.tolist(), tuple(x.tolist()), x, np.repeat(x, 2)[::2], x.astype(np.float32),
+            ints, list(x)]
+
+
+def _outcome(model, method: str, args: tuple):
+    """What ``model.method(*args)`` returns, or its error's type and message."""
+    try:
+        return getattr(model, method)(*args)
+    except ValueError as exc:
+        return type(exc), str(exc)
+
+
+@pytest.mark.parametrize("learning_rate", MODES)
+@settings(max_examples=40, deadline=None)
+@given(
+    data=samples(nan=True, weights=True),
+    forms=st.lists(st.integers(0, 6), min_size=40, max_size=40),
+    probes=st.lists(st.lists(st.floats(-1.7e308, 1.7e308), min_size=4, max_size=4), max_size=3),
+    bound=st.sampled_from([None, 0, 1, 2]),
+)
+def test_backends_give_identical_states_probabilities_and_errors(learning_rate, data, forms, probes, bound):
+    """Sample by sample: the same probabilities (before learning each sample, and for far or
+    invalid probes), the same ValueError or ClassLimitError, the same state, on both backends."""
+    X, y, w = data
+    d = X.shape[1]
+    max_size = None if bound is None else GaussianNB().planned_bytes(["a", "b", 7][:bound + 1], d)
+    models = _both(learning_rate, 1e-9, max_size)
+    bad = [[math.inf] * d, [1.0] * (d + 1), ["1.0"] * d]
+    for xi, yi, wi, form in zip(X, y, w, forms):
+        x = _forms(xi)[form]
+        calls = [("predict_proba_one", (x,)), ("learn_one", (x, yi, wi / 2))]
+        calls += [("predict_proba_one", (p[:d],)) for p in probes]
+        calls += [("learn_one", (b, "a")) for b in bad] + [("learn_one", (x, [yi]))]
+        for method, args in calls:
+            assert _outcome(models["compiled"], method, args) == _outcome(models["python"], method, args)
+    assert models["compiled"].state() == models["python"].state()
+    assert models["compiled"].memory_bytes() == models["python"].memory_bytes()
+
+
+@pytest.mark.parametrize("learning_rate", MODES)
+@pytest.mark.parametrize("writer, reader", [BACKENDS, BACKENDS[::-1]])
+def test_a_state_written_by_one_backend_continues_identically_in_the_other(writer, reader, learning_rate):
+    X, y = open_stream(DATA / "elec2" / "elec2.csv.gz", drop=["date"]).to_arrays(4000)
+    with use_backend(writer):
+        original = _fit(X[:2500], y[:2500], learning_rate=learning_rate)
+    state = codec.decode(codec.encode(original.state()))
+    with use_backend(reader):
+        copy = GaussianNB.from_state(state)
+    assert type(copy) is not type(original)
+    assert copy.state() == original.state()
+    for x, label in zip(X[2500:], y[2500:]):
+        assert copy.predict_proba_one(x) == original.predict_proba_one(x)
+        copy.learn_one(x, label)
+        original.learn_one(x, label)
+    assert copy.state() == original.state()

@@ -232,7 +232,7 @@ def test_model_given_as_a_config_dict_is_stored_unchanged_and_round_trips():
     assert encode(restored.state()) == encode(srp.state())
     nb = SRPClassifier(model={"kind": "gaussian_nb"}, n_models=2, seed=8)
     nb.learn_many(X, y)
-    assert all(type(m) is GaussianNB for m in nb.members)
+    assert all(isinstance(m, GaussianNB) for m in nb.members)
     assert nb.clone().model == {"kind": "gaussian_nb"}
 
 
