@@ -335,6 +335,15 @@ def rng_from_state(text: str) -> np.random.Generator:
 COUNT_LIMIT = 2**63
 
 
+def check_size_bound(max_size_bytes: Any, low: int, what: str) -> None:
+    """Raise ``ValueError`` unless ``max_size_bytes`` is None or an int (not a bool) >= ``low``,
+    the bytes of ``what`` (e.g. "the empty model"), which no bound can go below."""
+    if max_size_bytes is not None and (
+        isinstance(max_size_bytes, bool) or not isinstance(max_size_bytes, numbers.Integral) or max_size_bytes < low
+    ):
+        raise ValueError(f"max_size_bytes must be None or an int >= {low} ({what}), got {max_size_bytes!r}")
+
+
 def check_count(name: str, v: Any) -> int:
     """``v``, a counter read from a saved state; ``ValueError`` unless it is an int (not a
     bool, not a float) in [0, `COUNT_LIMIT`)."""

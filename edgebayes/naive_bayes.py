@@ -34,6 +34,7 @@ from edgebayes.base import (
     as_floats,
     check_finite,
     check_label,
+    check_size_bound,
     check_weight,
     check_weights,
 )
@@ -287,13 +288,7 @@ class GaussianNB(Learner):
         self._fvars = array("d")
         self._eps = EPS_FLOOR
         self.max_size_bytes = max_size_bytes
-        if max_size_bytes is not None and (
-            isinstance(max_size_bytes, bool)
-            or not isinstance(max_size_bytes, numbers.Integral)
-            or max_size_bytes < self.memory_bytes()
-        ):
-            raise ValueError(f"max_size_bytes must be None or an int >= {self.memory_bytes()} "
-                             f"(the empty model), got {max_size_bytes!r}")
+        check_size_bound(max_size_bytes, self.memory_bytes(), "the empty model")
 
     def __new__(cls, learning_rate: float | None = None, var_smoothing: float = 1e-9,
                 max_size_bytes: int | None = None):

@@ -43,6 +43,7 @@ from edgebayes.base import (
     as_floats,
     check_finite,
     check_label,
+    check_size_bound,
     check_weight,
 )
 from edgebayes.naive_bayes import GaussianNB, update_rate
@@ -166,13 +167,7 @@ class MixedNB(Learner):
         self._seen: list[list[float]] = []
         self._tables = None  # per nominal feature, per value column: K log-probabilities
         self.max_size_bytes = max_size_bytes
-        if max_size_bytes is not None and (
-            isinstance(max_size_bytes, bool)
-            or not isinstance(max_size_bytes, numbers.Integral)
-            or max_size_bytes < self.memory_bytes()
-        ):
-            raise ValueError(f"max_size_bytes must be None or an int >= {self.memory_bytes()} "
-                             f"(the empty model), got {max_size_bytes!r}")
+        check_size_bound(max_size_bytes, self.memory_bytes(), "the empty model")
 
     @property
     def classes_(self) -> list:

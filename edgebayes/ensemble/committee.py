@@ -31,6 +31,7 @@ from edgebayes.base import (
     check_count,
     check_finite,
     check_label,
+    check_size_bound,
     check_weight,
     learner_from_state,
     rng_from_state,
@@ -148,13 +149,7 @@ class NaiveBayesCommittee(Learner):
         self.n_samples_seen_ = 0.0
         self._n_learned = 0  # samples learned: keys the tie-break draws to the model's version
         self.max_size_bytes = max_size_bytes
-        if max_size_bytes is not None and (
-            isinstance(max_size_bytes, bool)
-            or not isinstance(max_size_bytes, numbers.Integral)
-            or max_size_bytes < self.memory_bytes()
-        ):
-            raise ValueError(f"max_size_bytes must be None or an int >= {self.memory_bytes()} "
-                             f"(the empty committee), got {max_size_bytes!r}")
+        check_size_bound(max_size_bytes, self.memory_bytes(), "the empty committee")
 
     # ------------------------------------------------------------------ learning
 
