@@ -125,7 +125,8 @@ def _flaky(w, device):
 
 
 def test_a_model_that_raises_keeps_its_state_skips_the_reading_and_is_reported(caplog):
-    """It used to be replaced by a fresh learner (kind model_reset): one bad reading wiped months."""
+    """A model that raises is neither replaced nor reset: the reading is skipped for it, counted
+    and reported as learner_error, and everything it learned stays."""
     w = worker()
     for seq in range(4):
         send(w, "d1", "reading", {"seq": seq, "x": [seq, 0, 0], "y": "ab"[seq % 2]})
