@@ -61,8 +61,8 @@ def acl_text(config: Config, source: str = "config") -> str:
     """
     user = config.broker.username
     if user is None:
-        raise ConfigError(["[broker] username: not set; the ACL grants the runtime by its user name "
-                           "(deploy/edgebayes.toml uses \"edgebayes\")"], source)
+        raise ConfigError([("[broker] username: not set; the ACL grants the runtime by its user name "
+                            "(deploy/edgebayes.toml uses \"edgebayes\")")], source)
     prefix, devices = config.topics.prefix, config.topics.devices
     adapters = [make_adapter(i, s) for i, s in enumerate(config.sources)]
     lines = [HEADER, "",
@@ -82,18 +82,18 @@ def acl_text(config: Config, source: str = "config") -> str:
         lines += ["# [homeassistant] discovery: its config messages, and Home Assistant's birth message",
                   f"topic write {ha.prefix}/+/{node}/#", f"topic read {ha.prefix}/status"]
     lines += ["",
-              f"# A dashboard or the firmware-sim monitor (user \"{MONITOR_USER}\"): reads everything, "
-              "writes nothing.",
+              (f"# A dashboard or the firmware-sim monitor (user \"{MONITOR_USER}\"): reads everything, "
+               "writes nothing."),
               f"user {MONITOR_USER}", f"topic read {prefix}/#", "",
-              "# Every sensor device logs in with its device id as user name (%u): it writes its own "
-              "readings",
+              ("# Every sensor device logs in with its device id as user name (%u): it writes its own "
+               "readings"),
               "# and labels only, and reads its own predictions, drift alerts and error reports; it can",
               "# neither publish as another device nor read another device's outputs.",
               f"pattern write {prefix}/%u/reading", f"pattern write {prefix}/%u/label",
               *(f"pattern read {prefix}/%u/{kind}" for kind in ("prediction", "drift", "error"))]
     for a in adapters:
-        lines += [f"# [[sources]] #{a.index + 1} ({a.cfg.kind}): its publishers (%u: the device id as "
-                  "user name; else any user)",
+        lines += [(f"# [[sources]] #{a.index + 1} ({a.cfg.kind}): its publishers (%u: the device id as "
+                   "user name; else any user)"),
                   *(f"pattern write {_writer(a, f)}" for f in a.filters())]
     return "\n".join(lines) + "\n"
 

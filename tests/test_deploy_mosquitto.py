@@ -295,7 +295,7 @@ def test_the_readmes_simulated_tasmota_board_gets_predictions_through_the_instal
     broker, runtime = tasmota_behind_the_installed_broker(tmp_path)
     try:
         readme = (REPO / "README.md").read_text()
-        command = re.search(r"^firmware-sim run --format tasmota .*$", readme, re.M).group(0)
+        command = re.search(r"^firmware-sim run --format tasmota .*$", readme, re.MULTILINE).group(0)
         args = command.split()[1:]
         args[args.index("--broker") + 1] = broker.address
         args += ["--limit", "40", "--rate", "200", "--username", "tas-0",

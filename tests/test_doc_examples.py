@@ -34,7 +34,7 @@ from firmware_sim.faults import FaultRates
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 CONFIG_RE = re.compile(r"(?:deploy|docs/examples)/[\w.-]+\.toml")
-FENCE_RE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+FENCE_RE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 INLINE_RE = re.compile(r"`(\{\"seq\"[^`<]*\})`")  # not a template: no <placeholder>
 THERMAL = "/sys/class/thermal/thermal_zone0/temp"
 

@@ -27,9 +27,9 @@ from firmware_sim import (
     Simulator,
     build_devices,
     fault_plan,
+    formats,
     run_devices,
 )
-from firmware_sim import formats
 from firmware_sim.cli import main as cli_main
 from firmware_sim.mqtt import BrokerOptions, Connection, parse_address
 from tests.broker import Broker

@@ -2,8 +2,8 @@
 label windows through the worker's own reading and label path (no broker here)."""
 
 import json
-import tomllib
 import math
+import tomllib
 from pathlib import Path
 
 import pytest

@@ -27,7 +27,6 @@ import resource
 import time
 from collections.abc import Callable
 
-
 from edgebayes.runtime.config import Config, ConfigError, ModelConfig
 
 log = logging.getLogger(__name__)
