@@ -30,6 +30,7 @@ from edgebayes.runtime.worker import Worker
 from firmware_sim.cli import _sim_config, build_parser
 from firmware_sim.device import build_devices
 from firmware_sim.faults import FaultRates
+from tests.test_sources import Recorder
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -37,20 +38,6 @@ CONFIG_RE = re.compile(r"(?:deploy|docs/examples)/[\w.-]+\.toml")
 FENCE_RE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 INLINE_RE = re.compile(r"`(\{\"seq\"[^`<]*\})`")  # not a template: no <placeholder>
 THERMAL = "/sys/class/thermal/thermal_zone0/temp"
-
-
-class Recorder:
-    def __init__(self):
-        self.published = []
-
-    def publish(self, topic, payload, qos=0, retain=False):
-        self.published.append((topic, payload))
-
-    def ack(self, mid, qos):
-        pass
-
-    def wait_for_room(self, timeout_s):
-        return True
 
 
 def examples(path: Path) -> list[tuple[str, str, str]]:

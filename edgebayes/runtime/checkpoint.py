@@ -33,6 +33,27 @@ class CheckpointError(ValueError):
     """A checkpoint file that cannot be used."""
 
 
+def read_document(data: bytes, path: Path, what: str, fmt: str, version: int, features: list,
+                  error: type[Exception]) -> dict:
+    """The msgpack map in ``data`` (the bytes of ``path``), checked to be an edgebayes ``what``
+    ("checkpoint", "journal") of format name ``fmt`` and ``version``, made for ``features``.
+
+    Raises:
+        error: not msgpack, not a map of that format, another version or another feature schema.
+    """
+    try:
+        doc = msgpack.unpackb(data, raw=False, strict_map_key=False)
+    except (msgpack.UnpackException, ValueError, TypeError) as exc:
+        raise error(f"{path}: not msgpack: {type(exc).__name__}: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != fmt:
+        raise error(f"{path}: not an edgebayes {what}")
+    if doc.get("version") != version:
+        raise error(f"{path}: {what} version {doc.get('version')!r}, this release reads {version}")
+    if doc.get("features") != features:
+        raise error(f"{path}: made for features {doc.get('features')!r}, the schema has {features}")
+    return doc
+
+
 class CheckpointStore:
     """Reads and writes the checkpoints of one runtime.
 
@@ -84,16 +105,7 @@ class CheckpointStore:
             return None
         except OSError as exc:
             raise CheckpointError(f"{path}: cannot read: {exc.strerror}") from None
-        try:
-            doc = msgpack.unpackb(data, raw=False, strict_map_key=False)
-        except (msgpack.UnpackException, ValueError, TypeError) as exc:
-            raise CheckpointError(f"{path}: not msgpack: {type(exc).__name__}: {exc}") from None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise CheckpointError(f"{path}: not an edgebayes checkpoint")
-        if doc.get("version") != VERSION:
-            raise CheckpointError(f"{path}: checkpoint version {doc.get('version')!r}, this release reads {VERSION}")
-        if doc.get("features") != self.features:
-            raise CheckpointError(f"{path}: made for features {doc.get('features')!r}, the schema has {self.features}")
+        doc = read_document(data, path, "checkpoint", FORMAT, VERSION, self.features, CheckpointError)
         if not isinstance(doc.get("device"), dict):
             raise CheckpointError(f"{path}: no device state")
         return doc["device"]

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import msgpack
 
-from edgebayes.runtime.checkpoint import fsync_dir
+from edgebayes.runtime.checkpoint import fsync_dir, read_document
 
 FORMAT = "edgebayes-journal"
 VERSION = 1
@@ -106,16 +106,7 @@ class Journal:
         body, end = self._frame(data, 0)
         if body is None:
             raise JournalError(f"{self.path}: no readable header")
-        try:
-            doc = msgpack.unpackb(body, raw=False)
-        except (msgpack.UnpackException, ValueError, TypeError) as exc:
-            raise JournalError(f"{self.path}: header not msgpack: {type(exc).__name__}: {exc}") from None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise JournalError(f"{self.path}: not an edgebayes journal")
-        if doc.get("version") != VERSION:
-            raise JournalError(f"{self.path}: journal version {doc.get('version')!r}, this release reads {VERSION}")
-        if doc.get("features") != self.features:
-            raise JournalError(f"{self.path}: made for features {doc.get('features')!r}, the schema has {self.features}")
+        doc = read_document(body, self.path, "journal", FORMAT, VERSION, self.features, JournalError)
         if not isinstance(doc.get("id"), str):
             raise JournalError(f"{self.path}: no journal id")
         return doc["id"], end
