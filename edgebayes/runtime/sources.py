@@ -742,6 +742,8 @@ ADAPTERS = {"json": Adapter, "zigbee2mqtt": Zigbee2Mqtt, "tasmota": Tasmota, "es
 
 
 def make_adapter(index: int, cfg: SourceConfig) -> Adapter:
+    """The adapter of ``[[sources]]`` table number ``index`` (from 0) for its ``kind``
+    (``ADAPTERS``; the kind was checked when the config was read)."""
     return ADAPTERS[cfg.kind](index, cfg)
 
 
