@@ -158,8 +158,8 @@ def _stream(draw_seed, n, kind):
 def test_matches_plain_moa_port(
     seed, n, kind, delta, clock, max_buckets, min_window_length, grace_period, read_every
 ):
-    params = dict(delta=delta, clock=clock, max_buckets=max_buckets,
-                  min_window_length=min_window_length, grace_period=grace_period)  # fmt: skip
+    params = {"delta": delta, "clock": clock, "max_buckets": max_buckets,
+                  "min_window_length": min_window_length, "grace_period": grace_period}  # fmt: skip
     ours, ref = ADWIN(**params), MoaADWIN(**params)
     for i, x in enumerate(_stream(seed, n, kind)):
         assert ours.update(x) == ref.update(x), i
@@ -212,7 +212,7 @@ def test_c22_one_detection_for_a_caller_that_resets_on_drift():
 def test_a_sub_window_needs_more_than_min_window_length_plus_one_inputs():
     # W0 = [100, 100] against W1 = [0, 0, 0] passes the cut test's bound, but with
     # min_window_length=1 both parts need 3 inputs or more: no admissible split cuts (MOA).
-    params = dict(delta=0.5, clock=1, max_buckets=5, min_window_length=1, grace_period=0)
+    params = {"delta": 0.5, "clock": 1, "max_buckets": 5, "min_window_length": 1, "grace_period": 0}
     adwin, moa = ADWIN(**params), MoaADWIN(**params)
     stream = [100.0, 100.0] + [0.0] * 6
     assert [adwin.update(x) for x in stream] == [moa.update(x) for x in stream] == [False] * 8
@@ -320,9 +320,9 @@ def test_accepts_bools_ints_and_numpy_scalars():
 
 @pytest.mark.parametrize(
     "params",
-    [dict(delta=0.0), dict(delta=1.0), dict(delta=True), dict(delta="0.1"), dict(clock=0),
-     dict(clock=2.0), dict(max_buckets=1), dict(min_window_length=0), dict(grace_period=-1),
-     dict(grace_period=True)],
+    [{"delta": 0.0}, {"delta": 1.0}, {"delta": True}, {"delta": "0.1"}, {"clock": 0},
+     {"clock": 2.0}, {"max_buckets": 1}, {"min_window_length": 0}, {"grace_period": -1},
+     {"grace_period": True}],
 )  # fmt: skip
 def test_bad_parameters(params):
     with pytest.raises(ValueError, match=next(iter(params))):
@@ -537,8 +537,8 @@ def _both(params):
 def test_backends_give_identical_states(
     seed, n, kind, delta, clock, max_buckets, min_window_length, grace_period
 ):
-    params = dict(delta=delta, clock=clock, max_buckets=max_buckets,
-                  min_window_length=min_window_length, grace_period=grace_period)  # fmt: skip
+    params = {"delta": delta, "clock": clock, "max_buckets": max_buckets,
+                  "min_window_length": min_window_length, "grace_period": grace_period}  # fmt: skip
     dets = _both(params)
     for i, x in enumerate(_stream(seed, n, kind)):
         assert dets["compiled"].update(x) == dets["python"].update(x), i

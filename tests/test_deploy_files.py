@@ -151,13 +151,13 @@ def test_install_dry_run_prints_every_step_in_order_and_changes_nothing():
             r"(\+ install -m 0644 \S+/deploy/mosquitto/edgebayes.conf "
             r"/etc/mosquitto/conf.d/edgebayes.conf|kept the existing)"
         ),
-        r"\+ /opt/edgebayes/venv/bin/edgebayes acl --config /etc/edgebayes/edgebayes.toml > "
-        r"/etc/mosquitto/edgebayes.acl",
+        (r"\+ /opt/edgebayes/venv/bin/edgebayes acl --config /etc/edgebayes/edgebayes.toml > "
+        r"/etc/mosquitto/edgebayes.acl"),
         r"\+ install -m 0644 \S+/deploy/systemd/edgebayes.service /etc/systemd/system/\S+",
         r"(\+ systemctl enable edgebayes.service|skipped 'systemctl enable edgebayes.service')",
         r"next: edit \[schema\] features .* in /etc/edgebayes/edgebayes.toml for your sensors",
-        r"check it: /opt/edgebayes/venv/bin/edgebayes run --config /etc/edgebayes/edgebayes.toml "
-        r"prints one line per problem and exits 2",
+        (r"check it: /opt/edgebayes/venv/bin/edgebayes run --config /etc/edgebayes/edgebayes.toml "
+        r"prints one line per problem and exits 2"),
     ]
     pos = 0
     for step in steps:

@@ -428,8 +428,8 @@ def test_a_probe_left_out_of_the_message_is_missing_and_an_all_dead_board_is_rep
          monkeypatch=monkeypatch)
     errors = [json.loads(p) for t, p in w.client.published if t == "eb/tas-0/error"]
     assert [(e["kind"], e["error"]) for e in errors] == [
-        ("too_few_values", "no value for temperature, humidity, pressure: fewer than [assembler] "
-                           "min_features = 1 present, no reading")]
+        ("too_few_values", ("no value for temperature, humidity, pressure: fewer than [assembler] "
+                           "min_features = 1 present, no reading"))]
     assert w.n_readings == 2
     assert w.metrics()["sources"] == {"readings": 2, "no_value": 5, "missing_values": 2, "too_few_values": 1}
 
@@ -464,9 +464,9 @@ def test_a_source_whose_paths_match_nothing_says_so_once(monkeypatch, caplog):
              at=100.0 + i, monkeypatch=monkeypatch)
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert warnings == [
-        "[[sources]] #1 (tasmota): 10 messages and none holds a mapped feature or the label; the "
+        ("[[sources]] #1 (tasmota): 10 messages and none holds a mapped feature or the label; the "
         "last, on tele/tas-9/SENSOR: no mapped feature or label (its keys: Time, SIM, TempUnit). "
-        "Check the key paths (counted in the metrics as sources.no_feature)"]
+        "Check the key paths (counted in the metrics as sources.no_feature)")]
     assert w.metrics()["sources"] == {"no_feature": 25}
 
 
