@@ -335,10 +335,6 @@ class SRPClassifier(Learner):
         self.last_events: list = []
         self._members: list[_Member] = []
         self._last_predictions: list = []
-        self._version = 0  # bumped by every learn_one; keys the prediction cache
-        self._cache_x = None  # the checked x of the latest predict_proba_one
-        self._cache_version = -1
-        self._cache_predictions: list = []
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -498,13 +494,8 @@ class SRPClassifier(Learner):
             self._index[y] = len(self.classes_)
             self.classes_.append(y)
         members = self._members
-        if self._cache_version == self._version and self._cache_x == xs:
-            preds = self._cache_predictions
-        else:
-            preds = [m.learner.predict_one(xs if m.take is None else v[m.take]) for m in members]
+        preds = [m.learner.predict_one(xs if m.take is None else v[m.take]) for m in members]
         self._last_predictions = preds
-        self._version += 1
-        self._cache_x = None
         self.n_samples_seen_ += 1
         for i, m in enumerate(members):
             correct = preds[i] == y  # no prediction yet counts as wrong
@@ -638,10 +629,6 @@ class SRPClassifier(Learner):
             return {}
         xs, v = self._check_x(x)
         votes = [m.learner.predict_proba_one(xs if m.take is None else v[m.take]) for m in self._members]
-        # the members' test predictions for a learn_one on this same x (the prequential loop)
-        self._cache_predictions = [max(p, key=p.get) if p else None for p in votes]
-        self._cache_x = xs
-        self._cache_version = self._version
         return combine_votes(votes, self._weights(), self.classes_, self._index)
 
     # ------------------------------------------------------------------ inspection

@@ -32,7 +32,7 @@ so ``memory_bytes()`` is computed from the array sizes and planned before any al
 
 Modules, each importing only those after it: `hoeffding_tree` (the classifier: API, state,
 memory), `checks` (parameters and states), `learning` (the VFDT loop: route, update, split,
-leaf activation), `leaves` (mc / nb / nba predictions, the votes memo), `arena` (the flat
+leaf activation), `leaves` (mc / nb / nba predictions), `arena` (the flat
 arrays, capacity planning, growth), `observers` (observer updates and split evaluation),
 `criterion` (information gain, Hoeffding bound), `storage` (exactly sized arrays). The
 modules below the classifier are functions over its arrays, taking the tree as argument.

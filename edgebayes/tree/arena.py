@@ -42,10 +42,17 @@ N_FLOATS = 5
 # ---------------------------------------------------------------- byte plan
 
 
+#: Attributes a tree holds (`hoeffding_tree`'s ``__init__`` sets each one).
+N_ATTRIBUTES = 31
+#: The tree object in `py_bytes`, the same on both backends: an object header and a dict of
+#: its attributes (the compiled tree holds them as C fields, in fewer bytes).
+OBJECT_BYTES = sys.getsizeof(object()) + sys.getsizeof(dict.fromkeys(range(N_ATTRIBUTES)))
+
+
 def py_bytes(tree) -> int:
     """Bytes of the Python objects around the arrays (labels, vocabularies, lists)."""
     size = sys.getsizeof
-    total = size(tree) + size(tree.__dict__) + size(tree.classes_) + size(tree._cidx)
+    total = OBJECT_BYTES + size(tree.classes_) + size(tree._cidx)
     total += sum(size(c) for c in tree.classes_) + size(tree._gnum) + size(tree._gnom)
     total += size(tree._vocab) + size(tree._vocab_of) + size(tree._vcaps) + size(tree._nc)
     for voc in tree._vocab:
@@ -53,9 +60,6 @@ def py_bytes(tree) -> int:
     for p in (tree.features, tree.nominal_attributes):
         if p is not None:
             total += size(p) + sum(size(i) for i in p)
-    if tree.n_features_in_ is not None:  # room for the votes memo, held or not: x's copy and votes
-        n, d = len(tree.classes_), tree.n_features_in_
-        total += size((0, 0, 0)) + size([0.0] * d) + size([0.0] * n) + (d + n) * size(0.0)
     return total
 
 
@@ -69,17 +73,13 @@ def array_bytes(tree, node_cap: int, slot_cap: int, ccap: int, vcaps: list) -> i
 
 def growth_bytes(tree, labels: list, values: dict) -> int:
     """Most bytes `py_bytes` gains when ``labels`` (new classes) and ``values`` (nominal
-    feature k -> a new value) are added: the labels, the list and dict growth, the memo's
-    room for more votes, the vocabulary entries."""
+    feature k -> a new value) are added: the labels, the list and dict growth, the
+    vocabulary entries."""
     size = sys.getsizeof
     extra = 0
     if labels:
-        n = len(tree.classes_)
         extra += sum(size(y) for y in labels) + append_bytes(tree.classes_, len(labels))
         extra += insert_bytes(tree._cidx, labels)
-        if tree.n_features_in_ is not None:
-            m = n + len(labels)
-            extra += size([0.0] * m) - size([0.0] * n) + (m - n) * size(0.0)
     for k, v in values.items():
         voc = tree._vocab[k]
         extra += insert_bytes(voc, [v]) + size(v) + size(len(voc))
@@ -107,7 +107,7 @@ def needs(tree, add_class: bool, xl: list, codes: list) -> tuple[dict, int, list
     """(nominal feature k -> new value, class capacity, value capacities) that learning
     ``xl`` with a class needs at least; ``codes`` (`learning.value_codes`) marks the new
     values None."""
-    new = {k: xl[tree._gnom[k]] for k, code in enumerate(codes) if code is None}
+    new = {k: float(xl[tree._gnom[k]]) for k, code in enumerate(codes) if code is None}
     ccap = max(tree._ccap, len(tree.classes_) + 1) if add_class else tree._ccap
     vcaps = [max(vc, len(tree._vocab[k]) + 1) if k in new else vc for k, vc in enumerate(tree._vcaps)]
     return new, ccap, vcaps
@@ -150,7 +150,6 @@ def empty_stats(n_slots: int, ccap: int, n_num: int) -> np.ndarray:
 def rebuild(tree, node_cap: int, slot_cap: int, ccap: int, vcaps: list, keep) -> None:
     """Re-lay every array at new capacities; ``keep`` lists the old slots that survive,
     new slot i holding old slot keep[i]; leaves of the other slots become inactive."""
-    tree._memo = None  # node and slot numbers move: the votes memo (`leaves`) would lie
     n, old_c, n_num = tree._n_nodes, tree._ccap, len(tree._gnum)
     ints = np.zeros((node_cap, N_INTS), np.intc)
     ints[:n] = node_ints(tree)

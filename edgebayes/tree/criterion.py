@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 #: A candidate split in which fewer than two branches hold more than this fraction of the
 #: weight is worthless (merit -inf): MOA's and River's ``min_branch_fraction`` default.
 MIN_BRANCH_FRACTION = 0.01
@@ -39,7 +37,10 @@ def merit_range(class_weights) -> float:
 
 
 def entropy(weights) -> float:
-    """Shannon entropy in bits of a class-weight vector (zero weights ignored); 0 if empty."""
+    """Shannon entropy in bits of a class-weight vector (zero weights ignored); 0 if empty.
+
+    H = log2(W) - sum_k w_k log2(w_k) / W, summed in class order (the compiled core's order).
+    """
     total = 0.0
     acc = 0.0
     for v in weights:
@@ -51,25 +52,34 @@ def entropy(weights) -> float:
     return acc / total + math.log2(total)
 
 
-def info_gain(pre, branches) -> np.ndarray:
-    """Information gain of candidate splits, vectorised.
+def info_gain(h_pre: float, branches: list) -> float:
+    """Information gain of one candidate split (MOA's ``InfoGainSplitCriterion.getMeritOfSplit``).
 
     Args:
-        pre: class weights at the leaf, shape (n_classes,).
-        branches: class weights per branch of each candidate, float64 array of shape
-            (..., n_branches, n_classes).
+        h_pre: entropy of the class weights at the leaf (`entropy`), in bits.
+        branches: per branch, its class weights (a list of floats per branch, classes in order).
 
     Returns:
-        merits of shape ``branches.shape[:-2]``: H(pre) - sum_b (w_b / w) H(branch_b), where w
-        is the candidate's total weight; -inf where fewer than two branches hold more than
-        `MIN_BRANCH_FRACTION` of w (MOA's ``InfoGainSplitCriterion.getMeritOfSplit``).
+        H(pre) - sum_b (w_b / w) H(branch_b), w the candidate's total weight; -inf when
+        fewer than two branches hold more than `MIN_BRANCH_FRACTION` of w. Every sum runs
+        in branch and class order, one term at a time.
     """
-    branches = np.asarray(branches, dtype=np.float64)
-    wb = branches.sum(axis=-1)  # (..., n_branches)
-    w = wb.sum(axis=-1)  # (...)
-    b1 = np.where(branches > 0.0, branches, 1.0)  # log2(1) = 0: empty cells add nothing
-    wb1 = np.where(wb > 0.0, wb, 1.0)
-    hb = np.log2(wb1) - (b1 * np.log2(b1)).sum(axis=-1) / wb1
-    post = (wb * hb).sum(axis=-1) / np.where(w > 0.0, w, 1.0)
-    big = (wb > MIN_BRANCH_FRACTION * w[..., None]).sum(axis=-1)
-    return np.where(big >= 2, entropy(pre) - post, -np.inf)
+    sizes = []
+    w = 0.0
+    for row in branches:
+        wb = 0.0
+        for v in row:
+            wb += v
+        sizes.append(wb)
+        w += wb
+    big = 0
+    for wb in sizes:
+        if wb > MIN_BRANCH_FRACTION * w:
+            big += 1
+    if big < 2:
+        return -math.inf
+    post = 0.0
+    for row, wb in zip(branches, sizes):
+        if wb > 0.0:
+            post += wb * entropy(row)
+    return h_pre - post / w

@@ -5,7 +5,7 @@ Domingos and Hulten (2000), "Mining high-speed data streams", with the semantics
 ``HoeffdingTree`` (information gain, Gaussian numeric observers, mc / nb / nba leaves, memory
 management by leaf deactivation). See DESIGN.md 2.3 and 3 and the package docstring. The
 algorithm lives in the modules this one calls, as functions over the tree's arrays:
-`learning` (the VFDT loop), `leaves` (leaf predictions, the votes memo), `observers` and
+`learning` (the VFDT loop), `leaves` (leaf predictions), `observers` and
 `criterion` (split evaluation), `arena` (the arrays and their byte plan), `checks`.
 """
 
@@ -16,6 +16,7 @@ from array import array
 
 import numpy as np
 
+from edgebayes import backend
 from edgebayes.base import (
     MAX_ABS_X,
     ClassLimitError,
@@ -112,13 +113,24 @@ class HoeffdingTreeClassifier(Learner):
         self._vcaps = []
         self._n_free = 0
         self._n_learned = 0
-        self._memo = None  # (x, leaf, naive Bayes log-votes): see `leaves`
         self._ni = array("i")
         self._nf = array("d")
         self._cc = array("d")
         self._st = array("d")
         self._nc = []
         self._free = array("i")
+
+    def __new__(cls, grace_period=200, delta=1e-7, tau=0.05, leaf_prediction="nba", nb_threshold=0,
+                max_depth=None, n_split_points=10, nominal_attributes=None, max_size_bytes=None,
+                features=None, seed=None):
+        """The compiled tree (`edgebayes._core.tree`, a subclass that replaces ``learn_one``
+        and ``predict_proba_one``) when `edgebayes.backend()` is ``"compiled"``, this
+        reference otherwise; ``__init__`` then checks and stores the arguments."""
+        if cls is HoeffdingTreeClassifier and backend() == "compiled":
+            from edgebayes._core.tree import HoeffdingTreeClassifier as Compiled
+
+            return Compiled.__new__(Compiled)
+        return super().__new__(cls)
 
     # ------------------------------------------------------------------ introspection
 
@@ -249,7 +261,7 @@ class HoeffdingTreeClassifier(Learner):
         w = check_weight(w)
         xl = self._check_x(x, learning=True)
         if self.n_features_in_ is None:
-            if not self.has_room(xl, y):  # the schema's own bytes (memo room) count too
+            if not self.has_room(xl, y):  # the schema's own bytes count too
                 raise ClassLimitError(f"class {y!r} refused: max_size_bytes={self.max_size_bytes} "
                                       f"cannot hold a tree over {len(xl)} features")
             self._init_features(len(xl))

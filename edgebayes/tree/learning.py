@@ -44,8 +44,8 @@ from edgebayes.tree.arena import (
     SLOT,
     THR,
 )
-from edgebayes.tree.criterion import MAX_SHARE_TO_SPLIT, hoeffding_bound, merit_range
-from edgebayes.tree.leaves import class_row, holds_values, nb_log_votes, score_nba
+from edgebayes.tree.criterion import MAX_SHARE_TO_SPLIT, entropy, hoeffding_bound, merit_range
+from edgebayes.tree.leaves import class_row, score_nba
 from edgebayes.tree.observers import nominal_splits, numeric_splits, observe
 
 #: Learned samples between two rankings of the leaves by promise (bounded trees only).
@@ -103,20 +103,16 @@ def learn(tree, xl: list, c: int, w: float, codes: list) -> None:
     values' codes, every one known): route, add ``w`` to the weight seen along the path,
     score nba, update the leaf's observers and class weight, attempt a split every
     ``grace_period`` of weight, rank the leaves every `REBALANCE_PERIOD` samples (bounded
-    trees). Keeps the leaf's votes in the memo (`leaves`) when nothing was re-laid."""
-    memo, tree._memo = tree._memo, None
+    trees)."""
     path = route(tree, xl)
     nf = tree._nf
     for n in path:
         nf[n * N_FLOATS + NW] += w
     node = path[-1]
     s = tree._ni[node * N_INTS + SLOT]
-    votes = None
     if s >= 0:
         if tree.leaf_prediction == "nba":
-            votes = score_nba(tree, node, s, xl, c, w, memo)
-            if not holds_values(tree, s, c, xl):
-                votes = None  # c's first value of a feature here rules other classes out
+            score_nba(tree, node, s, xl, c, w)
         observe(tree, s, xl, c, w, codes)
     tree._cc[node * tree._ccap + c] += w
     tree._n_learned += 1
@@ -127,16 +123,11 @@ def learn(tree, xl: list, c: int, w: float, codes: list) -> None:
         since = nf[k] + w
         if since >= tree.grace_period:
             nf[k] = 0.0
-            votes = None
             attempt_split(tree, node)
         else:
             nf[k] = since
     if tree.max_size_bytes is not None and tree._n_learned % REBALANCE_PERIOD == 0:
-        votes = None
         rebalance(tree)
-    if votes is not None:  # only class c's vote changed: a prediction on this x reuses the rest
-        x_copy = memo[0] if memo is not None and votes is memo[2] else list(xl)
-        tree._memo = (x_copy, node, nb_log_votes(tree, node, s, xl, votes, c))
 
 
 # ---------------------------------------------------------------- new classes and values
@@ -166,7 +157,6 @@ def make_room(tree, y, add_class: bool, xl: list, codes: list) -> tuple[int, lis
             f"{what} refused: max_size_bytes={tree.max_size_bytes} cannot hold "
             f"{len(tree.classes_) + add_class} classes and the nominal values of this tree"
         )
-    tree._memo = None  # a new class or value changes every class's votes
     c = tree._cidx.get(y, -1)
     if add_class:
         tree.classes_.append(y)
@@ -219,16 +209,19 @@ def attempt_split(tree, node: int) -> None:
     b = node * N_INTS
     if tree.max_depth is not None and tree._ni[b + DEPTH] >= tree.max_depth:
         return
-    pre = np.array(class_row(tree, node))
-    if (pre > 0.0).sum() < 2:
+    pre = class_row(tree, node)
+    total, n_nonzero = 0.0, 0
+    for v in pre:
+        total += v
+        n_nonzero += v > 0.0
+    if n_nonzero < 2:
         return
     s = tree._ni[b + SLOT]
     suggestions = _split_suggestions(tree, s, pre)
     suggestions.sort(key=lambda t: (t[0], t[1]))
     best, second = suggestions[-1], suggestions[-2]
-    total = float(pre.sum())
     eps = hoeffding_bound(merit_range(pre), tree.delta, total)
-    near_pure = pre.max() / total > MAX_SHARE_TO_SPLIT
+    near_pure = max(pre) / total > MAX_SHARE_TO_SPLIT
     tie = eps < tree.tau
     if math.isfinite(best[0]) and (best[0] - second[0] > eps or (tie and not near_pure)):
         split(tree, node, best[1], best[2], best[3])
@@ -236,27 +229,23 @@ def attempt_split(tree, node: int) -> None:
         arena.clear_slot(tree, s)
 
 
-def _split_suggestions(tree, s: int, pre: np.ndarray) -> list:
+def _split_suggestions(tree, s: int, pre: list) -> list:
     """(merit, global feature, threshold, class weights per branch) of the best split of
     every feature at slot ``s``, after the null split (merit -inf, feature -1)."""
-    n_classes = len(tree.classes_)
+    n_classes, h_pre = len(pre), entropy(pre)
     suggestions = [(-math.inf, -1, 0.0, None)]
-    if tree._gnum:
-        merit, thr, dists = numeric_splits(arena.gaussians(tree)[s, :n_classes], pre, tree.n_split_points)
-        for j, g in enumerate(tree._gnum):
-            suggestions.append((float(merit[j]), g, float(thr[j]), dists[j]))
-    if tree._gnom:
-        counts = [arena.value_counts(tree, k)[s, :n_classes] for k in range(len(tree._gnom))]
-        for g, (merit, dists) in zip(tree._gnom, nominal_splits(counts, pre)):
-            suggestions.append((merit, g, math.nan, dists))
+    for g, (merit, thr, dists) in zip(tree._gnum, numeric_splits(tree, s, n_classes, h_pre)):
+        suggestions.append((merit, g, thr, dists))
+    for g, (merit, dists) in zip(tree._gnom, nominal_splits(tree, s, n_classes, h_pre)):
+        suggestions.append((merit, g, math.nan, dists))
     return suggestions
 
 
-def split(tree, node: int, g: int, thr: float, dists: np.ndarray) -> None:
+def split(tree, node: int, g: int, thr: float, dists: list) -> None:
     """Turn leaf ``node`` into a split on global feature ``g`` with a child per row of
-    ``dists`` (its class weights); skipped when the budget cannot hold the new nodes even
+    ``dists`` (a list of class-weight lists); skipped when the budget cannot hold the new nodes even
     without slots. The children are activated while slots are to be had."""
-    n_br = dists.shape[0]
+    n_br = len(dists)
     if not arena.grow_nodes(tree, tree._n_nodes + n_br, exclude=node):
         return  # the tree is full: no more splits
     ni, nf, cc, ccap = tree._ni, tree._nf, tree._cc, tree._ccap
@@ -272,10 +261,11 @@ def split(tree, node: int, g: int, thr: float, dists: np.ndarray) -> None:
         ni[cb + FEAT] = -1
         ni[cb + DEPTH] = depth
         ni[cb + SLOT] = -1
-        row = dists[i]
-        for c, v in enumerate(row.tolist()):
+        weight = 0.0
+        for c, v in enumerate(dists[i]):
             cc[child * ccap + c] = v
-        nf[child * N_FLOATS + NW] = float(row.sum())
+            weight += v
+        nf[child * N_FLOATS + NW] = weight
     tree._n_nodes = first + n_br
     nominal = g in tree._vocab_of
     ni[b + FEAT] = g

@@ -1,56 +1,32 @@
 """What a leaf predicts: majority class, naive Bayes over its observers, or the better of
 the two on its own training samples (mc / nb / nba; MOA's ``LearningNodeNB`` and
-``LearningNodeNBAdaptive``), and the votes memo.
+``LearningNodeNBAdaptive``).
 
 Every function takes the tree (`edgebayes.tree.hoeffding_tree`) and a leaf's node index;
-``s`` is the leaf's stats slot (`arena`), >= 0 for an active leaf.
-
-**The votes memo.** ``tree._memo`` is None or ``(x, leaf, log_votes)``: the naive Bayes
-log-votes (`nb_log_votes`) of the leaf ``x`` reached, ``x`` a copy of the learned or
-predicted sample. It exists for SRP, which predicts a sample, learns it, then predicts it
-again (its drift detectors): the learn's nba scoring and the second prediction reuse the
-votes instead of recomputing every class's.
-
-- set by a nba prediction at an active leaf (`predict`), and by a learn at an active nba
-  leaf that neither attempted a split nor ranked the leaves: the votes with only the learned
-  class's recomputed, the same floats as a full recomputation (`nb_log_votes`);
-- read only where the same ``x`` reaches the same leaf (`recalled_votes`);
-- dropped by every learn (`learning.learn` takes it at its start), by every re-layout of
-  the arrays (`arena.rebuild`: node and slot numbers move) and by a new class or nominal
-  value (`learning.make_room`: every vote changes).
+``s`` is the leaf's stats slot (`arena`), >= 0 for an active leaf. Every sum is a scalar
+loop in the compiled core's order (`edgebayes._core.tree`): the same floats on any CPU and
+any Python (``sum`` of floats is compensated from Python 3.12 on).
 """
 
 from __future__ import annotations
 
 import math
 
-from edgebayes.tree.arena import MCOK, N_FLOATS, N_INTS, NBOK, NW, SLOT, gaussians
-from edgebayes.tree.observers import INV2VAR, LOGNORM, N_FIELDS, W
-
-
-def normalize_votes(votes) -> list | None:
-    """Class votes (non-negative weights) as probabilities summing to 1.
-
-    Returns None (no prediction) only for an empty, all-zero or non-finite vote vector; any
-    other vector, however small its sum, is normalised (casebook C13).
-    """
-    total = 0.0
-    for v in votes:
-        if not (v >= 0.0 and math.isfinite(v)):
-            return None
-        total += v
-    if total <= 0.0 or not math.isfinite(total):
-        return None
-    return [v / total for v in votes]
+from edgebayes.tree.arena import MCOK, N_FLOATS, N_INTS, NBOK, NW, SLOT
+from edgebayes.tree.observers import INV2VAR, LOGNORM, MEAN, N_FIELDS, W
 
 
 def softmax_log(log_votes) -> list | None:
     """Probabilities from log-votes by log-sum-exp; None when no vote is finite (all zero)."""
-    top = max(log_votes, default=-math.inf)
+    top = -math.inf
+    for v in log_votes:
+        top = max(top, v)
     if not math.isfinite(top):
         return None
     exps = [math.exp(v - top) for v in log_votes]
-    total = sum(exps)
+    total = 0.0
+    for e in exps:
+        total += e
     return [e / total for e in exps]
 
 
@@ -67,13 +43,6 @@ def argmax(values: list) -> int:
         if v > best:
             best, arg = v, i
     return arg
-
-
-def recalled_votes(memo, node: int, xl: list):
-    """The memo's log-votes if they are those of ``xl`` at leaf ``node``, else None."""
-    if memo is not None and memo[1] == node and memo[0] == xl:
-        return memo[2]
-    return None
 
 
 def predict(tree, path: list, xl: list) -> list:
@@ -98,25 +67,19 @@ def predict(tree, path: list, xl: list) -> list:
         and nf[fb + NW] >= tree.nb_threshold
         and not (mode == "nba" and nf[fb + MCOK] > nf[fb + NBOK])
     ):
-        if mode != "nba":
-            votes = nb_log_votes(tree, node, s, xl)
-        else:
-            votes = recalled_votes(tree._memo, node, xl)
-            if votes is None:
-                votes = nb_log_votes(tree, node, s, xl)
-                tree._memo = (list(xl), node, votes)  # a copy: the caller may reuse its list
-        proba = softmax_log(votes)
+        proba = softmax_log(nb_log_votes(tree, node, s, xl))
         if proba is not None:
             return proba
     counts = class_row(tree, node)
-    total = sum(counts)
+    total = 0.0
+    for v in counts:
+        total += v
     return [v / total for v in counts] if total > 0.0 else []
 
 
-def score_nba(tree, node: int, s: int, xl: list, c: int, w: float, memo) -> list:
+def score_nba(tree, node: int, s: int, xl: list, c: int, w: float) -> None:
     """nba bookkeeping before leaf ``node`` learns ``xl`` with class ``c``: credit the
-    majority class and naive Bayes with ``w`` where each predicted ``c``. Returns the naive
-    Bayes log-votes (``memo``'s when they are ``xl``'s at this leaf).
+    majority class and naive Bayes with ``w`` where each predicted ``c``.
 
     A prediction is MOA's ``maxIndex`` of the votes: the first maximum, the first class
     when every vote is zero (an empty leaf; naive Bayes with every density zero).
@@ -124,32 +87,13 @@ def score_nba(tree, node: int, s: int, xl: list, c: int, w: float, memo) -> list
     fb = node * N_FLOATS
     if argmax(class_row(tree, node)) == c:
         tree._nf[fb + MCOK] += w
-    votes = recalled_votes(memo, node, xl)
-    if votes is None:
-        votes = nb_log_votes(tree, node, s, xl)
-    if max(argmax(votes), 0) == c:
+    if max(argmax(nb_log_votes(tree, node, s, xl)), 0) == c:
         tree._nf[fb + NBOK] += w
-    return votes
 
 
-def holds_values(tree, s: int, c: int, xl: list) -> bool:
-    """Whether class ``c`` at slot ``s`` has weight on every numeric feature ``xl`` has a
-    value for: then learning ``xl`` changes no other class's naive Bayes vote."""
-    st = tree._st
-    k = (s * tree._ccap + c) * len(tree._gnum) * N_FIELDS
-    for g in tree._gnum:
-        if st[k] <= 0.0 and xl[g] == xl[g]:
-            return False
-        k += N_FIELDS
-    return True
-
-
-def nb_log_votes(tree, node: int, s: int, xl: list, prev: list | None = None, only: int = -1) -> list:
+def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
     """Unnormalised naive Bayes log-votes per class at a leaf (MOA's
     ``doNaiveBayesPrediction`` in log space, so nothing underflows: casebook C08).
-
-    With ``prev`` (the votes before class ``only`` learned ``xl`` here), only that class's
-    vote is recomputed: the same arithmetic, so the same floats as a full recomputation.
 
     Densities are MOA's ``GaussianEstimator.probabilityDensity``: a class whose Gaussian
     has zero variance (one distinct value so far) is a point mass, density 1 at its value
@@ -167,30 +111,24 @@ def nb_log_votes(tree, node: int, s: int, xl: list, prev: list | None = None, on
     rises, which its drift detectors see (bench/srp.py on RBF_M and RBF_F).
     """
     st, ccap, nfe = tree._st, tree._ccap, len(tree._gnum) * N_FIELDS
-    gnum = tree._gnum
-    log = math.log
     cc, cb = tree._cc, node * ccap
     n_classes = len(tree.classes_)
-    if prev is None:
-        votes, classes = [-math.inf] * n_classes, range(n_classes)
-    else:
-        votes, classes = list(prev), (only,)
+    votes = [-math.inf] * n_classes
     observed = None  # per numeric feature: has any class a value for it at this leaf?
-    for c in classes:
+    for c in range(n_classes):
         n_c = cc[cb + c]
         if n_c <= 0.0:
-            votes[c] = -math.inf
             continue
-        ll = log(n_c)
+        ll = math.log(n_c)
         k = (s * ccap + c) * nfe
-        for j, g in enumerate(gnum):
-            d = xl[g] - st[k + 1]
+        for j, g in enumerate(tree._gnum):
+            d = xl[g] - st[k + MEAN]
             if d == d:  # a missing value adds nothing
                 iv = st[k + INV2VAR]
                 if iv:
                     ll += st[k + LOGNORM] - d * d * iv
                 else:  # no variance: a point mass, or no value of this class here
-                    if st[k] > 0.0:
+                    if st[k + W] > 0.0:
                         zero = d != 0.0
                     else:
                         if observed is None:
@@ -209,16 +147,24 @@ def nb_log_votes(tree, node: int, s: int, xl: list, prev: list | None = None, on
             continue
         counts, vcap, vocab = tree._nc[j], tree._vcaps[j], tree._vocab[j]
         code, n_values = vocab.get(v, -1), len(vocab)
-        for c in classes:
+        for c in range(n_classes):
             if votes[c] == -math.inf:
                 continue
             b = (s * ccap + c) * vcap
-            total = sum(counts[b : b + vcap])
+            total = 0.0
+            for i in range(vcap):
+                total += counts[b + i]
             if total > 0.0:
-                votes[c] += log(((counts[b + code] if code >= 0 else 0.0) + 1.0) / (total + n_values))
+                votes[c] += math.log(((counts[b + code] if code >= 0 else 0.0) + 1.0) / (total + n_values))
     return votes
 
 
 def observed_features(tree, s: int) -> list:
     """Per numeric feature, whether slot ``s`` holds weight for it in any class."""
-    return (gaussians(tree)[s, : len(tree.classes_), :, W] > 0.0).any(axis=0).tolist()
+    st, n_num, ccap = tree._st, len(tree._gnum), tree._ccap
+    seen = [False] * n_num
+    for c in range(len(tree.classes_)):
+        k = (s * ccap + c) * n_num * N_FIELDS
+        for j in range(n_num):
+            seen[j] = seen[j] or st[k + j * N_FIELDS + W] > 0.0
+    return seen

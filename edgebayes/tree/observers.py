@@ -3,8 +3,9 @@ evaluates its candidate splits (VFDT, Domingos and Hulten 2000, Table 1: "increm
 n_ijk(l)" and "compute G_l(X_i) for each attribute").
 
 The statistics themselves live in the tree's flat arrays (`arena`): `observe` updates one
-slot in place; the split functions take numpy views of one leaf's block and return the best
-split per feature.
+slot in place; the split functions read one slot and return the best split per feature. Every
+loop here is a scalar loop in the compiled core's order (`edgebayes._core.tree`), so both give
+the same floats on any CPU.
 
 - Numeric feature: per class a Gaussian estimator (weight, mean, M2, min, max; MOA's
   ``GaussianNumericAttributeClassObserver``). Candidate thresholds are ``n_split_points``
@@ -19,11 +20,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from edgebayes.tree.criterion import info_gain
 
-_erf = np.frompyfunc(math.erf, 1, 1)
 _SQRT2 = math.sqrt(2.0)
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -67,79 +65,90 @@ def observe(tree, s: int, xl: list, c: int, w: float, codes: list) -> None:
             tree._nc[k][(s * tree._ccap + c) * tree._vcaps[k] + code] += w
 
 
-def numeric_splits(block: np.ndarray, pre: np.ndarray, n_split_points: int):
-    """Best binary split of every numeric feature of one leaf.
+def numeric_splits(tree, s: int, n_classes: int, h_pre: float) -> list:
+    """Best binary split of every numeric feature at slot ``s`` (MOA's
+    ``GaussianNumericAttributeClassObserver.getBestEvaluatedSplitSuggestion``).
 
     Args:
-        block: float64 view of shape (n_classes, n_features, 7): the leaf's Gaussian records.
-        pre: class weights at the leaf, shape (n_classes,).
-        n_split_points: candidate thresholds per feature (MOA's numBins, 10).
+        tree: the tree (`arena` describes its arrays).
+        s: an active leaf's stats slot.
+        n_classes: classes the tree knows.
+        h_pre: entropy of the leaf's class weights (`criterion.entropy`).
 
     Returns:
-        (merit, threshold, dists): merit and threshold of shape (n_features,) (merit -inf when
-        the feature has no valid candidate, e.g. fewer than two distinct values or only NaN),
-        dists of shape (n_features, 2, n_classes): class weights left (<=) and right (>).
+        per numeric feature, in record order, (merit, threshold, dists): dists the class
+        weights left (<=) and right (>) as two lists of floats; merit -inf when the feature
+        has no valid candidate (fewer than two distinct values, or only NaN). The first best
+        candidate wins (MOA's strict '>' scan).
     """
-    w = block[:, :, W]
-    mean = block[:, :, MEAN]
-    lo_c = block[:, :, MIN]
-    hi_c = block[:, :, MAX]
-    lo = lo_c.min(axis=0)  # empty classes hold +inf / -inf and drop out
-    hi = hi_c.max(axis=0)
-    n_classes, n_features = w.shape
-    spread = lo < hi  # at least two distinct values; features without values: inf > -inf
-    if not spread.any():
-        return np.full(n_features, -np.inf), np.zeros(n_features), np.zeros((n_features, 2, n_classes))
-    lo = np.where(spread, lo, 0.0)
-    hi = np.where(spread, hi, 0.0)
-    bin_size = (hi - lo) / (n_split_points + 1.0)  # MOA's arithmetic, to the last bit
-    cand = lo + bin_size * np.arange(1, n_split_points + 1)[:, None]  # (K, F)
-    valid = spread & (cand > lo) & (cand < hi)
-    w1 = np.where(w > 1.0, w - 1.0, 1.0)
-    std = np.sqrt(np.where(w > 1.0, np.maximum(block[:, :, M2], 0.0) / w1, 0.0))  # (C, F)
-    t = cand[:, None, :]  # (K, 1, F)
-    frac = (t >= mean).astype(np.float64)  # (K, C, F): a point mass goes whole
-    inside = (std > 0.0) & (t >= lo_c) & (t < hi_c)
-    z = ((t - mean) / np.where(std > 0.0, std * _SQRT2, 1.0))[inside]
-    frac[inside] = 0.5 * (1.0 + _erf(z).astype(np.float64))
-    frac[t >= hi_c] = 1.0
-    frac[t < lo_c] = 0.0  # before the class's smallest value: none of it goes left
-    frac *= w
-    both = np.empty((n_split_points, n_classes, 2, n_features))
-    both[:, :, 0] = frac
-    both[:, :, 1] = np.maximum(w - frac, 0.0)
-    dists = both.transpose(0, 3, 2, 1)  # (K, F, 2, C); the class sums run in class order
-    merits = np.where(valid, info_gain(pre, dists), -np.inf)
-    best = merits.argmax(axis=0)  # first maximum, as MOA's strict '>' scan
-    cols = np.arange(n_features)
-    return merits[best, cols], cand[best, cols], dists[best, cols]
-
-
-def nominal_splits(counts: list, pre: np.ndarray) -> list:
-    """The multiway split of every nominal feature of one leaf, in one vectorised evaluation.
-
-    Args:
-        counts: per nominal feature a float64 view of shape (n_classes, n_values_k): weight
-            per class and value code.
-        pre: class weights at the leaf, shape (n_classes,).
-
-    Returns:
-        per feature (merit, dists): dists of shape (n_branches, n_classes), one branch per
-        value code up to the largest code seen at this leaf; merit -inf (dists None) with
-        fewer than two values seen. Features with fewer values are padded with empty branches,
-        which add exact zeros to the merit (numpy sums fewer than 8 branches in order; beyond,
-        its pairwise order may move the last bit).
-    """
-    n_values = max(c.shape[1] for c in counts)
-    stacked = np.zeros((len(counts), n_values, pre.shape[0]))
-    for k, c in enumerate(counts):
-        stacked[k, : c.shape[1]] = c.T
-    merits = info_gain(pre, stacked).tolist()
+    st, n_num, n_points = tree._st, len(tree._gnum), tree.n_split_points
+    base = s * tree._ccap * n_num * N_FIELDS
+    step = n_num * N_FIELDS  # from one class's record of a feature to the next class's
     out = []
-    for k, seen in enumerate((stacked.sum(axis=2) > 0.0).tolist()):
-        if sum(seen) < 2:
+    for j in range(n_num):
+        first = base + j * N_FIELDS
+        lo, hi = math.inf, -math.inf  # empty classes hold +inf / -inf and drop out
+        for c in range(n_classes):
+            k = first + c * step
+            lo = min(lo, st[k + MIN])
+            hi = max(hi, st[k + MAX])
+        best = (-math.inf, 0.0, None)
+        if lo < hi:
+            bin_size = (hi - lo) / (n_points + 1.0)  # MOA's arithmetic, to the last bit
+            for i in range(1, n_points + 1):
+                t = lo + bin_size * i
+                if not (lo < t < hi):
+                    continue
+                dists = _sides(st, first, step, n_classes, t)
+                merit = info_gain(h_pre, dists)
+                if merit > best[0]:
+                    best = (merit, t, dists)
+        out.append(best)
+    return out
+
+
+def _sides(st, first: int, step: int, n_classes: int, t: float) -> list:
+    """Class weights at or below threshold ``t`` and above it, from each class's Gaussian
+    (MOA's ``GaussianEstimator.estimatedWeight_LessThan_EqualTo_GreaterThan_Value``): a class
+    with no spread goes whole to one side, one lying wholly on one side goes there whole."""
+    left, right = [], []
+    for c in range(n_classes):
+        k = first + c * step
+        w, mean, lo_c, hi_c = st[k + W], st[k + MEAN], st[k + MIN], st[k + MAX]
+        std = math.sqrt(max(st[k + M2], 0.0) / (w - 1.0)) if w > 1.0 else 0.0
+        if t < lo_c:
+            frac = 0.0
+        elif t >= hi_c:
+            frac = 1.0
+        elif std > 0.0:
+            frac = 0.5 * (1.0 + math.erf((t - mean) / (std * _SQRT2)))
+        else:
+            frac = 1.0 if t >= mean else 0.0
+        below = frac * w
+        left.append(below)
+        right.append(max(w - below, 0.0))
+    return [left, right]
+
+
+def nominal_splits(tree, s: int, n_classes: int, h_pre: float) -> list:
+    """The multiway split of every nominal feature at slot ``s`` (MOA's
+    ``NominalAttributeClassObserver``): a branch per value code up to the largest code seen.
+
+    Returns:
+        per nominal feature (merit, dists): dists the class weights per branch (a list of
+        float lists); merit -inf and dists None with fewer than two values seen here.
+    """
+    out = []
+    for k, counts in enumerate(tree._nc):
+        vcap = tree._vcaps[k]
+        branches, last, n_seen = [], 0, 0
+        for v in range(vcap):
+            row = [counts[(s * tree._ccap + c) * vcap + v] for c in range(n_classes)]
+            branches.append(row)
+            if any(x > 0.0 for x in row):
+                last, n_seen = v + 1, n_seen + 1
+        if n_seen < 2:
             out.append((-math.inf, None))
         else:
-            last = n_values - seen[::-1].index(True)
-            out.append((merits[k], stacked[k, :last].copy()))
+            out.append((info_gain(h_pre, branches[:last]), branches[:last]))
     return out
