@@ -9,7 +9,7 @@ which would change results against the reference.
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-CORE = ["adwin", "naive_bayes"]
+CORE = ["adwin", "inputs", "naive_bayes", "tree"]
 
 extensions = cythonize(
     [

@@ -6,4 +6,4 @@ needs, including on 32-bit ARM.
 """
 
 #: compiled modules, all built or none used
-MODULES = ("edgebayes._core.adwin", "edgebayes._core.naive_bayes")
+MODULES = ("edgebayes._core.adwin", "edgebayes._core.inputs", "edgebayes._core.naive_bayes", "edgebayes._core.tree")

@@ -4,22 +4,18 @@
 :class:`GaussianNB` here is :class:`edgebayes.naive_bayes.GaussianNB` (parameters, batch
 methods, state, memory) with those two methods replaced, over the reference's own fields and
 ``array("d")`` buffers, so ``state()`` and ``memory_bytes()`` are the reference's code. ``x``
-is read into doubles once: a list or tuple of floats, or a 1-D float64 numpy array through
-the buffer protocol (no numpy C API); anything else, and any value the input rule refuses,
-goes through `edgebayes.base.as_floats`, which raises the reference's errors. Each function
+is read into doubles once (`edgebayes._core.inputs`), with the reference's errors. Each function
 below is the reference function or method of the same name, loop for loop and in the same
 operation order (built with ``-ffp-contract=off`` so that no multiply-add is fused): every
 float of ``state()`` and every probability is bit-identical to the reference's.
 """
 
-from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_GetBuffer
 from cpython cimport array
 from libc.math cimport INFINITY, exp, expm1, log
 from libc.stdlib cimport free, malloc
 
-from numpy import ndarray  # the type, to recognise an array: no numpy C API
-
-from edgebayes.base import MAX_ABS_X, MAX_WEIGHT, as_floats, check_weight
+from edgebayes._core.inputs cimport any_nan, read_x
+from edgebayes.base import MAX_ABS_X, MAX_WEIGHT, check_weight
 from edgebayes.naive_bayes import _LOG_2PI, EPS_FLOOR, FAR_SCALE
 from edgebayes.naive_bayes import GaussianNB as _Reference
 
@@ -89,92 +85,13 @@ cdef class Estimates:
 
 cdef double* _read_x(Estimates self, object x, double limit, Py_ssize_t* n,
                      bint* has_nan) except NULL:
-    """``x`` as a malloc'ed array of ``n[0]`` doubles (the caller frees it): the reference's
-    ``as_floats(x, n_features_in_, learning)``, with ``limit`` = MAX_ABS_X when learning, inf
-    to predict; ``has_nan[0]`` says whether a value is missing."""
-    cdef Py_ssize_t j, d = -1 if self.n_features_in_ is None else self.n_features_in_
-    cdef double* xs = NULL
-    if d > 0:
-        xs = <double*>malloc(d * sizeof(double))
-        if xs == NULL:
-            raise MemoryError()
-        n[0] = d
-        if _read_fast(x, d, limit, xs):
-            has_nan[0] = _any_nan(xs, d)
-            return xs
-    try:
-        values, nan = as_floats(x, None if d < 0 else d, limit != INFINITY)
-        if d < 0:  # the first sample: its length, fixed when its class is added
-            d = n[0] = len(values)
-            xs = <double*>malloc(d * sizeof(double))
-            if xs == NULL:
-                raise MemoryError()
-        for j in range(d):
-            xs[j] = values[j]
-    except BaseException:
-        free(xs)
-        raise
-    has_nan[0] = nan
+    """``x`` as a malloc'ed array of ``n[0]`` doubles (the caller frees it), by the input rule
+    (`edgebayes._core.inputs`), with ``limit`` = MAX_ABS_X when learning, inf to predict;
+    ``has_nan[0]`` says whether a value is missing."""
+    cdef Py_ssize_t d = -1 if self.n_features_in_ is None else self.n_features_in_
+    cdef double* xs = read_x(x, d, limit, limit != INFINITY, n)
+    has_nan[0] = any_nan(xs, n[0])
     return xs
-
-
-cdef bint _read_fast(object x, Py_ssize_t d, double limit, double* xs) except -1:
-    """Read the common cases into ``xs``: a list or tuple of ``d`` floats, or a 1-D float64
-    numpy array of ``d`` values, each NaN or finite of magnitude <= ``limit``. False when ``x``
-    is anything else (the caller then applies the reference's rule and its errors)."""
-    if type(x) is list:
-        return _read_items(<list>x, d, limit, xs)
-    if type(x) is tuple:
-        return _read_items(list(<tuple>x), d, limit, xs)
-    if type(x) is not ndarray:
-        return False
-    cdef Py_ssize_t j
-    cdef double v
-    cdef Py_buffer view
-    PyObject_GetBuffer(x, &view, PyBUF_RECORDS_RO)
-    try:
-        if view.ndim != 1 or view.shape[0] != d or view.itemsize != 8 or view.format == NULL \
-                or view.format[0] != c'd' or view.format[1] != 0:
-            return False
-        for j in range(d):
-            v = (<double*>(<char*>view.buf + j * view.strides[0]))[0]
-            if not _admissible(v, limit):
-                return False
-            xs[j] = v
-        return True
-    finally:
-        PyBuffer_Release(&view)
-
-
-cdef bint _read_items(list x, Py_ssize_t d, double limit, double* xs) except -1:
-    """`_read_fast` for a list."""
-    cdef Py_ssize_t j
-    cdef double v
-    if len(x) != d:
-        return False
-    for j in range(d):
-        item = x[j]
-        if type(item) is not float:
-            return False
-        v = item
-        if not _admissible(v, limit):
-            return False
-        xs[j] = v
-    return True
-
-
-cdef inline bint _admissible(double v, double limit):
-    """NaN (a missing value), or finite with |v| <= limit: what `edgebayes.base.to_float`
-    takes."""
-    return v != v or (-limit <= v <= limit and v != INFINITY and v != -INFINITY)
-
-
-cdef inline bint _any_nan(const double* xs, Py_ssize_t d):
-    cdef Py_ssize_t j
-    for j in range(d):
-        if xs[j] != xs[j]:
-            return True
-    return False
 
 
 cdef inline double update_rate(double m, double w, double top, double log_keep):

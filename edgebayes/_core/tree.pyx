@@ -1,0 +1,626 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The Hoeffding tree's per-sample path compiled: one C call per ``learn_one`` or
+``predict_proba_one``.
+
+:class:`HoeffdingTreeClassifier` here is :class:`edgebayes.tree.HoeffdingTreeClassifier`
+(parameters, state, memory, the arena and its re-layouts, new classes and values, splits,
+leaf ranking) with those two methods replaced, over the reference's own fields and ``array``
+buffers: ``state()`` and ``memory_bytes()`` are the reference's code. What runs per sample is
+here, each function the reference function of the same name (`edgebayes.tree.learning`,
+`leaves`, `observers`, `criterion`), loop for loop and in the same operation order, built
+with ``-ffp-contract=off``: every float of ``state()`` and every probability is
+bit-identical to the reference's. What changes the tree's shape (a new class or value, a
+split, a ranking of the leaves) calls the reference functions themselves.
+
+`tree.pxd` declares `predict_index` and `learn_sample` for the compiled SRP
+(`edgebayes._core.srp`), which drives its members through them.
+"""
+
+from cpython cimport array
+from libc.math cimport INFINITY, erf, exp, isfinite, log, log2, sqrt
+from libc.stdlib cimport free, malloc
+
+from edgebayes._core.inputs cimport read_x
+from edgebayes.base import MAX_ABS_X, MAX_WEIGHT, check_label, check_weight
+from edgebayes.tree import arena, criterion, learning, observers
+from edgebayes.tree.hoeffding_tree import HoeffdingTreeClassifier as _Reference
+
+# the layouts and constants of the reference, checked rather than retyped
+cdef enum:
+    FEAT, CHILD, NBR, DEPTH, SLOT, N_INTS
+cdef enum:
+    THR, NW, SINCE, MCOK, NBOK, N_FLOATS
+cdef enum:
+    W, MEAN, M2, MIN, MAX, LOGNORM, INV2VAR, N_FIELDS
+assert (arena.FEAT, arena.CHILD, arena.NBR, arena.DEPTH, arena.SLOT, arena.N_INTS) == (0, 1, 2, 3, 4, 5)
+assert (arena.THR, arena.NW, arena.SINCE, arena.MCOK, arena.NBOK, arena.N_FLOATS) == (0, 1, 2, 3, 4, 5)
+assert (observers.W, observers.MEAN, observers.M2, observers.MIN, observers.MAX,
+        observers.LOGNORM, observers.INV2VAR, observers.N_FIELDS) == (0, 1, 2, 3, 4, 5, 6, 7)
+cdef double LOG_2PI = observers._LOG_2PI
+cdef double SQRT2 = observers._SQRT2
+cdef double MIN_BRANCH_FRACTION = criterion.MIN_BRANCH_FRACTION
+cdef double MAX_SHARE_TO_SPLIT = criterion.MAX_SHARE_TO_SPLIT
+cdef Py_ssize_t REBALANCE_PERIOD = learning.REBALANCE_PERIOD
+cdef double LIMIT = MAX_ABS_X
+cdef double WEIGHT_LIMIT = MAX_WEIGHT
+
+
+cdef class Fields:
+    """The reference's attributes, as C fields (`edgebayes.tree.arena` describes the arrays),
+    and the two per-sample methods."""
+
+    # parameters, stored unchanged (``state()`` returns them as given)
+    cdef public object grace_period, delta, tau, leaf_prediction, nb_threshold, max_depth
+    cdef public object n_split_points, nominal_attributes, max_size_bytes, features, seed
+    # learned schema and labels
+    cdef public object n_features_in_
+    cdef public list classes_, _gnum, _gnom, _vocab, _vcaps, _nc
+    cdef public dict _cidx, _vocab_of
+    # the arena
+    cdef public Py_ssize_t _n_nodes, _node_cap, _slot_cap, _ccap, _n_free, _n_learned
+    cdef public array.array _ni, _nf, _cc, _st, _free
+
+    def learn_one(self, x, y, w=1.0):
+        """Learn one sample (see the reference's ``learn_one``: same arguments, errors, result)."""
+        check_label(y)
+        cdef double wt
+        if type(w) is float and 0.0 <= <double>w <= WEIGHT_LIMIT:
+            wt = w
+        else:
+            wt = check_weight(w)
+        if self.n_features_in_ is None:  # the first sample fixes the schema: the reference's way
+            _Reference.learn_one(self, x, y, wt)
+            return
+        cdef Py_ssize_t n
+        cdef double* xs = read_x(x, self.n_features_in_, LIMIT, True, &n)
+        try:
+            if wt != 0.0:
+                learn_sample(self, xs, y, wt)
+        finally:
+            free(xs)
+
+    def predict_proba_one(self, x):
+        """Class probabilities at the leaf x reaches (see the reference's ``predict_proba_one``)."""
+        cdef Py_ssize_t n, k, K
+        if self.n_features_in_ is None:
+            return _Reference.predict_proba_one(self, x)
+        cdef double* xs = read_x(x, self.n_features_in_, INFINITY, False, &n)
+        cdef double* out = NULL
+        try:
+            if not self._n_nodes:
+                return {}
+            K = len(self.classes_)
+            out = <double*>malloc(K * sizeof(double))
+            if out == NULL:
+                raise MemoryError()
+            if not predict_proba(self, xs, out):
+                return {}
+            return {self.classes_[k]: out[k] for k in range(K)}
+        finally:
+            free(xs)
+            free(out)
+
+
+# ---------------------------------------------------------------- the SRP's entry points
+
+
+cdef Py_ssize_t predict_index(Fields t, const double* xs, double* scratch) except -2:
+    """The class index the reference's ``predict_one`` names (the first most probable), -1
+    for no prediction; ``scratch`` holds at least len(classes_) doubles."""
+    if not t._n_nodes:
+        return -1
+    cdef Py_ssize_t K = len(t.classes_), k, best = 0
+    if not predict_proba(t, xs, scratch):
+        return -1
+    for k in range(1, K):
+        if scratch[k] > scratch[best]:
+            best = k
+    return best
+
+
+cdef int learn_sample(Fields t, const double* xs, object y, double w) except -1:
+    """The reference's ``learn_one`` after its checks (schema fixed, ``w`` > 0): a new class
+    or nominal value first makes room (`learning.make_room`), then `learn`."""
+    cdef Py_ssize_t n_nom = len(t._gnom), k
+    cdef bint new = False
+    c = t._cidx.get(y)
+    codes = [None] * n_nom
+    for k in range(n_nom):
+        v = xs[<Py_ssize_t>t._gnom[k]]
+        codes[k] = (<dict>t._vocab[k]).get(v) if v == v else -1
+        new = new or codes[k] is None
+    if c is None or new:
+        xl = [xs[k] for k in range(t.n_features_in_)]
+        c, codes = learning.make_room(t, y, c is None, xl, codes)
+    _learn(t, xs, c, w, codes)
+    return 0
+
+
+# ---------------------------------------------------------------- learning (`learning`)
+
+
+cdef int _learn(Fields t, const double* xs, Py_ssize_t c, double w, list codes) except -1:
+    """`learning.learn`: route adding ``w`` on the way, score nba, observe, attempt a split
+    every grace period, rank the leaves every `REBALANCE_PERIOD` samples (bounded trees)."""
+    cdef Py_ssize_t parent
+    cdef Py_ssize_t node = _route(t, xs, w, &parent)
+    cdef double* nf = t._nf.data.as_doubles
+    cdef Py_ssize_t s = t._ni.data.as_ints[node * N_INTS + SLOT]
+    cdef double since
+    if s >= 0:
+        if t.leaf_prediction == "nba":
+            _score_nba(t, node, s, xs, c, w)
+        _observe(t, s, xs, c, w, codes)
+    t._cc.data.as_doubles[node * t._ccap + c] += w
+    t._n_learned += 1
+    if s >= 0:
+        since = nf[node * N_FLOATS + SINCE] + w
+        if since >= <double>t.grace_period:
+            nf[node * N_FLOATS + SINCE] = 0.0
+            _attempt_split(t, node)
+        else:
+            nf[node * N_FLOATS + SINCE] = since
+    if t.max_size_bytes is not None and t._n_learned % REBALANCE_PERIOD == 0:
+        learning.rebalance(t)
+    return 0
+
+
+cdef Py_ssize_t _route(Fields t, const double* xs, double w, Py_ssize_t* parent) except -1:
+    """`learning.route`: the leaf ``xs`` reaches, its parent (-1 for the root) in
+    ``parent[0]``; ``w`` added to each node's weight seen as it is passed (the reference adds
+    it after routing: the same, as routing compares only children not yet passed)."""
+    cdef int* ni = t._ni.data.as_ints
+    cdef double* nf = t._nf.data.as_doubles
+    cdef Py_ssize_t node = 0, b, g, ch, nbr, code
+    cdef double v, thr
+    parent[0] = -1
+    while True:
+        nf[node * N_FLOATS + NW] += w
+        b = node * N_INTS
+        g = ni[b + FEAT]
+        if g < 0:
+            return node
+        v = xs[g]
+        ch = ni[b + CHILD]
+        nbr = ni[b + NBR]
+        parent[0] = node
+        if nbr:
+            code = (<dict>t._vocab_of[g]).get(v, -1) if v == v else -1
+            node = ch + code if 0 <= code < nbr else _heaviest_branch(nf, ch, nbr)
+        else:
+            thr = nf[node * N_FLOATS + THR]
+            if v <= thr:
+                node = ch
+            elif v > thr:
+                node = ch + 1
+            else:
+                node = _heaviest_branch(nf, ch, 2)
+
+
+cdef inline Py_ssize_t _heaviest_branch(const double* nf, Py_ssize_t ch, Py_ssize_t nbr):
+    """`learning._heaviest_branch`: the child with the most weight seen, the first on a tie."""
+    cdef Py_ssize_t i, best = 0
+    for i in range(1, nbr):
+        if nf[(ch + i) * N_FLOATS + NW] > nf[(ch + best) * N_FLOATS + NW]:
+            best = i
+    return ch + best
+
+
+cdef int _observe(Fields t, Py_ssize_t s, const double* xs, Py_ssize_t c, double w, list codes) except -1:
+    """`observers.observe`: weighted Welford per numeric feature, counts per nominal one."""
+    cdef double* st = t._st.data.as_doubles
+    cdef Py_ssize_t n_num = len(t._gnum), j, k = (s * t._ccap + c) * n_num * N_FIELDS, code, vcap
+    cdef double v, sw, mu, d, m2, var
+    for j in range(n_num):
+        v = xs[<Py_ssize_t>t._gnum[j]]
+        if v != v:
+            pass
+        elif st[k] <= 0.0:
+            st[k] = w
+            st[k + 1] = v
+            st[k + 3] = v
+            st[k + 4] = v
+        else:
+            sw = st[k] + w
+            st[k] = sw
+            mu = st[k + 1]
+            d = v - mu
+            mu += d * w / sw
+            st[k + 1] = mu
+            m2 = st[k + 2] + w * d * (v - mu)
+            st[k + 2] = m2
+            if v < st[k + 3]:
+                st[k + 3] = v
+            if v > st[k + 4]:
+                st[k + 4] = v
+            if sw > 1.0 and m2 > 0.0:
+                var = m2 / (sw - 1.0)
+                st[k + 5] = -0.5 * (LOG_2PI + log(var))
+                st[k + 6] = 0.5 / var
+        k += N_FIELDS
+    for j in range(len(codes)):
+        code = codes[j]
+        if code >= 0:
+            vcap = t._vcaps[j]
+            (<array.array>t._nc[j]).data.as_doubles[(s * t._ccap + c) * vcap + code] += w
+    return 0
+
+
+# ---------------------------------------------------------------- splits (`learning`, `observers`, `criterion`)
+
+
+cdef int _attempt_split(Fields t, Py_ssize_t node) except -1:
+    """`learning.attempt_split`: evaluate every feature's best split, split on the best when
+    the Hoeffding test (or a tie) allows, clear a near-pure or tied leaf's observers."""
+    cdef int* ni = t._ni.data.as_ints
+    cdef Py_ssize_t b = node * N_INTS
+    if t.max_depth is not None and ni[b + DEPTH] >= t.max_depth:
+        return 0
+    cdef Py_ssize_t K = len(t.classes_), c, n_nonzero = 0, s = ni[b + SLOT]
+    cdef double* pre = t._cc.data.as_doubles + node * t._ccap
+    cdef double total = 0.0, top = -INFINITY
+    for c in range(K):
+        total += pre[c]
+        n_nonzero += pre[c] > 0.0
+        if pre[c] > top:
+            top = pre[c]
+    if n_nonzero < 2:
+        return 0
+    cdef double h_pre = _entropy(pre, K, 1)
+    # the best two suggestions by (merit, global feature), the null split (-inf, -1) included
+    cdef double m1 = -INFINITY, m2 = -INFINITY, merit, thr, thr1 = 0.0
+    cdef Py_ssize_t g1 = -1, g2 = -1, g, j
+    cdef Py_ssize_t n_num = len(t._gnum), n_nom = len(t._gnom)
+    cdef double* scratch = <double*>malloc(2 * K * sizeof(double))
+    if scratch == NULL:
+        raise MemoryError()
+    try:
+        for j in range(n_num + n_nom):
+            if j < n_num:
+                g = t._gnum[j]
+                merit = _numeric_split(t, s, j, K, h_pre, &thr, scratch)
+            else:
+                g = t._gnom[j - n_num]
+                merit = _nominal_split(t, s, j - n_num, K, h_pre, NULL)
+                thr = 0.0
+            if merit > m1 or (merit == m1 and g > g1):
+                m2, g2 = m1, g1
+                m1, g1, thr1 = merit, g, thr
+            elif merit > m2 or (merit == m2 and g > g2):
+                m2, g2 = merit, g
+    finally:
+        free(scratch)
+    cdef double R = log2(<double>(K if K > 2 else 2))
+    cdef double eps = sqrt(R * R * log(1.0 / <double>t.delta) / (2.0 * total))
+    cdef bint near_pure = top / total > MAX_SHARE_TO_SPLIT
+    cdef bint tie = eps < <double>t.tau
+    if isfinite(m1) and (m1 - m2 > eps or (tie and not near_pure)):
+        _split(t, node, s, g1, thr1)
+    elif near_pure or tie:
+        _clear_slot(t, s)
+    return 0
+
+
+cdef int _split(Fields t, Py_ssize_t node, Py_ssize_t s, Py_ssize_t g, double thr) except -1:
+    """`learning.split` on the winner, its class weights per branch computed again (the same
+    floats as in the evaluation)."""
+    cdef Py_ssize_t K = len(t.classes_), j, c
+    cdef double* sides = <double*>malloc(2 * K * sizeof(double))
+    if sides == NULL:
+        raise MemoryError()
+    try:
+        if g in t._vocab_of:
+            dists = _nominal_branches(t, s, t._gnom.index(g), K)
+            learning.split(t, node, g, float("nan"), dists)
+        else:
+            j = t._gnum.index(g)
+            _sides(<double*>t._st.data.as_doubles, _first(t, s, j), len(t._gnum) * N_FIELDS, K, thr, sides)
+            dists = [[sides[c] for c in range(K)], [sides[K + c] for c in range(K)]]
+            learning.split(t, node, g, thr, dists)
+    finally:
+        free(sides)
+    return 0
+
+
+cdef inline Py_ssize_t _first(Fields t, Py_ssize_t s, Py_ssize_t j):
+    """Index of class 0's record of numeric feature ``j`` at slot ``s``."""
+    return s * t._ccap * len(t._gnum) * N_FIELDS + j * N_FIELDS
+
+
+cdef double _numeric_split(Fields t, Py_ssize_t s, Py_ssize_t j, Py_ssize_t K, double h_pre,
+                           double* thr, double* sides) except? -1:
+    """`observers.numeric_splits` for numeric feature ``j``: the best merit (-inf for none)
+    and its threshold in ``thr[0]``; ``sides`` is scratch of 2 K doubles."""
+    cdef double* st = t._st.data.as_doubles
+    cdef Py_ssize_t step = len(t._gnum) * N_FIELDS, first = _first(t, s, j), c, k, i
+    cdef Py_ssize_t n_points = t.n_split_points
+    cdef double lo = INFINITY, hi = -INFINITY, bin_size, cand, merit, best = -INFINITY
+    thr[0] = 0.0
+    for c in range(K):
+        k = first + c * step
+        if st[k + MIN] < lo:
+            lo = st[k + MIN]
+        if st[k + MAX] > hi:
+            hi = st[k + MAX]
+    if not lo < hi:
+        return best
+    bin_size = (hi - lo) / (n_points + 1.0)
+    for i in range(1, n_points + 1):
+        cand = lo + bin_size * <double>i
+        if not (lo < cand < hi):
+            continue
+        _sides(st, first, step, K, cand, sides)
+        merit = _info_gain(h_pre, sides, 2, K)
+        if merit > best:
+            best = merit
+            thr[0] = cand
+    return best
+
+
+cdef void _sides(const double* st, Py_ssize_t first, Py_ssize_t step, Py_ssize_t K, double t,
+                 double* out):
+    """`observers._sides`: class weights at or below ``t`` into ``out[:K]``, above into ``out[K:2K]``."""
+    cdef Py_ssize_t c, k
+    cdef double w, mean, lo_c, hi_c, std, frac, below, above
+    for c in range(K):
+        k = first + c * step
+        w = st[k + W]
+        mean = st[k + MEAN]
+        lo_c = st[k + MIN]
+        hi_c = st[k + MAX]
+        if w > 1.0:
+            std = sqrt((st[k + M2] if st[k + M2] > 0.0 else 0.0) / (w - 1.0))
+        else:
+            std = 0.0
+        if t < lo_c:
+            frac = 0.0
+        elif t >= hi_c:
+            frac = 1.0
+        elif std > 0.0:
+            frac = 0.5 * (1.0 + erf((t - mean) / (std * SQRT2)))
+        else:
+            frac = 1.0 if t >= mean else 0.0
+        below = frac * w
+        above = w - below
+        out[c] = below
+        out[K + c] = above if above > 0.0 else 0.0
+
+
+cdef double _nominal_split(Fields t, Py_ssize_t s, Py_ssize_t k, Py_ssize_t K, double h_pre,
+                           void* unused) except? -1:
+    """`observers.nominal_splits` for nominal feature ``k``: the multiway split's merit, -inf
+    with fewer than two values seen at slot ``s``."""
+    cdef Py_ssize_t vcap = t._vcaps[k], v, c, last = 0, n_seen = 0
+    cdef double* counts = (<array.array>t._nc[k]).data.as_doubles
+    cdef Py_ssize_t base = s * t._ccap * vcap
+    cdef bint seen
+    for v in range(vcap):
+        seen = False
+        for c in range(K):
+            seen = seen or counts[base + c * vcap + v] > 0.0
+        if seen:
+            last = v + 1
+            n_seen += 1
+    if n_seen < 2:
+        return -INFINITY
+    cdef double* branches = <double*>malloc(last * K * sizeof(double))
+    if branches == NULL:
+        raise MemoryError()
+    try:
+        for v in range(last):
+            for c in range(K):
+                branches[v * K + c] = counts[base + c * vcap + v]
+        return _info_gain(h_pre, branches, last, K)
+    finally:
+        free(branches)
+
+
+cdef list _nominal_branches(Fields t, Py_ssize_t s, Py_ssize_t k, Py_ssize_t K):
+    """The class weights per branch of nominal feature ``k``'s split (as `observers.nominal_splits`)."""
+    cdef Py_ssize_t vcap = t._vcaps[k], v, c, last = 0
+    cdef double* counts = (<array.array>t._nc[k]).data.as_doubles
+    cdef Py_ssize_t base = s * t._ccap * vcap
+    rows = []
+    for v in range(vcap):
+        row = [counts[base + c * vcap + v] for c in range(K)]
+        rows.append(row)
+        if any(x > 0.0 for x in row):
+            last = v + 1
+    return rows[:last]
+
+
+cdef double _entropy(const double* weights, Py_ssize_t n, Py_ssize_t stride):
+    """`criterion.entropy` of ``weights[0], weights[stride], ...`` (n of them)."""
+    cdef double total = 0.0, acc = 0.0, v
+    cdef Py_ssize_t i
+    for i in range(n):
+        v = weights[i * stride]
+        if v > 0.0:
+            total += v
+            acc -= v * log2(v)
+    if total <= 0.0:
+        return 0.0
+    return acc / total + log2(total)
+
+
+cdef double _info_gain(double h_pre, const double* branches, Py_ssize_t n_br, Py_ssize_t K):
+    """`criterion.info_gain` of ``n_br`` branches of K class weights each, row after row."""
+    cdef double w = 0.0, wb, post = 0.0
+    cdef Py_ssize_t b, c, big = 0
+    cdef double stack[64]
+    cdef double* size = &stack[0]
+    if n_br > 64:
+        size = <double*>malloc(n_br * sizeof(double))
+    for b in range(n_br):
+        wb = 0.0
+        for c in range(K):
+            wb += branches[b * K + c]
+        size[b] = wb
+        w += wb
+    for b in range(n_br):
+        if size[b] > MIN_BRANCH_FRACTION * w:
+            big += 1
+    if big >= 2:
+        for b in range(n_br):
+            if size[b] > 0.0:
+                post += size[b] * _entropy(branches + b * K, K, 1)
+    if size != &stack[0]:
+        free(size)
+    if big < 2:
+        return -INFINITY
+    return h_pre - post / w
+
+
+cdef void _clear_slot(Fields t, Py_ssize_t s):
+    """`arena.clear_slot`: slot ``s``'s observers empty (zero weight, min +inf, max -inf)."""
+    cdef Py_ssize_t n = t._ccap * len(t._gnum), i, k, vcap
+    cdef double* st = t._st.data.as_doubles + s * n * N_FIELDS
+    cdef double* counts
+    for i in range(n * N_FIELDS):
+        st[i] = 0.0
+    for i in range(n):
+        st[i * N_FIELDS + MIN] = INFINITY
+        st[i * N_FIELDS + MAX] = -INFINITY
+    for k in range(len(t._nc)):
+        vcap = t._vcaps[k]
+        counts = (<array.array>t._nc[k]).data.as_doubles + s * t._ccap * vcap
+        for i in range(t._ccap * vcap):
+            counts[i] = 0.0
+
+
+# ---------------------------------------------------------------- predictions (`leaves`)
+
+
+cdef bint predict_proba(Fields t, const double* xs, double* out) except -1:
+    """`leaves.predict` at the leaf ``xs`` reaches: probabilities into ``out[:K]``; False for
+    no prediction (no class has weight there)."""
+    cdef Py_ssize_t parent
+    cdef Py_ssize_t node = _route(t, xs, 0.0, &parent), K = len(t.classes_), c, s
+    cdef double* nf = t._nf.data.as_doubles
+    cdef double total, top
+    if nf[node * N_FLOATS + NW] <= 0.0 and parent >= 0:
+        node = parent
+    cdef Py_ssize_t fb = node * N_FLOATS
+    s = t._ni.data.as_ints[node * N_INTS + SLOT]
+    mode = t.leaf_prediction
+    if (s >= 0 and mode != "mc" and nf[fb + NW] >= <double>t.nb_threshold
+            and not (mode == "nba" and nf[fb + MCOK] > nf[fb + NBOK])):
+        _nb_log_votes(t, node, s, xs, out)
+        top = -INFINITY
+        for c in range(K):
+            if out[c] > top:
+                top = out[c]
+        if isfinite(top):
+            total = 0.0
+            for c in range(K):
+                out[c] = exp(out[c] - top)
+                total += out[c]
+            for c in range(K):
+                out[c] = out[c] / total
+            return True
+    cdef double* cc = t._cc.data.as_doubles + node * t._ccap
+    total = 0.0
+    for c in range(K):
+        total += cc[c]
+    if not total > 0.0:
+        return False
+    for c in range(K):
+        out[c] = cc[c] / total
+    return True
+
+
+cdef int _score_nba(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs, Py_ssize_t c,
+                    double w) except -1:
+    """`leaves.score_nba`: credit mc and nb with ``w`` where each predicted class ``c``."""
+    cdef Py_ssize_t K = len(t.classes_), k, arg = -1
+    cdef double* nf = t._nf.data.as_doubles
+    cdef double* cc = t._cc.data.as_doubles + node * t._ccap
+    cdef double best = -INFINITY
+    for k in range(K):
+        if cc[k] > best:
+            best, arg = cc[k], k
+    if arg == c:
+        nf[node * N_FLOATS + MCOK] += w
+    cdef double* votes = <double*>malloc(K * sizeof(double))
+    if votes == NULL:
+        raise MemoryError()
+    try:
+        _nb_log_votes(t, node, s, xs, votes)
+        best, arg = -INFINITY, -1
+        for k in range(K):
+            if votes[k] > best:
+                best, arg = votes[k], k
+    finally:
+        free(votes)
+    if (arg if arg > 0 else 0) == c:
+        nf[node * N_FLOATS + NBOK] += w
+    return 0
+
+
+cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs,
+                       double* votes) except -1:
+    """`leaves.nb_log_votes` into ``votes[:K]``."""
+    cdef double* st = t._st.data.as_doubles
+    cdef double* cc = t._cc.data.as_doubles + node * t._ccap
+    cdef Py_ssize_t K = len(t.classes_), n_num = len(t._gnum), nfe = n_num * N_FIELDS
+    cdef Py_ssize_t c, j, k, i, b, vcap, code, n_values
+    cdef double n_c, ll, d, iv, v, total
+    cdef double* counts
+    cdef bint zero
+    cdef int observed = -1  # -1: not yet computed; else a bit per feature is not possible: recompute
+    for c in range(K):
+        votes[c] = -INFINITY
+        n_c = cc[c]
+        if n_c <= 0.0:
+            continue
+        ll = log(n_c)
+        k = (s * t._ccap + c) * nfe
+        for j in range(n_num):
+            d = xs[<Py_ssize_t>t._gnum[j]] - st[k + MEAN]
+            if d == d:
+                iv = st[k + INV2VAR]
+                if iv:
+                    ll += st[k + LOGNORM] - d * d * iv
+                else:
+                    if st[k + W] > 0.0:
+                        zero = d != 0.0
+                    else:
+                        zero = _observed(t, s, j)
+                    if zero:
+                        ll = -INFINITY
+                        break
+            k += N_FIELDS
+        votes[c] = ll
+    for j in range(len(t._gnom)):
+        v = xs[<Py_ssize_t>t._gnom[j]]
+        if v != v:
+            continue
+        vcap = t._vcaps[j]
+        counts = (<array.array>t._nc[j]).data.as_doubles
+        vocab = <dict>t._vocab[j]
+        code = vocab.get(v, -1)
+        n_values = len(vocab)
+        for c in range(K):
+            if votes[c] == -INFINITY:
+                continue
+            b = (s * t._ccap + c) * vcap
+            total = 0.0
+            for i in range(vcap):
+                total += counts[b + i]
+            if total > 0.0:
+                votes[c] += log(((counts[b + code] if code >= 0 else 0.0) + 1.0) / (total + n_values))
+    return 0
+
+
+cdef bint _observed(Fields t, Py_ssize_t s, Py_ssize_t j):
+    """`leaves.observed_features` for numeric feature ``j``: any class with weight on it at ``s``."""
+    cdef double* st = t._st.data.as_doubles
+    cdef Py_ssize_t n_num = len(t._gnum), c
+    for c in range(len(t.classes_)):
+        if st[((s * t._ccap + c) * n_num + j) * N_FIELDS + W] > 0.0:
+            return True
+    return False
+
+
+class HoeffdingTreeClassifier(Fields, _Reference):
+    __doc__ = _Reference.__doc__
