@@ -211,6 +211,77 @@ def test_shelly_fixtures():
     assert ex.values == {"power": 12.0, "current": 0.073, "voltage": 240.3}
 
 
+def test_esphome_multi_level_prefix_availability_and_one_device_per_node(monkeypatch):
+    """topic_prefix home/livingroom/esp1. Before, the runtime subscribed to home/status, never
+    saw the node's status, and a reading came from the humidity kept from before offline."""
+    node = "home/livingroom/esp1"
+    feats = {"t": f"{node}/sensor/t/state", "h": f"{node}/sensor/h/state"}
+    w = worker_with(["t", "h"], [{"kind": "esphome", "features": feats}])
+    assert w.sources.filters == [feats["h"], feats["t"], f"{node}/status"]
+    feed(w, feats["t"], "21.5", at=10.0, monkeypatch=monkeypatch)
+    feed(w, feats["h"], "40", at=10.5, monkeypatch=monkeypatch)
+    feed(w, f"{node}/status", "offline", retained=True, at=11.0, monkeypatch=monkeypatch)
+    feed(w, feats["t"], "21.7", at=12.0, monkeypatch=monkeypatch)
+    assert w.n_readings == 1  # no reading from the humidity of before offline
+    feed(w, feats["h"], "41", at=12.5, monkeypatch=monkeypatch)
+    assert served(w) == [
+        ("home_livingroom_esp1", 10500), ("home_livingroom_esp1", 12500)]
+    assert w.metrics()["sources"] == {"readings": 2, "offline": 1}
+
+
+def test_esphome_nodes_under_one_level_are_separate_devices(monkeypatch):
+    feats = {"t": "esphome/+/sensor/t/state", "h": "esphome/+/sensor/h/state"}
+    w = worker_with(["t", "h"], [{"kind": "esphome", "features": feats}])
+    assert w.sources.filters == [feats["h"], feats["t"], "esphome/+/status"]
+    feed(w, "esphome/kitchen/sensor/t/state", "20", at=1.0, monkeypatch=monkeypatch)
+    feed(w, "esphome/attic/sensor/t/state", "30", at=1.1, monkeypatch=monkeypatch)
+    feed(w, "esphome/kitchen/sensor/h/state", "50", at=1.2, monkeypatch=monkeypatch)
+    assert served(w) == [("esphome_kitchen", 1200)]
+    assert w.devices["esphome_kitchen"].pending.get(1200).x == [20.0, 50.0]
+    ad = w.sources.adapters[0]
+    assert outcome(ad.extract("esphome/attic/status", b"offline")) == ("offline", "esphome/attic")
+    # a prefix level named like a component; a climate entity one level deeper
+    assert ad.publisher("home/switch/esp2/sensor/switch/state") == "home/switch/esp2"
+    assert ad.publisher("home/switch/esp2/status") == "home/switch/esp2"
+    assert ad.publisher("esp3/climate/th/current_temperature/state") == "esp3"
+
+
+def test_esphome_configured_availability_topic_is_read(monkeypatch):
+    """A custom will topic. Before, the ESPHome adapter ignored availability_topic."""
+    feats = {"t": "esp1/sensor/t/state", "h": "esp1/sensor/h/state"}
+    w = worker_with(["t", "h"], [{"kind": "esphome", "features": feats, "availability_topic": "esp1/lwt"}])
+    feed(w, feats["t"], "21", at=1.0, monkeypatch=monkeypatch)
+    feed(w, feats["h"], "40", at=1.1, monkeypatch=monkeypatch)
+    feed(w, "esp1/lwt", "offline", at=2.0, monkeypatch=monkeypatch)
+    feed(w, feats["t"], "22", at=3.0, monkeypatch=monkeypatch)
+    assert w.n_readings == 1 and w.sources.counts["offline"] == 1
+
+
+def test_shelly_availability_from_the_topic_prefix_and_offline_drops_kept_status(monkeypatch):
+    """Gen2 with a multi-level prefix. Before: subscribed to home/online ('#/online' for topic
+    '#', not a valid filter), and after offline a delta was overlaid on the stale status."""
+    assert adapters(["t"], [{"kind": "shelly", "topic": "#", "features": {"t": "temperature:0.tC"}}])[0].filters() == ["#"]
+    gen1 = adapters(["t"], [{"kind": "shelly", "features": {"t": "shellies/+/sensor/temperature"}}])[0]
+    assert gen1.filters() == ["shellies/+/sensor/temperature", "shellies/+/online"]
+    feats = {"power": "switch:0.apower", "voltage": "switch:0.voltage"}
+    w = worker_with(["power", "voltage"], [{"kind": "shelly", "topic": "home/+/+/events/rpc", "features": feats}])
+    assert w.sources.filters == ["home/+/+/events/rpc", "home/+/+/online"]
+    rpc = "home/shelly/plus1/events/rpc"
+
+    def notify(method, **status):
+        return {"method": method, "params": {"ts": 1.0, "switch:0": status}}
+
+    feed(w, rpc, notify("NotifyFullStatus", apower=10.0, voltage=230.0), at=1.0, monkeypatch=monkeypatch)
+    feed(w, "home/shelly/plus1/online", "false", retained=True, at=2.0, monkeypatch=monkeypatch)
+    feed(w, rpc, notify("NotifyStatus", apower=12.0), at=3.0, monkeypatch=monkeypatch)
+    feed(w, rpc, notify("NotifyStatus", apower=13.0), at=4.0, monkeypatch=monkeypatch)
+    pending = w.devices["home_shelly_plus1"].pending
+    assert served(w) == [("home_shelly_plus1", 1000), ("home_shelly_plus1", 4000)]
+    assert pending.get(1000).x == [10.0, 230.0]
+    x = pending.get(4000).x  # the voltage of before offline is not known any more
+    assert x[0] == 13.0 and math.isnan(x[1])
+
+
 def test_homeassistant_fixtures_statestream_and_discovery_configs():
     src = {"kind": "json", "topic": "homeassistant/sensor/+/state", "device_level": -2,
            "features": {"temperature": "temperature", "humidity": "humidity",
@@ -289,6 +360,11 @@ def feed(w, topic, payload, retained=False, at=None, monkeypatch=None):
 
 def predictions(w):
     return [json.loads(p) for t, p in w.client.published if t.endswith("/prediction")]
+
+
+def served(w):
+    """(device, seq) of each reading predicted, in order."""
+    return [(t.split("/")[1], json.loads(p)["seq"]) for t, p in w.client.published if t.endswith("/prediction")]
 
 
 def test_retained_repeats_and_availability(monkeypatch):

@@ -48,9 +48,18 @@ Tasmota ``SENSOR`` message that holds another mapped value or the label (Tasmota
 probe that failed out of the message); any other text is refused
 (kind ``field``), +/-inf too (``not_finite``), and a magnitude above 1e100 (``out_of_range``,
 the learners' bound). Tasmota temperatures in Fahrenheit and pressures in mmHg/inHg are
-converted to °C and hPa from the message's ``TempUnit`` and ``PressureUnit``. Availability messages (zigbee2mqtt ``bridge/state`` and ``<name>/availability``,
-Tasmota ``LWT``, ESPHome ``status``, Shelly ``online``) are never readings: ``offline``
-drops the values that device published, so nothing stale is assembled from them.
+converted to °C and hPa from the message's ``TempUnit`` and ``PressureUnit``.
+
+Availability messages are never readings: ``offline`` drops the values that device published
+(and Shelly's kept component status), so nothing stale is assembled from them. Each kind
+subscribes to its own, derived from the topics it reads: zigbee2mqtt ``bridge/state`` and
+``<name>/availability``; Tasmota ``LWT``; ESPHome ``<topic_prefix>/status``
+(``online``/``offline``); Shelly Gen1 ``shellies/<id>/online`` and Gen2+ ``<prefix>/online``
+(``true``/``false``); a configured ``availability_topic`` is read by every kind as well. An
+ESPHome ``topic_prefix`` or a Shelly Gen2 prefix may have several levels
+(``home/livingroom/esp1``): the ESPHome prefix is what comes before the component level
+(``sensor``, ``binary_sensor``, ...) of ``<prefix>/<component>/<object_id>/state``, and each
+prefix is one device (``home_livingroom_esp1``; ``device_level`` picks one level instead).
 Payload shapes, topics and pitfalls per ecosystem: ../shared/payloads/README.md.
 """
 
@@ -485,10 +494,18 @@ class Adapter:
         return list(dict.fromkeys(self.data_filters() + self.availability_filters()))
 
     def classify(self, topic: str) -> str:
-        """"data", "availability" or "ignored"."""
+        """"data", "availability" or "ignored": a configured ``availability_topic`` first, then
+        the kind's own topic rules (``kind_of``)."""
         if self.cfg.availability_topic and topic_matches_sub(self.cfg.availability_topic, topic):
             return "availability"
+        return self.kind_of(topic)
+
+    def kind_of(self, topic: str) -> str:
+        """What a topic is by this kind's topic rules (the configured availability aside)."""
         return "ignored" if topic.endswith("/config") else "data"
+
+    def offline(self, publisher: str) -> None:
+        """Forget what this adapter keeps of ``publisher`` ("" = all of them): it went offline."""
 
     def publisher(self, topic: str) -> str:
         levels = topic.split("/")
@@ -581,7 +598,7 @@ class Zigbee2Mqtt(Adapter):
                 out.append(f"{f}/availability")
         return out
 
-    def classify(self, topic):
+    def kind_of(self, topic):
         levels = topic.split("/")
         if len(levels) >= 2 and levels[1] == "bridge":
             return "availability" if levels[2:] == ["state"] else "ignored"
@@ -589,7 +606,7 @@ class Zigbee2Mqtt(Adapter):
             return "availability"
         if levels[-1] in ("set", "get"):
             return "ignored"
-        return super().classify(topic)
+        return super().kind_of(topic)
 
     def publisher(self, topic):
         if self.level is not None:
@@ -617,7 +634,7 @@ class Tasmota(Adapter):
                 out.append(f"{head}/LWT")
         return out
 
-    def classify(self, topic):
+    def kind_of(self, topic):
         last = topic.rsplit("/", 1)[-1]
         if last == "LWT":
             return "availability"
@@ -649,27 +666,63 @@ class Tasmota(Adapter):
 
 
 class ESPHome(Adapter):
-    """``<node>/<component>/<object_id>/state`` plain text; ``<node>/status`` availability."""
-
-    default_level = 0
+    """``<topic_prefix>/<component>/<object_id>/state`` plain text (climate entities one level
+    deeper); ``<topic_prefix>/status`` availability (``online``/``offline``). The prefix, the
+    node's name by default, may have several levels (``home/livingroom/esp1``): it is found
+    from the right, before the component level, and each prefix is one device."""
 
     def availability_filters(self):
         out = super().availability_filters()
         for f in self.data_filters():
-            out.append(f.split("/")[0] + "/status")
+            prefix = _esphome_prefix(f.split("/"))
+            if prefix:  # a filter ending in '#' with no component level already holds <prefix>/status
+                out.append("/".join(prefix) + "/status")
         return out
 
-    def classify(self, topic):
+    def kind_of(self, topic):
         levels = topic.split("/")
-        if len(levels) == 2 and levels[1] == "status":
+        if len(levels) >= 2 and levels[-1] == "status":
             return "availability"
         return "data" if levels[-1] == "state" or self.cfg.topic else "ignored"
 
+    def publisher(self, topic):
+        prefix = _esphome_prefix(topic.split("/")) if self.level is None else None
+        return "/".join(prefix) if prefix else super().publisher(topic)
+
+
+#: ESPHome entity types: the level after the node's topic_prefix in its state topics
+_ESPHOME_COMPONENTS = frozenset({
+    "sensor", "binary_sensor", "text_sensor", "switch", "light", "fan", "cover", "climate", "number",
+    "select", "text", "button", "lock", "valve", "alarm_control_panel", "event", "update", "datetime",
+    "date", "time", "water_heater", "media_player"})
+
+
+def _esphome_prefix(levels: list[str]) -> list[str] | None:
+    """The ``topic_prefix`` levels of an ESPHome topic or filter: for a state topic, those
+    before its component level (``<component>/<object_id>/state``, a climate entity one level
+    deeper; a filter's trailing ``#`` may stand for what follows the component); for another
+    topic (``status``, a custom will topic), those before its last level. None for a one-level
+    topic, or a ``#`` with no component level before it.
+
+    The component is searched from the right because a prefix level may be named like one.
+    """
+    if levels[-1] not in ("state", "#"):
+        return levels[:-1] or None
+    wild = levels[-1] == "#"
+    for i in range(len(levels) - (2 if wild else 3), 0, -1):
+        if levels[i] in _ESPHOME_COMPONENTS:
+            return levels[:i]
+    if wild or len(levels) < 4:
+        return None
+    return levels[:-3]  # a component type newer than this list
+
 
 class Shelly(Adapter):
-    """Gen1 ``shellies/<id>/...`` plain values; Gen2/3 ``<id>/events/rpc`` JSON-RPC
+    """Gen1 ``shellies/<id>/...`` plain values; Gen2/3 ``<prefix>/events/rpc`` JSON-RPC
     (``NotifyStatus`` deltas overlaid on the kept component status, ``NotifyFullStatus``
-    replacing it) and ``<id>/status/<component>``; ``online`` is availability. Key paths
+    replacing it) and ``<prefix>/status/<component>``; ``shellies/<id>/online`` and
+    ``<prefix>/online`` (``true``/``false``) are availability, and ``false`` drops the kept
+    status. The Gen2 prefix (the device id by default) may have several levels. Key paths
     start at the component: ``temperature:0.tC``."""
 
     def __init__(self, index, cfg):
@@ -679,11 +732,12 @@ class Shelly(Adapter):
     def availability_filters(self):
         out = super().availability_filters()
         for f in self.data_filters():
-            levels = f.split("/")
-            out.append("/".join(levels[:2] if levels[0] == "shellies" else levels[:1]) + "/online")
+            prefix = _shelly_prefix(f.split("/"))
+            if prefix:  # a filter ending in '#' already holds <prefix>/online
+                out.append("/".join(prefix) + "/online")
         return out
 
-    def classify(self, topic):
+    def kind_of(self, topic):
         levels = topic.split("/")
         if levels[-1] == "online":
             return "availability"
@@ -695,7 +749,16 @@ class Shelly(Adapter):
         if self.level is not None:
             return super().publisher(topic)
         levels = topic.split("/")
+        prefix = _shelly_prefix(levels)
+        if prefix:
+            return prefix[1] if prefix[0] == "shellies" else "/".join(prefix)
         return levels[1] if levels[0] == "shellies" and len(levels) > 1 else levels[0]
+
+    def offline(self, publisher):
+        if publisher:
+            self.state.pop(publisher, None)
+        else:
+            self.state.clear()
 
     def document(self, topic, doc):
         pub = self.publisher(topic)
@@ -725,6 +788,22 @@ def _overlay(kept: dict, delta: dict) -> None:
             _overlay(kept[key], value)
         else:
             kept[key] = value
+
+
+def _shelly_prefix(levels: list[str]) -> list[str] | None:
+    """The device's topic prefix in a Shelly topic or filter: ``shellies/<id>`` (Gen1), or the
+    levels before ``events/rpc``, ``status/<component>`` or ``online`` (Gen2+); None when the
+    topic has none of these shapes or the prefix would hold a ``#``."""
+    if levels[0] == "shellies":
+        ok = len(levels) > 2 and levels[1] not in ("#", "announce")
+        return levels[:2] if ok else None
+    if "#" in levels[-1]:
+        return None
+    if levels[-2:] == ["events", "rpc"] or (len(levels) >= 3 and levels[-2] == "status"):
+        return levels[:-2]
+    if len(levels) >= 2 and levels[-1] == "online":
+        return levels[:-1]
+    return None
 
 
 class EdgebayesProtocol(Adapter):
@@ -830,6 +909,7 @@ class SourceRouter:
             self.counts["online" if ex.online else "offline"] += 1
             if not ex.online:
                 self.assembler.offline(ex.origin, now)
+                adapter.offline(ex.origin[1])
             return
         if ex.kind == "ignored" or ex.reason == "no_feature":
             self.counts[ex.kind if ex.kind == "ignored" else "no_feature"] += 1
