@@ -12,7 +12,7 @@ from paho.mqtt.client import topic_matches_sub
 from edgebayes.runtime.assembler import Assembler
 from edgebayes.runtime.config import ConfigError, load_config, parse_config
 from edgebayes.runtime.protocol import Topics
-from edgebayes.runtime.sources import Retained, SourceRouter, make_adapter, parse_path
+from edgebayes.runtime.sources import Retained, Select, SourceRouter, make_adapter, parse_path
 from edgebayes.runtime.worker import Worker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,9 +159,37 @@ def test_tasmota_units_and_dotted_keys():
     assert ex.values == {"t": 20.0, "pm": 12.0}
     assert ad.filters() == ["tele/+/SENSOR", "tele/+/LWT"]
     assert parse_path('a."b.c".d') == ("a", "b.c", "d")
-    for bad in ("a..b", '"a', '"a"b', "a.", ""):
+    for bad in ("a..b", '"a', '"a"b', "a.", "", "a[Id=1", "a[Id]", "a[=1]", "a[Id=].b", "a[Id=1]b", "[Id=1]"):
         with pytest.raises(ValueError):
             parse_path(bad)
+
+
+def test_tasmota_ds18b20_probes_chosen_by_id_survive_renumbering(monkeypatch):
+    """Three probes; the first is removed and Tasmota renumbers the others. Before, a feature
+    could only name a block (DS18B20-2), which then held another probe's temperature."""
+    assert parse_path('DS18B20[Id=0000059352D4].Temperature') == (
+        Select("DS18B20", "Id", "0000059352D4"), "Temperature")
+    assert parse_path('"DS.1"[Id=a.b]."T.1"') == (Select("DS.1", "Id", "a.b"), "T.1")
+    feats = {"gone": "DS18B20[Id=00000566CC39].Temperature", "cold": "DS18B20[Id=0000059352D4].Temperature",
+             "warm": "DS18B20[Id=000005937C90].Temperature"}
+    w = worker_with(list(feats), [{"kind": "tasmota", "topic": "tele/+/SENSOR", "features": feats}])
+    three = fixtures("tasmota")[2]["payload"]
+    assert [three[f"DS18B20-{i}"]["Id"] for i in (1, 2, 3)] == ["00000566CC39", "0000059352D4", "000005937C90"]
+    feed(w, "tele/pool/SENSOR", three, at=1.0, monkeypatch=monkeypatch)
+    renumbered = {"Time": "t", "DS18B20-1": {"Id": "0000059352D4", "Temperature": 1.5},
+                  "DS18B20-2": {"Id": "000005937C90", "Temperature": 72.5}, "TempUnit": "F"}
+    feed(w, "tele/pool/SENSOR", renumbered, at=2.0, monkeypatch=monkeypatch)
+    pending = w.devices["pool"].pending
+    assert pending.get(1000).x == [13.3, 1.2, 22.5]
+    x = pending.get(2000).x  # the removed probe is missing; °F converted
+    assert math.isnan(x[0]) and x[1:] == [pytest.approx((1.5 - 32) / 1.8), pytest.approx(22.5)]
+    # a single probe's block is not numbered; a block name that only starts alike is not a match
+    ad = adapters(["t"], [{"kind": "tasmota", "topic": "tele/+/SENSOR",
+                           "features": {"t": "DS18B20[Id=030597946B04].Temperature"}}])[0]
+    assert outcome(ad.extract("tele/ds1820/SENSOR", wire(fixtures("tasmota")[6]["payload"]))) == (
+        "values", "ds1820", {"t": 20.9})
+    other = {"DS18B20x": {"Id": "030597946B04", "Temperature": 1}, "DS18B20-a": {"Id": "030597946B04"}}
+    assert outcome(ad.extract("tele/ds1820/SENSOR", wire(other))) == ("rejected", "no_feature")
 
 
 # --- ESPHome, Shelly, Home Assistant statestream, Sparkplug --------------------------------------

@@ -39,6 +39,12 @@ Where a value lives: ``"BME280.Temperature"`` (a key path into the JSON payload 
 present wins: translated firmware, ``["BME280.Temperature", "BME280.Temperatur"]``), or a
 topic: a string with a ``/`` (``"livingroom/sensor/temperature/state"``, wildcards allowed)
 whose plain payload is the value, or ``{topic = "...", path = "..."}`` for JSON on that topic.
+A path element ``NAME[KEY=VALUE]`` picks a block by what it holds: the block named ``NAME`` or
+``NAME-<n>`` whose ``KEY`` is ``VALUE`` (as text). Several Tasmota DS18B20 probes are
+``DS18B20-1``, ``DS18B20-2``, ... in bus order, renumbered when one is removed (``DS18B20``
+alone when one is left), so name each by its 1-Wire ``Id``:
+``"DS18B20[Id=01144A0CB8AA].Temperature"``; a probe that is gone is missing (NaN), never
+another probe's value. Quote a key holding ``[`` (``'"a[1]".b'``).
 
 Values: JSON numbers; numbers sent as strings (``"100.00"``); booleans and ``ON``/``OFF``,
 ``true``/``false`` as 1/0; ``nan``, ``None``, ``null``, ``unavailable``, ``unknown`` and
@@ -113,7 +119,7 @@ class Spec:
     ``paths`` (key tuples, first present wins) in the JSON of the source's ``topic``."""
 
     topic: str | None
-    paths: tuple[tuple[str, ...], ...]
+    paths: tuple[tuple[str | Select, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -139,32 +145,79 @@ class AssemblerConfig:
     min_features: int = 1
 
 
-def parse_path(text: str) -> tuple[str, ...]:
-    """``'a.b'`` -> ``("a", "b")``; ``'PMS5003."PM2.5"'`` -> ``("PMS5003", "PM2.5")``.
+@dataclass(frozen=True)
+class Select:
+    """A key path element choosing a block by what it holds rather than by its name: the first
+    block named ``name`` or ``name-<n>`` (Tasmota numbers several sensors of one kind, and
+    renumbers them when one is removed) whose ``key`` is ``value`` as text
+    (``DS18B20[Id=01144A0CB8AA]``)."""
+
+    name: str
+    key: str
+    value: str
+
+    def pick(self, doc: Any) -> Any:
+        """The chosen block of the map ``doc``, or ``_ABSENT``."""
+        if not isinstance(doc, dict):
+            return _ABSENT
+        for name, block in doc.items():
+            if self._named(name) and isinstance(block, dict) and self._holds(block.get(self.key)):
+                return block
+        return _ABSENT
+
+    def _named(self, name: str) -> bool:
+        n = len(self.name)
+        return name == self.name or (name[:n] == self.name and name[n:n + 1] == "-" and name[n + 1:].isdigit())
+
+    def _holds(self, v: Any) -> bool:
+        return type(v) in (str, int) and str(v) == self.value
+
+
+def parse_path(text: str) -> tuple[str | Select, ...]:
+    """``'a.b'`` -> ``("a", "b")``; ``'PMS5003."PM2.5"'`` -> ``("PMS5003", "PM2.5")``;
+    ``'DS18B20[Id=01144A0CB8AA].Temperature'`` -> ``(Select("DS18B20", "Id", "01144A0CB8AA"),
+    "Temperature")``.
 
     Raises:
-        ValueError: an empty key, an unclosed quote, or text after a closing quote.
+        ValueError: an empty key, an unclosed quote or ``[``, a selector that is not
+            ``[key=value]``, or text after a closing quote or ``]``.
     """
-    keys, i, n = [], 0, len(text)
+    keys: list[str | Select] = []
+    i, n = 0, len(text)
     while True:
-        if i < n and text[i] == '"':
-            j = text.find('"', i + 1)
-            if j < 0:
-                raise ValueError(f"path {text!r}: unclosed quote")
-            keys.append(text[i + 1:j])
-            i = j + 1
-        else:
-            j = text.find(".", i)
-            j = n if j < 0 else j
-            if j == i:
-                raise ValueError(f"path {text!r}: empty key")
-            keys.append(text[i:j])
-            i = j
+        key, i = _path_key(text, i)
+        if i < n and text[i] == "[":
+            key, i = _path_select(text, key, i)
+        keys.append(key)
         if i == n:
             return tuple(keys)
         if text[i] != ".":
-            raise ValueError(f"path {text!r}: expected '.' after a quoted key")
+            raise ValueError(f"path {text!r}: expected '.' after a quoted key or a selector")
         i += 1
+
+
+def _path_key(text: str, i: int) -> tuple[str, int]:
+    """The key starting at ``i`` (quoted, or up to the next ``.`` or ``[``) and where it ends."""
+    if i < len(text) and text[i] == '"':
+        j = text.find('"', i + 1)
+        if j < 0:
+            raise ValueError(f"path {text!r}: unclosed quote")
+        return text[i + 1:j], j + 1
+    j = next((k for k in range(i, len(text)) if text[k] in ".["), len(text))
+    if j == i:
+        raise ValueError(f"path {text!r}: empty key")
+    return text[i:j], j
+
+
+def _path_select(text: str, name: str, i: int) -> tuple[Select, int]:
+    """The ``[key=value]`` selector at ``i`` (after the block ``name``) and where it ends."""
+    j = text.find("]", i)
+    if j < 0:
+        raise ValueError(f"path {text!r}: unclosed '['")
+    key, eq, value = text[i + 1:j].partition("=")
+    if not key or not eq or not value:
+        raise ValueError(f"path {text!r}: a selector is [key=value], e.g. DS18B20[Id=01144A0CB8AA]")
+    return Select(name, key, value), j + 1
 
 
 def _topic_filter(v: str) -> str | None:
@@ -429,10 +482,14 @@ def device_id(text: str) -> str:
     return _BAD_ID.sub("_", text)[:64]
 
 
-def lookup(doc: Any, path: tuple[str, ...]) -> Any:
+def lookup(doc: Any, path: tuple[str | Select, ...]) -> Any:
     """The value at ``path`` in a decoded JSON document, or ``_ABSENT``."""
     for key in path:
-        if isinstance(doc, dict):
+        if type(key) is Select:
+            doc = key.pick(doc)
+            if doc is _ABSENT:
+                return _ABSENT
+        elif isinstance(doc, dict):
             doc = doc.get(key, _ABSENT)
             if doc is _ABSENT:
                 return _ABSENT
@@ -516,7 +573,7 @@ class Adapter:
         """The JSON document the key paths read (Shelly overlays its deltas here)."""
         return doc
 
-    def convert(self, doc: Any, path: tuple[str, ...], value: Any) -> Any:
+    def convert(self, doc: Any, path: tuple[str | Select, ...], value: Any) -> Any:
         """Unit normalisation for a value read at ``path`` (Tasmota)."""
         return value
 
@@ -654,7 +711,7 @@ class Tasmota(Adapter):
         return levels[-2]
 
     def convert(self, doc, path, value):
-        if not isinstance(doc, dict) or type(value) not in (int, float):
+        if not isinstance(doc, dict) or type(value) not in (int, float) or type(path[-1]) is not str:
             return value
         key = path[-1].lower()
         if key in _TEMP_KEYS and doc.get("TempUnit") == "F":
