@@ -415,6 +415,19 @@ def test_retained_repeats_and_availability(monkeypatch):
     assert w.metrics()["sources"] == {"retained": 1, "repeated": 3, "readings": 2, "offline": 1, "field": 1}
 
 
+def test_zigbee2mqtt_bridge_topics_are_dropped_before_the_size_check(monkeypatch):
+    """A retained bridge/devices over the payload limit, on every subscribe to zigbee2mqtt/#.
+    Before, it was reported as an oversize error although the topic is ignored anyway."""
+    w = worker_with(["t"], [{"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/#", "features": {"t": "temperature"}}])
+    big = [{"ieee_address": f"0x{i:016x}", "definition": {"exposes": ["x" * 100]}} for i in range(1000)]
+    assert len(wire(big)) > w.sources.max_payload_bytes == 64 * 1024
+    for topic in ("zigbee2mqtt/bridge/devices", "zigbee2mqtt/bridge/groups", "zigbee2mqtt/sensor/set"):
+        feed(w, topic, big, retained=True, at=1.0, monkeypatch=monkeypatch)
+    feed(w, "zigbee2mqtt/sensor", {"temperature": 21.0, "pad": "x" * 70000}, at=2.0, monkeypatch=monkeypatch)
+    assert [t for t, _ in w.client.published if t.endswith("/error")] == ["eb/runtime/rt/error"]
+    assert w.metrics()["sources"] == {"ignored": 3, "oversize": 1}  # a device's own message still is
+
+
 def test_esphome_topics_assemble_one_reading_per_round(monkeypatch):
     feats = {"t": "node/sensor/t/state", "h": "node/sensor/h/state"}
     w = worker_with(["t", "h"], [{"kind": "esphome", "features": feats}])

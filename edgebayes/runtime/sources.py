@@ -894,7 +894,8 @@ class SourceRouter:
         discovery: a ``discovery.Discovery`` to tell about Home Assistant's birth, or None.
 
     ``counts`` (a Counter, in the metrics as ``sources``): ``retained``, ``repeated``,
-    ``ignored``, ``no_feature``, ``offline``, ``online``, ``readings``, ``labels``,
+    ``ignored`` (topics that are not data, such as zigbee2mqtt ``bridge/devices``: dropped
+    before the payload size check, whatever their size), ``no_feature``, ``offline``, ``online``, ``readings``, ``labels``,
     ``no_value`` (values a sensor reported as "no value now" or left out of a snapshot
     message), ``missing_values`` (NaN features in the readings served), and one entry per
     refusal kind (``too_few_values``: a reading with fewer than ``[assembler] min_features``
@@ -936,6 +937,10 @@ class SourceRouter:
         adapters = self._match(topic)
         if not adapters:
             return False
+        if all(a.classify(topic) == "ignored" for a in adapters):
+            # before the size check: a large retained zigbee2mqtt/bridge/devices is not an error
+            self.counts["ignored"] += len(adapters)
+            return True
         now = time.time()
         if len(payload) > self.max_payload_bytes:
             self._refuse(None, topic, "oversize", f"payload of {len(payload)} bytes exceeds {self.max_payload_bytes}")
