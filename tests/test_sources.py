@@ -428,6 +428,43 @@ def test_zigbee2mqtt_bridge_topics_are_dropped_before_the_size_check(monkeypatch
     assert w.metrics()["sources"] == {"ignored": 3, "oversize": 1}  # a device's own message still is
 
 
+def test_zigbee2mqtt_republish_of_unchanged_values_makes_no_reading(monkeypatch):
+    """Three measurements and a republish caused by a linkquality change (cache_state: each
+    message repeats every attribute). Before, the republish made a fourth reading."""
+    w = worker_with(["temperature", "humidity", "pressure"],
+                    [{"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/+",
+                      "features": {"temperature": "temperature", "humidity": "humidity", "pressure": "pressure"}}])
+    first = fixtures("zigbee2mqtt")[22]["payload"]
+    topic, device = "zigbee2mqtt/humidity_xiaomi_bad_stefan", "humidity_xiaomi_bad_stefan"
+    feed(w, topic, first, at=10.0, monkeypatch=monkeypatch)
+    feed(w, topic, {**first, "linkquality": 80, "last_seen": "2024-03-15T05:35:44Z"}, at=20.0, monkeypatch=monkeypatch)
+    assert w.sources.assembler.devices[device].times == [20.0] * 3  # current, though no new reading
+    feed(w, topic, {**first, "temperature": 22.5}, at=30.0, monkeypatch=monkeypatch)
+    feed(w, topic, {**first, "temperature": 22.5, "humidity": 58.6}, at=40.0, monkeypatch=monkeypatch)
+    assert served(w) == [(device, 10000), (device, 30000), (device, 40000)]
+    # after offline the values are gone: the same values again are a reading
+    feed(w, f"{topic}/availability", {"state": "offline"}, at=50.0, monkeypatch=monkeypatch)
+    feed(w, topic, {**first, "temperature": 22.5, "humidity": 58.6}, at=60.0, monkeypatch=monkeypatch)
+    assert served(w)[-1] == (device, 60000)
+    for at in (70.0, 80.0):  # a null value is unchanged when it is null again
+        feed(w, topic, {**first, "pressure": None, "linkquality": at}, at=at, monkeypatch=monkeypatch)
+    assert served(w)[-1] == (device, 70000)
+    assert w.metrics()["sources"] == {"readings": 5, "unchanged": 2, "offline": 1, "no_value": 1,
+                                      "missing_values": 1}
+
+
+def test_zigbee2mqtt_unchanged_values_with_a_new_label_make_a_reading(monkeypatch):
+    w = worker_with(["illuminance"], [{"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/+", "label": "occupancy",
+                                       "features": {"illuminance": "illuminance"}}])
+    motion = lambda occupied, lq, at: feed(w, "zigbee2mqtt/m", {"illuminance": 5, "occupancy": occupied,
+                                                                  "linkquality": lq}, at=at, monkeypatch=monkeypatch)
+    motion(True, 10, 1.0)
+    motion(True, 20, 2.0)  # linkquality only: no reading
+    motion(False, 20, 3.0)  # the label changed: a reading
+    assert served(w) == [("m", 1000), ("m", 3000)]
+    assert w.metrics()["sources"]["unchanged"] == 1 and w.n_labels == 0 and w.n_learned == 2
+
+
 def test_esphome_topics_assemble_one_reading_per_round(monkeypatch):
     feats = {"t": "node/sensor/t/state", "h": "node/sensor/h/state"}
     w = worker_with(["t", "h"], [{"kind": "esphome", "features": feats}])

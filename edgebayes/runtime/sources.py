@@ -66,6 +66,18 @@ ESPHome ``topic_prefix`` or a Shelly Gen2 prefix may have several levels
 (``home/livingroom/esp1``): the ESPHome prefix is what comes before the component level
 (``sensor``, ``binary_sensor``, ...) of ``<prefix>/<component>/<object_id>/state``, and each
 prefix is one device (``home_livingroom_esp1``; ``device_level`` picks one level instead).
+
+zigbee2mqtt republishes a device's whole cached state (``cache_state``, the default) on any
+Zigbee message from it: a new measurement, but also a linkquality or battery report, another
+cluster's report, or a ``last_seen`` update. So a zigbee2mqtt message whose mapped feature
+values and label (a null equal to a null) are all those of the previous message from the same
+publisher (the friendly name, within one ``[[sources]]`` entry) is a republish, not a
+measurement: it makes no reading and does not count towards the round of ``interval_s = 0``,
+whatever else in it changed (fields the config does not read). It still shows the values are
+current (their age for ``max_age_s`` restarts), its label is applied as any label, and it is
+counted as ``unchanged``. After that publisher's ``offline`` the same values are new again.
+The other kinds publish on measurement (Tasmota's ``TelePeriod``, ESPHome's per-entity topics,
+Shelly's status deltas), so an equal value there is a reading.
 Payload shapes, topics and pitfalls per ecosystem: ../shared/payloads/README.md.
 """
 
@@ -531,6 +543,8 @@ class Adapter:
     """The generic JSON adapter (kind "json"); subclasses know one ecosystem's topics."""
 
     default_level: int | None = None
+    #: a message may repeat the publisher's whole last-known state (see ``SourceRouter``)
+    republishes_state = False
 
     def __init__(self, index: int, cfg: SourceConfig):
         self.index = index
@@ -645,6 +659,8 @@ class Zigbee2Mqtt(Adapter):
     """``<base>/<friendly name>`` JSON; ``<base>/bridge/state`` and ``<name>/availability``
     are availability; other ``bridge/...`` topics and ``/set``, ``/get`` are ignored. The
     device is the whole friendly name (it may hold '/', spaces, ':')."""
+
+    republishes_state = True  # cache_state (the default): any Zigbee message repeats every attribute
 
     def availability_filters(self):
         out = super().availability_filters()
@@ -895,7 +911,8 @@ class SourceRouter:
 
     ``counts`` (a Counter, in the metrics as ``sources``): ``retained``, ``repeated``,
     ``ignored`` (topics that are not data, such as zigbee2mqtt ``bridge/devices``: dropped
-    before the payload size check, whatever their size), ``no_feature``, ``offline``, ``online``, ``readings``, ``labels``,
+    before the payload size check, whatever their size), ``unchanged`` (zigbee2mqtt
+    republishes of the mapped values and label, no reading), ``no_feature``, ``offline``, ``online``, ``readings``, ``labels``,
     ``no_value`` (values a sensor reported as "no value now" or left out of a snapshot
     message), ``missing_values`` (NaN features in the readings served), and one entry per
     refusal kind (``too_few_values``: a reading with fewer than ``[assembler] min_features``
@@ -916,6 +933,7 @@ class SourceRouter:
         self.counts: Counter = Counter()
         self._unmatched: Counter = Counter()  # source index -> messages mapping nothing, until one did
         self._last_payload: dict[str, tuple[bytes, float]] = {}
+        self._last_mapped: dict[tuple, tuple] = {}  # origin -> its last message's mapped values and label
         self._routes: dict[str, list[Adapter]] = {}
         extra = [discovery.ha_status_topic] if discovery is not None else []
         self.filters = list(dict.fromkeys([f for a in self.adapters for f in a.filters()] + extra))
@@ -972,6 +990,7 @@ class SourceRouter:
             if not ex.online:
                 self.assembler.offline(ex.origin, now)
                 adapter.offline(ex.origin[1])
+                self._forget_mapped(ex.origin)
             return
         if ex.kind == "ignored" or ex.reason == "no_feature":
             self.counts[ex.kind if ex.kind == "ignored" else "no_feature"] += 1
@@ -989,6 +1008,10 @@ class SourceRouter:
                 self._deliver(lab, topic, t_recv)
         if ex.values or ex.left_out:
             values = {**ex.values, **dict.fromkeys(ex.left_out, math.nan)} if ex.left_out else ex.values
+            if adapter.republishes_state and self._unchanged(ex, values):
+                self.counts["unchanged"] += 1
+                self.assembler.refresh(ex.device, values, ex.origin, now)
+                return
             n_null = sum(v != v for v in values.values())
             if n_null:
                 self.counts["no_value"] += n_null
@@ -999,6 +1022,24 @@ class SourceRouter:
                              f"min_features = {self.acfg.min_features} present, no reading")
             elif out is not None:
                 self._deliver(out, topic, t_recv)
+
+    def _unchanged(self, ex: Extract, values: dict[str, float]) -> bool:
+        """Whether ``values`` and the label of ``ex`` are those of its publisher's previous
+        message (a zigbee2mqtt republish of the cached state: linkquality, last_seen, battery,
+        another cluster's report); this message's are remembered for the next."""
+        mapped = (ex.device, tuple((k, None if math.isnan(v) else v) for k, v in sorted(values.items())),
+                  ex.has_label, ex.label)
+        before = self._last_mapped.get(ex.origin)
+        if len(self._last_mapped) >= 4096:
+            self._last_mapped.clear()  # bounded: at worst one more reading per publisher
+        self._last_mapped[ex.origin] = mapped
+        return before == mapped
+
+    def _forget_mapped(self, origin: tuple) -> None:
+        """Drop what ``_unchanged`` remembers of ``origin`` (``(source, "")``: all of that source)."""
+        src, pub = origin
+        for key in [k for k in self._last_mapped if k[0] == src and (not pub or k[1] == pub)]:
+            del self._last_mapped[key]
 
     def _hint(self, adapter: Adapter, topic: str, explanation: str) -> None:
         """Log once when a source's first ``HINT_AFTER`` data messages all map nothing: its key
