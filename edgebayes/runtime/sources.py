@@ -912,10 +912,10 @@ class SourceRouter:
     ``counts`` (a Counter, in the metrics as ``sources``): ``retained``, ``repeated``,
     ``ignored`` (topics that are not data, such as zigbee2mqtt ``bridge/devices``: dropped
     before the payload size check, whatever their size), ``unchanged`` (zigbee2mqtt
-    republishes of the mapped values and label, no reading), ``no_feature``, ``offline``, ``online``, ``readings``, ``labels``,
-    ``no_value`` (values a sensor reported as "no value now" or left out of a snapshot
-    message), ``missing_values`` (NaN features in the readings served), and one entry per
-    refusal kind (``too_few_values``: a reading with fewer than ``[assembler] min_features``
+    republishes of the mapped values and label: no reading), ``no_feature``, ``offline``,
+    ``online``, ``readings``, ``labels``, ``no_value`` (values a sensor reported as "no value
+    now" or left out of a snapshot message), ``missing_values`` (NaN features in the readings
+    served), and one entry per refusal kind (``too_few_values``: a reading with fewer than ``[assembler] min_features``
     present features, not served).
     """
 
