@@ -12,7 +12,7 @@ from paho.mqtt.client import topic_matches_sub
 from edgebayes.runtime.assembler import Assembler
 from edgebayes.runtime.config import ConfigError, load_config, parse_config
 from edgebayes.runtime.protocol import Topics
-from edgebayes.runtime.sources import Retained, SourceRouter, make_adapter, parse_path
+from edgebayes.runtime.sources import Retained, Select, SourceRouter, make_adapter, parse_path
 from edgebayes.runtime.worker import Worker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,9 +159,37 @@ def test_tasmota_units_and_dotted_keys():
     assert ex.values == {"t": 20.0, "pm": 12.0}
     assert ad.filters() == ["tele/+/SENSOR", "tele/+/LWT"]
     assert parse_path('a."b.c".d') == ("a", "b.c", "d")
-    for bad in ("a..b", '"a', '"a"b', "a.", ""):
+    for bad in ("a..b", '"a', '"a"b', "a.", "", "a[Id=1", "a[Id]", "a[=1]", "a[Id=].b", "a[Id=1]b", "[Id=1]"):
         with pytest.raises(ValueError):
             parse_path(bad)
+
+
+def test_tasmota_ds18b20_probes_chosen_by_id_survive_renumbering(monkeypatch):
+    """Three probes; the first is removed and Tasmota renumbers the others. Before, a feature
+    could only name a block (DS18B20-2), which then held another probe's temperature."""
+    assert parse_path('DS18B20[Id=0000059352D4].Temperature') == (
+        Select("DS18B20", "Id", "0000059352D4"), "Temperature")
+    assert parse_path('"DS.1"[Id=a.b]."T.1"') == (Select("DS.1", "Id", "a.b"), "T.1")
+    feats = {"gone": "DS18B20[Id=00000566CC39].Temperature", "cold": "DS18B20[Id=0000059352D4].Temperature",
+             "warm": "DS18B20[Id=000005937C90].Temperature"}
+    w = worker_with(list(feats), [{"kind": "tasmota", "topic": "tele/+/SENSOR", "features": feats}])
+    three = fixtures("tasmota")[2]["payload"]
+    assert [three[f"DS18B20-{i}"]["Id"] for i in (1, 2, 3)] == ["00000566CC39", "0000059352D4", "000005937C90"]
+    feed(w, "tele/pool/SENSOR", three, at=1.0, monkeypatch=monkeypatch)
+    renumbered = {"Time": "t", "DS18B20-1": {"Id": "0000059352D4", "Temperature": 1.5},
+                  "DS18B20-2": {"Id": "000005937C90", "Temperature": 72.5}, "TempUnit": "F"}
+    feed(w, "tele/pool/SENSOR", renumbered, at=2.0, monkeypatch=monkeypatch)
+    pending = w.devices["pool"].pending
+    assert pending.get(1000).x == [13.3, 1.2, 22.5]
+    x = pending.get(2000).x  # the removed probe is missing; °F converted
+    assert math.isnan(x[0]) and x[1:] == [pytest.approx((1.5 - 32) / 1.8), pytest.approx(22.5)]
+    # a single probe's block is not numbered; a block name that only starts alike is not a match
+    ad = adapters(["t"], [{"kind": "tasmota", "topic": "tele/+/SENSOR",
+                           "features": {"t": "DS18B20[Id=030597946B04].Temperature"}}])[0]
+    assert outcome(ad.extract("tele/ds1820/SENSOR", wire(fixtures("tasmota")[6]["payload"]))) == (
+        "values", "ds1820", {"t": 20.9})
+    other = {"DS18B20x": {"Id": "030597946B04", "Temperature": 1}, "DS18B20-a": {"Id": "030597946B04"}}
+    assert outcome(ad.extract("tele/ds1820/SENSOR", wire(other))) == ("rejected", "no_feature")
 
 
 # --- ESPHome, Shelly, Home Assistant statestream, Sparkplug --------------------------------------
@@ -209,6 +237,77 @@ def test_shelly_fixtures():
     delta = {"method": "NotifyStatus", "params": {"ts": 1.0, "switch:0": {"apower": 12.0}}}
     ex = ads[0].extract(f"{mini}/events/rpc", json.dumps(delta).encode())
     assert ex.values == {"power": 12.0, "current": 0.073, "voltage": 240.3}
+
+
+def test_esphome_multi_level_prefix_availability_and_one_device_per_node(monkeypatch):
+    """topic_prefix home/livingroom/esp1. Before, the runtime subscribed to home/status, never
+    saw the node's status, and a reading came from the humidity kept from before offline."""
+    node = "home/livingroom/esp1"
+    feats = {"t": f"{node}/sensor/t/state", "h": f"{node}/sensor/h/state"}
+    w = worker_with(["t", "h"], [{"kind": "esphome", "features": feats}])
+    assert w.sources.filters == [feats["h"], feats["t"], f"{node}/status"]
+    feed(w, feats["t"], "21.5", at=10.0, monkeypatch=monkeypatch)
+    feed(w, feats["h"], "40", at=10.5, monkeypatch=monkeypatch)
+    feed(w, f"{node}/status", "offline", retained=True, at=11.0, monkeypatch=monkeypatch)
+    feed(w, feats["t"], "21.7", at=12.0, monkeypatch=monkeypatch)
+    assert w.n_readings == 1  # no reading from the humidity of before offline
+    feed(w, feats["h"], "41", at=12.5, monkeypatch=monkeypatch)
+    assert served(w) == [
+        ("home_livingroom_esp1", 10500), ("home_livingroom_esp1", 12500)]
+    assert w.metrics()["sources"] == {"readings": 2, "offline": 1}
+
+
+def test_esphome_nodes_under_one_level_are_separate_devices(monkeypatch):
+    feats = {"t": "esphome/+/sensor/t/state", "h": "esphome/+/sensor/h/state"}
+    w = worker_with(["t", "h"], [{"kind": "esphome", "features": feats}])
+    assert w.sources.filters == [feats["h"], feats["t"], "esphome/+/status"]
+    feed(w, "esphome/kitchen/sensor/t/state", "20", at=1.0, monkeypatch=monkeypatch)
+    feed(w, "esphome/attic/sensor/t/state", "30", at=1.1, monkeypatch=monkeypatch)
+    feed(w, "esphome/kitchen/sensor/h/state", "50", at=1.2, monkeypatch=monkeypatch)
+    assert served(w) == [("esphome_kitchen", 1200)]
+    assert w.devices["esphome_kitchen"].pending.get(1200).x == [20.0, 50.0]
+    ad = w.sources.adapters[0]
+    assert outcome(ad.extract("esphome/attic/status", b"offline")) == ("offline", "esphome/attic")
+    # a prefix level named like a component; a climate entity one level deeper
+    assert ad.publisher("home/switch/esp2/sensor/switch/state") == "home/switch/esp2"
+    assert ad.publisher("home/switch/esp2/status") == "home/switch/esp2"
+    assert ad.publisher("esp3/climate/th/current_temperature/state") == "esp3"
+
+
+def test_esphome_configured_availability_topic_is_read(monkeypatch):
+    """A custom will topic. Before, the ESPHome adapter ignored availability_topic."""
+    feats = {"t": "esp1/sensor/t/state", "h": "esp1/sensor/h/state"}
+    w = worker_with(["t", "h"], [{"kind": "esphome", "features": feats, "availability_topic": "esp1/lwt"}])
+    feed(w, feats["t"], "21", at=1.0, monkeypatch=monkeypatch)
+    feed(w, feats["h"], "40", at=1.1, monkeypatch=monkeypatch)
+    feed(w, "esp1/lwt", "offline", at=2.0, monkeypatch=monkeypatch)
+    feed(w, feats["t"], "22", at=3.0, monkeypatch=monkeypatch)
+    assert w.n_readings == 1 and w.sources.counts["offline"] == 1
+
+
+def test_shelly_availability_from_the_topic_prefix_and_offline_drops_kept_status(monkeypatch):
+    """Gen2 with a multi-level prefix. Before: subscribed to home/online ('#/online' for topic
+    '#', not a valid filter), and after offline a delta was overlaid on the stale status."""
+    assert adapters(["t"], [{"kind": "shelly", "topic": "#", "features": {"t": "temperature:0.tC"}}])[0].filters() == ["#"]
+    gen1 = adapters(["t"], [{"kind": "shelly", "features": {"t": "shellies/+/sensor/temperature"}}])[0]
+    assert gen1.filters() == ["shellies/+/sensor/temperature", "shellies/+/online"]
+    feats = {"power": "switch:0.apower", "voltage": "switch:0.voltage"}
+    w = worker_with(["power", "voltage"], [{"kind": "shelly", "topic": "home/+/+/events/rpc", "features": feats}])
+    assert w.sources.filters == ["home/+/+/events/rpc", "home/+/+/online"]
+    rpc = "home/shelly/plus1/events/rpc"
+
+    def notify(method, **status):
+        return {"method": method, "params": {"ts": 1.0, "switch:0": status}}
+
+    feed(w, rpc, notify("NotifyFullStatus", apower=10.0, voltage=230.0), at=1.0, monkeypatch=monkeypatch)
+    feed(w, "home/shelly/plus1/online", "false", retained=True, at=2.0, monkeypatch=monkeypatch)
+    feed(w, rpc, notify("NotifyStatus", apower=12.0), at=3.0, monkeypatch=monkeypatch)
+    feed(w, rpc, notify("NotifyStatus", apower=13.0), at=4.0, monkeypatch=monkeypatch)
+    pending = w.devices["home_shelly_plus1"].pending
+    assert served(w) == [("home_shelly_plus1", 1000), ("home_shelly_plus1", 4000)]
+    assert pending.get(1000).x == [10.0, 230.0]
+    x = pending.get(4000).x  # the voltage of before offline is not known any more
+    assert x[0] == 13.0 and math.isnan(x[1])
 
 
 def test_homeassistant_fixtures_statestream_and_discovery_configs():
@@ -291,6 +390,11 @@ def predictions(w):
     return [json.loads(p) for t, p in w.client.published if t.endswith("/prediction")]
 
 
+def served(w):
+    """(device, seq) of each reading predicted, in order."""
+    return [(t.split("/")[1], json.loads(p)["seq"]) for t, p in w.client.published if t.endswith("/prediction")]
+
+
 def test_retained_repeats_and_availability(monkeypatch):
     z = fixtures("zigbee2mqtt")
     w = worker_with(["temperature", "humidity", "pressure"],
@@ -309,6 +413,56 @@ def test_retained_repeats_and_availability(monkeypatch):
     errors = [json.loads(p) for t, p in w.client.published if t == "eb/x/error"]
     assert [(e["kind"], e["error"]) for e in errors] == [("field", "feature 'temperature': 'warm' is not a number")]
     assert w.metrics()["sources"] == {"retained": 1, "repeated": 3, "readings": 2, "offline": 1, "field": 1}
+
+
+def test_zigbee2mqtt_bridge_topics_are_dropped_before_the_size_check(monkeypatch):
+    """A retained bridge/devices over the payload limit, on every subscribe to zigbee2mqtt/#.
+    Before, it was reported as an oversize error although the topic is ignored anyway."""
+    w = worker_with(["t"], [{"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/#", "features": {"t": "temperature"}}])
+    big = [{"ieee_address": f"0x{i:016x}", "definition": {"exposes": ["x" * 100]}} for i in range(1000)]
+    assert len(wire(big)) > w.sources.max_payload_bytes == 64 * 1024
+    for topic in ("zigbee2mqtt/bridge/devices", "zigbee2mqtt/bridge/groups", "zigbee2mqtt/sensor/set"):
+        feed(w, topic, big, retained=True, at=1.0, monkeypatch=monkeypatch)
+    feed(w, "zigbee2mqtt/sensor", {"temperature": 21.0, "pad": "x" * 70000}, at=2.0, monkeypatch=monkeypatch)
+    assert [t for t, _ in w.client.published if t.endswith("/error")] == ["eb/runtime/rt/error"]
+    assert w.metrics()["sources"] == {"ignored": 3, "oversize": 1}  # a device's own message still is
+
+
+def test_zigbee2mqtt_republish_of_unchanged_values_makes_no_reading(monkeypatch):
+    """Three measurements and a republish caused by a linkquality change (cache_state: each
+    message repeats every attribute). Before, the republish made a fourth reading."""
+    w = worker_with(["temperature", "humidity", "pressure"],
+                    [{"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/+",
+                      "features": {"temperature": "temperature", "humidity": "humidity", "pressure": "pressure"}}])
+    first = fixtures("zigbee2mqtt")[22]["payload"]
+    topic, device = "zigbee2mqtt/humidity_xiaomi_bad_stefan", "humidity_xiaomi_bad_stefan"
+    feed(w, topic, first, at=10.0, monkeypatch=monkeypatch)
+    feed(w, topic, {**first, "linkquality": 80, "last_seen": "2024-03-15T05:35:44Z"}, at=20.0, monkeypatch=monkeypatch)
+    assert w.sources.assembler.devices[device].times == [20.0] * 3  # current, though no new reading
+    feed(w, topic, {**first, "temperature": 22.5}, at=30.0, monkeypatch=monkeypatch)
+    feed(w, topic, {**first, "temperature": 22.5, "humidity": 58.6}, at=40.0, monkeypatch=monkeypatch)
+    assert served(w) == [(device, 10000), (device, 30000), (device, 40000)]
+    # after offline the values are gone: the same values again are a reading
+    feed(w, f"{topic}/availability", {"state": "offline"}, at=50.0, monkeypatch=monkeypatch)
+    feed(w, topic, {**first, "temperature": 22.5, "humidity": 58.6}, at=60.0, monkeypatch=monkeypatch)
+    assert served(w)[-1] == (device, 60000)
+    for at in (70.0, 80.0):  # a null value is unchanged when it is null again
+        feed(w, topic, {**first, "pressure": None, "linkquality": at}, at=at, monkeypatch=monkeypatch)
+    assert served(w)[-1] == (device, 70000)
+    assert w.metrics()["sources"] == {"readings": 5, "unchanged": 2, "offline": 1, "no_value": 1,
+                                      "missing_values": 1}
+
+
+def test_zigbee2mqtt_unchanged_values_with_a_new_label_make_a_reading(monkeypatch):
+    w = worker_with(["illuminance"], [{"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/+", "label": "occupancy",
+                                       "features": {"illuminance": "illuminance"}}])
+    motion = lambda occupied, lq, at: feed(w, "zigbee2mqtt/m", {"illuminance": 5, "occupancy": occupied,
+                                                                  "linkquality": lq}, at=at, monkeypatch=monkeypatch)
+    motion(True, 10, 1.0)
+    motion(True, 20, 2.0)  # linkquality only: no reading
+    motion(False, 20, 3.0)  # the label changed: a reading
+    assert served(w) == [("m", 1000), ("m", 3000)]
+    assert w.metrics()["sources"]["unchanged"] == 1 and w.n_labels == 0 and w.n_learned == 2
 
 
 def test_esphome_topics_assemble_one_reading_per_round(monkeypatch):

@@ -124,6 +124,17 @@ class Assembler:
             return Incomplete(device, tuple(f for f, v in zip(self.features, x) if v != v))
         return self._emit(device, dev, now, x)
 
+    def refresh(self, device: str, values: dict[str, float], origin: tuple, now: float) -> None:
+        """Record ``values`` again, as no report: a republish of values already recorded
+        (zigbee2mqtt's cached state) shows they are current, so their age restarts, but it is
+        no new measurement, so it neither ends a round nor counts towards one."""
+        dev = self.devices.get(device)
+        if dev is None:
+            return
+        for name, v in values.items():
+            i = self.index[name]
+            dev.values[i], dev.times[i], dev.origins[i] = v, now, origin
+
     def label(self, device: str, y: Any, now: float, before_s: float, after_s: float) -> list[Label]:
         """Set the device's label state; the delayed labels for its recent unlabelled readings."""
         dev = self._device(device)

@@ -39,6 +39,12 @@ Where a value lives: ``"BME280.Temperature"`` (a key path into the JSON payload 
 present wins: translated firmware, ``["BME280.Temperature", "BME280.Temperatur"]``), or a
 topic: a string with a ``/`` (``"livingroom/sensor/temperature/state"``, wildcards allowed)
 whose plain payload is the value, or ``{topic = "...", path = "..."}`` for JSON on that topic.
+A path element ``NAME[KEY=VALUE]`` picks a block by what it holds: the block named ``NAME`` or
+``NAME-<n>`` whose ``KEY`` is ``VALUE`` (as text). Several Tasmota DS18B20 probes are
+``DS18B20-1``, ``DS18B20-2``, ... in bus order, renumbered when one is removed (``DS18B20``
+alone when one is left), so name each by its 1-Wire ``Id``:
+``"DS18B20[Id=01144A0CB8AA].Temperature"``; a probe that is gone is missing (NaN), never
+another probe's value. Quote a key holding ``[`` (``'"a[1]".b'``).
 
 Values: JSON numbers; numbers sent as strings (``"100.00"``); booleans and ``ON``/``OFF``,
 ``true``/``false`` as 1/0; ``nan``, ``None``, ``null``, ``unavailable``, ``unknown`` and
@@ -48,9 +54,30 @@ Tasmota ``SENSOR`` message that holds another mapped value or the label (Tasmota
 probe that failed out of the message); any other text is refused
 (kind ``field``), +/-inf too (``not_finite``), and a magnitude above 1e100 (``out_of_range``,
 the learners' bound). Tasmota temperatures in Fahrenheit and pressures in mmHg/inHg are
-converted to °C and hPa from the message's ``TempUnit`` and ``PressureUnit``. Availability messages (zigbee2mqtt ``bridge/state`` and ``<name>/availability``,
-Tasmota ``LWT``, ESPHome ``status``, Shelly ``online``) are never readings: ``offline``
-drops the values that device published, so nothing stale is assembled from them.
+converted to °C and hPa from the message's ``TempUnit`` and ``PressureUnit``.
+
+Availability messages are never readings: ``offline`` drops the values that device published
+(and Shelly's kept component status), so nothing stale is assembled from them. Each kind
+subscribes to its own, derived from the topics it reads: zigbee2mqtt ``bridge/state`` and
+``<name>/availability``; Tasmota ``LWT``; ESPHome ``<topic_prefix>/status``
+(``online``/``offline``); Shelly Gen1 ``shellies/<id>/online`` and Gen2+ ``<prefix>/online``
+(``true``/``false``); a configured ``availability_topic`` is read by every kind as well. An
+ESPHome ``topic_prefix`` or a Shelly Gen2 prefix may have several levels
+(``home/livingroom/esp1``): the ESPHome prefix is what comes before the component level
+(``sensor``, ``binary_sensor``, ...) of ``<prefix>/<component>/<object_id>/state``, and each
+prefix is one device (``home_livingroom_esp1``; ``device_level`` picks one level instead).
+
+zigbee2mqtt republishes a device's whole cached state (``cache_state``, the default) on any
+Zigbee message from it: a new measurement, but also a linkquality or battery report, another
+cluster's report, or a ``last_seen`` update. So a zigbee2mqtt message whose mapped feature
+values and label (a null equal to a null) are all those of the previous message from the same
+publisher (the friendly name, within one ``[[sources]]`` entry) is a republish, not a
+measurement: it makes no reading and does not count towards the round of ``interval_s = 0``,
+whatever else in it changed (fields the config does not read). It still shows the values are
+current (their age for ``max_age_s`` restarts), its label is applied as any label, and it is
+counted as ``unchanged``. After that publisher's ``offline`` the same values are new again.
+The other kinds publish on measurement (Tasmota's ``TelePeriod``, ESPHome's per-entity topics,
+Shelly's status deltas), so an equal value there is a reading.
 Payload shapes, topics and pitfalls per ecosystem: ../shared/payloads/README.md.
 """
 
@@ -104,7 +131,7 @@ class Spec:
     ``paths`` (key tuples, first present wins) in the JSON of the source's ``topic``."""
 
     topic: str | None
-    paths: tuple[tuple[str, ...], ...]
+    paths: tuple[tuple[str | Select, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -130,32 +157,79 @@ class AssemblerConfig:
     min_features: int = 1
 
 
-def parse_path(text: str) -> tuple[str, ...]:
-    """``'a.b'`` -> ``("a", "b")``; ``'PMS5003."PM2.5"'`` -> ``("PMS5003", "PM2.5")``.
+@dataclass(frozen=True)
+class Select:
+    """A key path element choosing a block by what it holds rather than by its name: the first
+    block named ``name`` or ``name-<n>`` (Tasmota numbers several sensors of one kind, and
+    renumbers them when one is removed) whose ``key`` is ``value`` as text
+    (``DS18B20[Id=01144A0CB8AA]``)."""
+
+    name: str
+    key: str
+    value: str
+
+    def pick(self, doc: Any) -> Any:
+        """The chosen block of the map ``doc``, or ``_ABSENT``."""
+        if not isinstance(doc, dict):
+            return _ABSENT
+        for name, block in doc.items():
+            if self._named(name) and isinstance(block, dict) and self._holds(block.get(self.key)):
+                return block
+        return _ABSENT
+
+    def _named(self, name: str) -> bool:
+        n = len(self.name)
+        return name == self.name or (name[:n] == self.name and name[n:n + 1] == "-" and name[n + 1:].isdigit())
+
+    def _holds(self, v: Any) -> bool:
+        return type(v) in (str, int) and str(v) == self.value
+
+
+def parse_path(text: str) -> tuple[str | Select, ...]:
+    """``'a.b'`` -> ``("a", "b")``; ``'PMS5003."PM2.5"'`` -> ``("PMS5003", "PM2.5")``;
+    ``'DS18B20[Id=01144A0CB8AA].Temperature'`` -> ``(Select("DS18B20", "Id", "01144A0CB8AA"),
+    "Temperature")``.
 
     Raises:
-        ValueError: an empty key, an unclosed quote, or text after a closing quote.
+        ValueError: an empty key, an unclosed quote or ``[``, a selector that is not
+            ``[key=value]``, or text after a closing quote or ``]``.
     """
-    keys, i, n = [], 0, len(text)
+    keys: list[str | Select] = []
+    i, n = 0, len(text)
     while True:
-        if i < n and text[i] == '"':
-            j = text.find('"', i + 1)
-            if j < 0:
-                raise ValueError(f"path {text!r}: unclosed quote")
-            keys.append(text[i + 1:j])
-            i = j + 1
-        else:
-            j = text.find(".", i)
-            j = n if j < 0 else j
-            if j == i:
-                raise ValueError(f"path {text!r}: empty key")
-            keys.append(text[i:j])
-            i = j
+        key, i = _path_key(text, i)
+        if i < n and text[i] == "[":
+            key, i = _path_select(text, key, i)
+        keys.append(key)
         if i == n:
             return tuple(keys)
         if text[i] != ".":
-            raise ValueError(f"path {text!r}: expected '.' after a quoted key")
+            raise ValueError(f"path {text!r}: expected '.' after a quoted key or a selector")
         i += 1
+
+
+def _path_key(text: str, i: int) -> tuple[str, int]:
+    """The key starting at ``i`` (quoted, or up to the next ``.`` or ``[``) and where it ends."""
+    if i < len(text) and text[i] == '"':
+        j = text.find('"', i + 1)
+        if j < 0:
+            raise ValueError(f"path {text!r}: unclosed quote")
+        return text[i + 1:j], j + 1
+    j = next((k for k in range(i, len(text)) if text[k] in ".["), len(text))
+    if j == i:
+        raise ValueError(f"path {text!r}: empty key")
+    return text[i:j], j
+
+
+def _path_select(text: str, name: str, i: int) -> tuple[Select, int]:
+    """The ``[key=value]`` selector at ``i`` (after the block ``name``) and where it ends."""
+    j = text.find("]", i)
+    if j < 0:
+        raise ValueError(f"path {text!r}: unclosed '['")
+    key, eq, value = text[i + 1:j].partition("=")
+    if not key or not eq or not value:
+        raise ValueError(f"path {text!r}: a selector is [key=value], e.g. DS18B20[Id=01144A0CB8AA]")
+    return Select(name, key, value), j + 1
 
 
 def _topic_filter(v: str) -> str | None:
@@ -420,10 +494,14 @@ def device_id(text: str) -> str:
     return _BAD_ID.sub("_", text)[:64]
 
 
-def lookup(doc: Any, path: tuple[str, ...]) -> Any:
+def lookup(doc: Any, path: tuple[str | Select, ...]) -> Any:
     """The value at ``path`` in a decoded JSON document, or ``_ABSENT``."""
     for key in path:
-        if isinstance(doc, dict):
+        if type(key) is Select:
+            doc = key.pick(doc)
+            if doc is _ABSENT:
+                return _ABSENT
+        elif isinstance(doc, dict):
             doc = doc.get(key, _ABSENT)
             if doc is _ABSENT:
                 return _ABSENT
@@ -465,6 +543,8 @@ class Adapter:
     """The generic JSON adapter (kind "json"); subclasses know one ecosystem's topics."""
 
     default_level: int | None = None
+    #: a message may repeat the publisher's whole last-known state (see ``SourceRouter``)
+    republishes_state = False
 
     def __init__(self, index: int, cfg: SourceConfig):
         self.index = index
@@ -485,10 +565,18 @@ class Adapter:
         return list(dict.fromkeys(self.data_filters() + self.availability_filters()))
 
     def classify(self, topic: str) -> str:
-        """"data", "availability" or "ignored"."""
+        """"data", "availability" or "ignored": a configured ``availability_topic`` first, then
+        the kind's own topic rules (``kind_of``)."""
         if self.cfg.availability_topic and topic_matches_sub(self.cfg.availability_topic, topic):
             return "availability"
+        return self.kind_of(topic)
+
+    def kind_of(self, topic: str) -> str:
+        """What a topic is by this kind's topic rules (the configured availability aside)."""
         return "ignored" if topic.endswith("/config") else "data"
+
+    def offline(self, publisher: str) -> None:
+        """Forget what this adapter keeps of ``publisher`` ("" = all of them): it went offline."""
 
     def publisher(self, topic: str) -> str:
         levels = topic.split("/")
@@ -499,7 +587,7 @@ class Adapter:
         """The JSON document the key paths read (Shelly overlays its deltas here)."""
         return doc
 
-    def convert(self, doc: Any, path: tuple[str, ...], value: Any) -> Any:
+    def convert(self, doc: Any, path: tuple[str | Select, ...], value: Any) -> Any:
         """Unit normalisation for a value read at ``path`` (Tasmota)."""
         return value
 
@@ -572,6 +660,8 @@ class Zigbee2Mqtt(Adapter):
     are availability; other ``bridge/...`` topics and ``/set``, ``/get`` are ignored. The
     device is the whole friendly name (it may hold '/', spaces, ':')."""
 
+    republishes_state = True  # cache_state (the default): any Zigbee message repeats every attribute
+
     def availability_filters(self):
         out = super().availability_filters()
         for f in self.data_filters():
@@ -581,7 +671,7 @@ class Zigbee2Mqtt(Adapter):
                 out.append(f"{f}/availability")
         return out
 
-    def classify(self, topic):
+    def kind_of(self, topic):
         levels = topic.split("/")
         if len(levels) >= 2 and levels[1] == "bridge":
             return "availability" if levels[2:] == ["state"] else "ignored"
@@ -589,7 +679,7 @@ class Zigbee2Mqtt(Adapter):
             return "availability"
         if levels[-1] in ("set", "get"):
             return "ignored"
-        return super().classify(topic)
+        return super().kind_of(topic)
 
     def publisher(self, topic):
         if self.level is not None:
@@ -617,7 +707,7 @@ class Tasmota(Adapter):
                 out.append(f"{head}/LWT")
         return out
 
-    def classify(self, topic):
+    def kind_of(self, topic):
         last = topic.rsplit("/", 1)[-1]
         if last == "LWT":
             return "availability"
@@ -637,7 +727,7 @@ class Tasmota(Adapter):
         return levels[-2]
 
     def convert(self, doc, path, value):
-        if not isinstance(doc, dict) or type(value) not in (int, float):
+        if not isinstance(doc, dict) or type(value) not in (int, float) or type(path[-1]) is not str:
             return value
         key = path[-1].lower()
         if key in _TEMP_KEYS and doc.get("TempUnit") == "F":
@@ -649,27 +739,63 @@ class Tasmota(Adapter):
 
 
 class ESPHome(Adapter):
-    """``<node>/<component>/<object_id>/state`` plain text; ``<node>/status`` availability."""
-
-    default_level = 0
+    """``<topic_prefix>/<component>/<object_id>/state`` plain text (climate entities one level
+    deeper); ``<topic_prefix>/status`` availability (``online``/``offline``). The prefix, the
+    node's name by default, may have several levels (``home/livingroom/esp1``): it is found
+    from the right, before the component level, and each prefix is one device."""
 
     def availability_filters(self):
         out = super().availability_filters()
         for f in self.data_filters():
-            out.append(f.split("/")[0] + "/status")
+            prefix = _esphome_prefix(f.split("/"))
+            if prefix:  # a filter ending in '#' with no component level already holds <prefix>/status
+                out.append("/".join(prefix) + "/status")
         return out
 
-    def classify(self, topic):
+    def kind_of(self, topic):
         levels = topic.split("/")
-        if len(levels) == 2 and levels[1] == "status":
+        if len(levels) >= 2 and levels[-1] == "status":
             return "availability"
         return "data" if levels[-1] == "state" or self.cfg.topic else "ignored"
 
+    def publisher(self, topic):
+        prefix = _esphome_prefix(topic.split("/")) if self.level is None else None
+        return "/".join(prefix) if prefix else super().publisher(topic)
+
+
+#: ESPHome entity types: the level after the node's topic_prefix in its state topics
+_ESPHOME_COMPONENTS = frozenset({
+    "sensor", "binary_sensor", "text_sensor", "switch", "light", "fan", "cover", "climate", "number",
+    "select", "text", "button", "lock", "valve", "alarm_control_panel", "event", "update", "datetime",
+    "date", "time", "water_heater", "media_player"})
+
+
+def _esphome_prefix(levels: list[str]) -> list[str] | None:
+    """The ``topic_prefix`` levels of an ESPHome topic or filter: for a state topic, those
+    before its component level (``<component>/<object_id>/state``, a climate entity one level
+    deeper; a filter's trailing ``#`` may stand for what follows the component); for another
+    topic (``status``, a custom will topic), those before its last level. None for a one-level
+    topic, or a ``#`` with no component level before it.
+
+    The component is searched from the right because a prefix level may be named like one.
+    """
+    if levels[-1] not in ("state", "#"):
+        return levels[:-1] or None
+    wild = levels[-1] == "#"
+    for i in range(len(levels) - (2 if wild else 3), 0, -1):
+        if levels[i] in _ESPHOME_COMPONENTS:
+            return levels[:i]
+    if wild or len(levels) < 4:
+        return None
+    return levels[:-3]  # a component type newer than this list
+
 
 class Shelly(Adapter):
-    """Gen1 ``shellies/<id>/...`` plain values; Gen2/3 ``<id>/events/rpc`` JSON-RPC
+    """Gen1 ``shellies/<id>/...`` plain values; Gen2/3 ``<prefix>/events/rpc`` JSON-RPC
     (``NotifyStatus`` deltas overlaid on the kept component status, ``NotifyFullStatus``
-    replacing it) and ``<id>/status/<component>``; ``online`` is availability. Key paths
+    replacing it) and ``<prefix>/status/<component>``; ``shellies/<id>/online`` and
+    ``<prefix>/online`` (``true``/``false``) are availability, and ``false`` drops the kept
+    status. The Gen2 prefix (the device id by default) may have several levels. Key paths
     start at the component: ``temperature:0.tC``."""
 
     def __init__(self, index, cfg):
@@ -679,11 +805,12 @@ class Shelly(Adapter):
     def availability_filters(self):
         out = super().availability_filters()
         for f in self.data_filters():
-            levels = f.split("/")
-            out.append("/".join(levels[:2] if levels[0] == "shellies" else levels[:1]) + "/online")
+            prefix = _shelly_prefix(f.split("/"))
+            if prefix:  # a filter ending in '#' already holds <prefix>/online
+                out.append("/".join(prefix) + "/online")
         return out
 
-    def classify(self, topic):
+    def kind_of(self, topic):
         levels = topic.split("/")
         if levels[-1] == "online":
             return "availability"
@@ -695,7 +822,16 @@ class Shelly(Adapter):
         if self.level is not None:
             return super().publisher(topic)
         levels = topic.split("/")
+        prefix = _shelly_prefix(levels)
+        if prefix:
+            return prefix[1] if prefix[0] == "shellies" else "/".join(prefix)
         return levels[1] if levels[0] == "shellies" and len(levels) > 1 else levels[0]
+
+    def offline(self, publisher):
+        if publisher:
+            self.state.pop(publisher, None)
+        else:
+            self.state.clear()
 
     def document(self, topic, doc):
         pub = self.publisher(topic)
@@ -725,6 +861,22 @@ def _overlay(kept: dict, delta: dict) -> None:
             _overlay(kept[key], value)
         else:
             kept[key] = value
+
+
+def _shelly_prefix(levels: list[str]) -> list[str] | None:
+    """The device's topic prefix in a Shelly topic or filter: ``shellies/<id>`` (Gen1), or the
+    levels before ``events/rpc``, ``status/<component>`` or ``online`` (Gen2+); None when the
+    topic has none of these shapes or the prefix would hold a ``#``."""
+    if levels[0] == "shellies":
+        ok = len(levels) > 2 and levels[1] not in ("#", "announce")
+        return levels[:2] if ok else None
+    if "#" in levels[-1]:
+        return None
+    if levels[-2:] == ["events", "rpc"] or (len(levels) >= 3 and levels[-2] == "status"):
+        return levels[:-2]
+    if len(levels) >= 2 and levels[-1] == "online":
+        return levels[:-1]
+    return None
 
 
 class EdgebayesProtocol(Adapter):
@@ -758,10 +910,12 @@ class SourceRouter:
         discovery: a ``discovery.Discovery`` to tell about Home Assistant's birth, or None.
 
     ``counts`` (a Counter, in the metrics as ``sources``): ``retained``, ``repeated``,
-    ``ignored``, ``no_feature``, ``offline``, ``online``, ``readings``, ``labels``,
-    ``no_value`` (values a sensor reported as "no value now" or left out of a snapshot
-    message), ``missing_values`` (NaN features in the readings served), and one entry per
-    refusal kind (``too_few_values``: a reading with fewer than ``[assembler] min_features``
+    ``ignored`` (topics that are not data, such as zigbee2mqtt ``bridge/devices``: dropped
+    before the payload size check, whatever their size), ``unchanged`` (zigbee2mqtt
+    republishes of the mapped values and label: no reading), ``no_feature``, ``offline``,
+    ``online``, ``readings``, ``labels``, ``no_value`` (values a sensor reported as "no value
+    now" or left out of a snapshot message), ``missing_values`` (NaN features in the readings
+    served), and one entry per refusal kind (``too_few_values``: a reading with fewer than ``[assembler] min_features``
     present features, not served).
     """
 
@@ -779,6 +933,7 @@ class SourceRouter:
         self.counts: Counter = Counter()
         self._unmatched: Counter = Counter()  # source index -> messages mapping nothing, until one did
         self._last_payload: dict[str, tuple[bytes, float]] = {}
+        self._last_mapped: dict[tuple, tuple] = {}  # origin -> its last message's mapped values and label
         self._routes: dict[str, list[Adapter]] = {}
         extra = [discovery.ha_status_topic] if discovery is not None else []
         self.filters = list(dict.fromkeys([f for a in self.adapters for f in a.filters()] + extra))
@@ -800,6 +955,10 @@ class SourceRouter:
         adapters = self._match(topic)
         if not adapters:
             return False
+        if all(a.classify(topic) == "ignored" for a in adapters):
+            # before the size check: a large retained zigbee2mqtt/bridge/devices is not an error
+            self.counts["ignored"] += len(adapters)
+            return True
         now = time.time()
         if len(payload) > self.max_payload_bytes:
             self._refuse(None, topic, "oversize", f"payload of {len(payload)} bytes exceeds {self.max_payload_bytes}")
@@ -830,6 +989,8 @@ class SourceRouter:
             self.counts["online" if ex.online else "offline"] += 1
             if not ex.online:
                 self.assembler.offline(ex.origin, now)
+                adapter.offline(ex.origin[1])
+                self._forget_mapped(ex.origin)
             return
         if ex.kind == "ignored" or ex.reason == "no_feature":
             self.counts[ex.kind if ex.kind == "ignored" else "no_feature"] += 1
@@ -847,6 +1008,10 @@ class SourceRouter:
                 self._deliver(lab, topic, t_recv)
         if ex.values or ex.left_out:
             values = {**ex.values, **dict.fromkeys(ex.left_out, math.nan)} if ex.left_out else ex.values
+            if adapter.republishes_state and self._unchanged(ex, values):
+                self.counts["unchanged"] += 1
+                self.assembler.refresh(ex.device, values, ex.origin, now)
+                return
             n_null = sum(v != v for v in values.values())
             if n_null:
                 self.counts["no_value"] += n_null
@@ -857,6 +1022,24 @@ class SourceRouter:
                              f"min_features = {self.acfg.min_features} present, no reading")
             elif out is not None:
                 self._deliver(out, topic, t_recv)
+
+    def _unchanged(self, ex: Extract, values: dict[str, float]) -> bool:
+        """Whether ``values`` and the label of ``ex`` are those of its publisher's previous
+        message (a zigbee2mqtt republish of the cached state: linkquality, last_seen, battery,
+        another cluster's report); this message's are remembered for the next."""
+        mapped = (ex.device, tuple((k, None if math.isnan(v) else v) for k, v in sorted(values.items())),
+                  ex.has_label, ex.label)
+        before = self._last_mapped.get(ex.origin)
+        if len(self._last_mapped) >= 4096:
+            self._last_mapped.clear()  # bounded: at worst one more reading per publisher
+        self._last_mapped[ex.origin] = mapped
+        return before == mapped
+
+    def _forget_mapped(self, origin: tuple) -> None:
+        """Drop what ``_unchanged`` remembers of ``origin`` (``(source, "")``: all of that source)."""
+        src, pub = origin
+        for key in [k for k in self._last_mapped if k[0] == src and (not pub or k[1] == pub)]:
+            del self._last_mapped[key]
 
     def _hint(self, adapter: Adapter, topic: str, explanation: str) -> None:
         """Log once when a source's first ``HINT_AFTER`` data messages all map nothing: its key
