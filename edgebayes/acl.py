@@ -8,7 +8,8 @@ Grants, and nothing else (Mosquitto denies what an ACL file does not grant):
   write every device's ``prediction``, ``drift`` and ``error`` and its own
   ``<prefix>/runtime/#``; read every topic its ``[[sources]]`` subscribe to (data and
   availability); with ``[homeassistant] discovery``, write its discovery configs
-  ``<ha prefix>/+/<node_id>/#`` and read ``<ha prefix>/status``;
+  ``<ha prefix>/+/<node_id>/#`` and each device's ``availability`` and ``attributes``, and read
+  ``<ha prefix>/status``;
 - user ``monitor`` (a dashboard, the firmware-sim monitor): read ``<prefix>/#``;
 - every device, logged in with its device id as user name (``%u``): write its own readings and
   labels, read its own outputs; for each ``[[sources]]`` topic whose device id is a ``+``
@@ -79,8 +80,11 @@ def acl_text(config: Config, source: str = "config") -> str:
     ha = config.homeassistant
     if ha is not None and ha.discovery:
         node = ha.node_id or config.broker.client_id
-        lines += ["# [homeassistant] discovery: its config messages, and Home Assistant's birth message",
-                  f"topic write {ha.prefix}/+/{node}/#", f"topic read {ha.prefix}/status"]
+        lines += ["# [homeassistant] discovery: its config messages, each device's availability and",
+                  "# attributes, and Home Assistant's birth message",
+                  f"topic write {ha.prefix}/+/{node}/#",
+                  *(f"topic write {prefix}/+/{kind}" for kind in ("availability", "attributes")),
+                  f"topic read {ha.prefix}/status"]
     lines += ["",
               (f"# A dashboard or the firmware-sim monitor (user \"{MONITOR_USER}\"): reads everything, "
                "writes nothing."),

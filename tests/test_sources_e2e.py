@@ -1,6 +1,7 @@
 """[[sources]] end to end through a real Mosquitto: firmware_sim publishing as Tasmota and
 Zigbee2MQTT with labels on their own topic, and Home Assistant discovery."""
 
+import dataclasses
 import json
 import threading
 
@@ -120,7 +121,7 @@ def test_tasmota_and_zigbee2mqtt_through_the_worker(broker, tmp_path):
 
 
 def test_home_assistant_discovery(broker, tmp_path):
-    rt = runtime(broker, tmp_path, "[homeassistant]\ndiscovery = true\nretire_after_s = 1.5\n")
+    rt = runtime(broker, tmp_path, "[homeassistant]\ndiscovery = true\nretire_after_s = 60\n")
     live = Collector(broker, ["eb/#"], "live")
     try:
         simulate(broker, "tasmota", "t-")
@@ -133,20 +134,39 @@ def test_home_assistant_discovery(broker, tmp_path):
         sensor, sretain = configs["homeassistant/sensor/rt-src/t-0_prediction/config"]
         event, eretain = configs["homeassistant/event/rt-src/t-0_drift/config"]
         assert sretain and eretain and len(configs) == 2
-        status = "eb/runtime/rt-src/status"
+        status, available = "eb/runtime/rt-src/status", "eb/t-0/availability"
         for cfg in (sensor, event):
-            assert cfg["availability"] == [{"topic": status, "payload_available": "online",
-                                            "payload_not_available": "offline"}]
+            assert cfg["availability"] == [{"topic": t, "payload_available": "online", "payload_not_available": "offline"}
+                                           for t in (status, available)]
+            assert cfg["availability_mode"] == "all"
             assert cfg["device"]["identifiers"] == ["edgebayes_rt-src_t-0"]
             assert cfg["origin"]["name"] == "edgebayes"
         assert sensor["unique_id"] != event["unique_id"]
-        assert sensor["state_topic"] == sensor["json_attributes_topic"] == "eb/t-0/prediction"
-        assert "value_json.y_pred" in sensor["value_template"] and "value_json.proba" in sensor["json_attributes_template"]
+        assert (sensor["default_entity_id"], event["default_entity_id"]) == ("sensor.t-0_prediction", "event.t-0_drift")
+        assert sensor["state_topic"] == "eb/t-0/prediction" and "value_json.y_pred" in sensor["value_template"]
+        assert sensor["json_attributes_topic"] == "eb/t-0/attributes"
         assert event["state_topic"] == "eb/t-0/drift" and event["event_types"] == ["warning", "drift"]
         # the topics they point at are the ones the runtime really publishes
         wait_for(lambda: len(live.on(sensor["state_topic"])) == N, what="predictions")
         assert live.on(status) == [(b"online", True)]  # retained, as availability needs
-        # silent for retire_after_s: the configs are removed (empty retained payloads)
+        # attributes only when the model shown or its classes changed (not per reading)
+        attrs = [json.loads(p) for p, _ in live.on("eb/t-0/attributes")]
+        assert 1 <= len(attrs) <= 3 and attrs[-1] == {"model": "nb", "classes": ["0", "1"]}
+        late = Collector(broker, [available, "eb/t-0/attributes"], "late")  # both retained
+        wait_for(lambda: len(late.got) == 2, what="retained availability and attributes")
+        assert sorted(late.got) == [("eb/t-0/attributes", json.dumps(attrs[-1], sort_keys=True).encode(), True),
+                                    (available, b"online", True)]
+        # Home Assistant restarts: the last prediction is published again, unchanged
+        last = live.on(sensor["state_topic"])[-1][0]
+        rt.worker.sources.discovery.republish_delay_s = 0.1
+        late.client.publish("homeassistant/status", b"online", qos=1).wait_for_publish(5)  # HA's birth
+        wait_for(lambda: len(live.on(sensor["state_topic"])) == N + 1, what="the last prediction again")
+        assert live.on(sensor["state_topic"])[-1] == (last, False)
+        late.close()
+        # silent for retire_after_s (shortened now: not before the checks above): the configs are
+        # removed (empty retained payloads)
+        discovery = rt.worker.sources.discovery
+        discovery.cfg = dataclasses.replace(discovery.cfg, retire_after_s=0.5)
         wait_for(lambda: "t-0" not in rt.worker.sources.discovery.announced, timeout_s=10, what="retirement")
         again = Collector(broker, ["homeassistant/#"], "ha2")
         wait_for(lambda: not again.got or all(p == b"" for _, p, _ in again.got), what="no configs")

@@ -172,6 +172,7 @@ class Device:
         self.n_reboots = 0  # seq restarts (docs/protocol.md "Reboots")
         self.best = 0  # index of the slot with the best recent accuracy
         self.journal_pos: tuple[str, int] | None = None  # journal position its restored checkpoint includes
+        self.last_prediction: bytes | None = None  # the last prediction message (not checkpointed)
 
     def check_seq(self, seq: int, ts: float | None, now: float) -> str:
         """How reading ``seq`` (taken at ``ts``, unix s, arrived at ``now``, unix s) follows the

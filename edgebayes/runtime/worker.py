@@ -358,8 +358,9 @@ class Worker:
         msg = {"seq": r.seq, "ts": r.ts, "y_pred": y_preds[best],
                "proba": {str(c): p for c, p in proba.items()}, "model": self._names[best], "models": dict(zip(self._names, y_preds)),
                "latency_ms": (time.perf_counter() - t_recv) * 1000.0}
-        self.client.publish(self.topics.device_topic(r.device, "prediction"), encode(msg, self._fmt),
-                            qos=self._pred_qos)
+        payload = encode(msg, self._fmt)
+        self.client.publish(self.topics.device_topic(r.device, "prediction"), payload, qos=self._pred_qos)
+        dev.last_prediction = payload  # Home Assistant discovery publishes it again after HA restarts
         self.n_predictions += 1
         dev.accept(r.seq, r.ts, now, how)
         self._dirty.add(r.device)
