@@ -9,7 +9,7 @@ which would change results against the reference.
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-CORE = ["adwin", "inputs", "naive_bayes", "tree"]
+CORE = ["adwin", "inputs", "naive_bayes", "srp", "tree"]
 
 extensions = cythonize(
     [

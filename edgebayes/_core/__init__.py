@@ -6,4 +6,5 @@ needs, including on 32-bit ARM.
 """
 
 #: compiled modules, all built or none used
-MODULES = ("edgebayes._core.adwin", "edgebayes._core.inputs", "edgebayes._core.naive_bayes", "edgebayes._core.tree")
+MODULES = ("edgebayes._core.adwin", "edgebayes._core.inputs", "edgebayes._core.naive_bayes", "edgebayes._core.srp",
+           "edgebayes._core.tree")

@@ -46,19 +46,8 @@ cdef double WEIGHT_LIMIT = MAX_WEIGHT
 
 
 cdef class Fields:
-    """The reference's attributes, as C fields (`edgebayes.tree.arena` describes the arrays),
-    and the two per-sample methods."""
-
-    # parameters, stored unchanged (``state()`` returns them as given)
-    cdef public object grace_period, delta, tau, leaf_prediction, nb_threshold, max_depth
-    cdef public object n_split_points, nominal_attributes, max_size_bytes, features, seed
-    # learned schema and labels
-    cdef public object n_features_in_
-    cdef public list classes_, _gnum, _gnom, _vocab, _vcaps, _nc
-    cdef public dict _cidx, _vocab_of
-    # the arena
-    cdef public Py_ssize_t _n_nodes, _node_cap, _slot_cap, _ccap, _n_free, _n_learned
-    cdef public array.array _ni, _nf, _cc, _st, _free
+    """The reference's attributes, as C fields (declared in tree.pxd; `edgebayes.tree.arena`
+    describes the arrays), and the two per-sample methods."""
 
     def learn_one(self, x, y, w=1.0):
         """Learn one sample (see the reference's ``learn_one``: same arguments, errors, result)."""
@@ -167,15 +156,17 @@ cdef int _learn(Fields t, const double* xs, Py_ssize_t c, double w, list codes) 
 
 cdef Py_ssize_t _route(Fields t, const double* xs, double w, Py_ssize_t* parent) except -1:
     """`learning.route`: the leaf ``xs`` reaches, its parent (-1 for the root) in
-    ``parent[0]``; ``w`` added to each node's weight seen as it is passed (the reference adds
-    it after routing: the same, as routing compares only children not yet passed)."""
+    ``parent[0]``; ``w`` (0 to predict) added to each node's weight seen as it is passed
+    (the reference adds it after routing: the same, as routing compares only children not
+    yet passed)."""
     cdef int* ni = t._ni.data.as_ints
     cdef double* nf = t._nf.data.as_doubles
     cdef Py_ssize_t node = 0, b, g, ch, nbr, code
     cdef double v, thr
     parent[0] = -1
     while True:
-        nf[node * N_FLOATS + NW] += w
+        if w:
+            nf[node * N_FLOATS + NW] += w
         b = node * N_INTS
         g = ni[b + FEAT]
         if g < 0:

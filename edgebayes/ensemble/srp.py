@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from edgebayes import backend
 from edgebayes.base import (
     MAX_WEIGHT,
     STATE_ERRORS,
@@ -78,12 +79,16 @@ def combine_votes(votes: list, weights: list, classes: list, index: dict) -> dic
         return {}
     acc = [0.0] * len(classes)
     for vote, w in zip(votes, weights):
-        s = sum(vote.values())
+        s = 0.0
+        for p in vote.values():  # sums left to right, as the compiled core (`edgebayes._core.srp`)
+            s += p
         if s > 0.0 and w > 0.0:
             f = w / s
             for c, p in vote.items():
                 acc[index[c]] += p * f
-    total = sum(acc)
+    total = 0.0
+    for a in acc:
+        total += a
     if total > 0.0:
         return {c: a / total for c, a in zip(classes, acc)}
     u = 1.0 / len(classes)
@@ -255,6 +260,18 @@ class SRPClassifier(Learner):
         >>> srp.predict_one([0.2, 0.9, 0.1])
         'a'
     """
+
+    def __new__(cls, model=None, n_models=10, subspace_size=0.6, training_method="patches", lam=6.0,
+                drift_detector=None, warning_detector=None, disable_detector="off",
+                disable_weighted_vote=False, max_size_bytes=None, seed=None):
+        """The compiled ensemble (`edgebayes._core.srp`, a subclass that replaces the member
+        loop and ``predict_proba_one``) when `edgebayes.backend()` is ``"compiled"``, this
+        reference otherwise; ``__init__`` then checks and stores the arguments."""
+        if cls is SRPClassifier and backend() == "compiled":
+            from edgebayes._core.srp import SRPClassifier as Compiled
+
+            return Compiled.__new__(Compiled)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -493,6 +510,11 @@ class SRPClassifier(Learner):
         if y not in self._index:
             self._index[y] = len(self.classes_)
             self.classes_.append(y)
+        self._learn_members(xs, v, y, w, ks)
+
+    def _learn_members(self, xs: list, v, y, w: float, ks: list) -> None:
+        """Algorithm 1, lines 6-20, for a checked sample: each member's test, then its
+        training with weight ``ks[i] * w``, its background learner's, and its detectors."""
         members = self._members
         preds = [m.learner.predict_one(xs if m.take is None else v[m.take]) for m in members]
         self._last_predictions = preds

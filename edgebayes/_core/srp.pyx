@@ -1,0 +1,155 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""SRP's per-sample member loop compiled: one C call per sample for the members' tests,
+training and votes.
+
+:class:`SRPClassifier` here is :class:`edgebayes.ensemble.SRPClassifier` (parameters, input
+checks, Poisson draws, warnings and drifts, state, memory) with ``_learn_members`` and
+``predict_proba_one`` replaced. The sample is read into doubles once; members whose learner
+is the compiled tree (`edgebayes._core.tree`) and sees the whole ``x`` are tested, trained
+and polled through the tree's C entry points, any other learner through its Python methods.
+The loops are the reference's, in the same order: ``state()`` and every probability are
+bit-identical to the reference's.
+"""
+
+from libc.stdlib cimport free, malloc
+
+from edgebayes._core.tree cimport Fields, learn_sample, predict_index, predict_proba
+from edgebayes.ensemble.srp import SRPClassifier as _Reference
+
+
+cdef class Sample:
+    """One checked sample: its values as doubles and as the reference's list, its subspace
+    array (``v``, for learners fed a slice) and scratch for class probabilities."""
+
+    cdef double* xd
+    cdef double* scratch
+    cdef list xs
+    cdef object v
+
+    def __cinit__(self, list xs, object v, Py_ssize_t n_classes):
+        cdef Py_ssize_t j, d = len(xs)
+        self.xs, self.v = xs, v
+        self.xd = <double*>malloc(max(d, 1) * sizeof(double))
+        self.scratch = <double*>malloc(max(n_classes, 1) * sizeof(double))
+        if self.xd == NULL or self.scratch == NULL:
+            raise MemoryError()
+        for j in range(d):
+            self.xd[j] = xs[j]
+
+    def __dealloc__(self):
+        free(self.xd)
+        free(self.scratch)
+
+
+cdef inline bint _compiled(learner, take):
+    """Whether ``learner`` is a compiled tree with its schema fixed, fed the whole ``x``."""
+    return take is None and isinstance(learner, Fields) and (<Fields>learner).n_features_in_ is not None
+
+
+cdef object _predict_one(learner, take, Sample x):
+    """``learner.predict_one`` on the member's view of the sample."""
+    cdef Py_ssize_t k
+    if _compiled(learner, take):
+        k = predict_index(<Fields>learner, x.xd, x.scratch)
+        return None if k < 0 else (<Fields>learner).classes_[k]
+    return learner.predict_one(x.xs if take is None else x.v[take])
+
+
+cdef int _learn_one(learner, take, Sample x, y, double w) except -1:
+    """``learner.learn_one(x, y, w)`` on the member's view (``w`` > 0, ``y`` checked)."""
+    if _compiled(learner, take):
+        learn_sample(<Fields>learner, x.xd, y, w)
+    else:
+        learner.learn_one(x.xs if take is None else x.v[take], y, w)
+    return 0
+
+
+class SRPClassifier(_Reference):
+    __doc__ = _Reference.__doc__
+
+    def _learn_members(self, list xs, v, y, double w, list ks):
+        """The reference's ``_learn_members``, loop for loop."""
+        cdef list members = self._members
+        cdef Py_ssize_t i, n = len(members)
+        cdef Sample x = Sample(xs, v, len(self.classes_))
+        cdef double kw, error = 0.0
+        cdef long k
+        preds = [_predict_one(m.learner, m.take, x) for m in members]
+        self._last_predictions = preds
+        self.n_samples_seen_ += 1
+        for i in range(n):
+            m = members[i]
+            m.n_tested += w
+            if preds[i] == y:
+                m.n_correct += w
+            k = ks[i]
+            if not k:
+                continue
+            kw = k * w
+            learner, take = m.learner, m.take
+            _learn_one(learner, take, x, y, kw)
+            if m.drift is not None:
+                error = 0.0 if _predict_one(learner, take, x) == y else 1.0
+            if m.bkg is not None:
+                _learn_one(m.bkg, m.bkg_take, x, y, kw)
+            elif m.promoted:
+                _learn_one(learner, take, x, y, kw)
+            if m.drift is None:
+                continue
+            if m.warning is not None and m.warning.update(error):
+                self._on_warning(i, m)
+            if m.drift.update(error):
+                self._on_drift(i, m)
+
+    def predict_proba_one(self, x):
+        """Weighted vote {label: probability} (see the reference's ``predict_proba_one``)."""
+        if not self._members:
+            return {}
+        xs, v = self._check_x(x)
+        cdef Py_ssize_t K = len(self.classes_), i, c, Kt
+        cdef Sample sample = Sample(xs, v, K)
+        cdef double* acc = <double*>malloc(max(K, 1) * sizeof(double))
+        if acc == NULL:
+            raise MemoryError()
+        cdef double s, f, wt, total = 0.0
+        cdef dict index = self._index
+        try:
+            for c in range(K):
+                acc[c] = 0.0
+            weights = self._weights()
+            for i, m in enumerate(self._members):
+                learner = m.learner
+                wt = weights[i]
+                if not _compiled(learner, m.take):
+                    _add_vote(acc, learner.predict_proba_one(xs if m.take is None else v[m.take]), wt, index)
+                    continue
+                if not (<Fields>learner)._n_nodes or not predict_proba(<Fields>learner, sample.xd, sample.scratch):
+                    continue
+                Kt = len((<Fields>learner).classes_)
+                s = 0.0
+                for c in range(Kt):
+                    s += sample.scratch[c]
+                if s > 0.0 and wt > 0.0:
+                    f = wt / s
+                    labels = (<Fields>learner).classes_
+                    for c in range(Kt):
+                        acc[<Py_ssize_t>index[labels[c]]] += sample.scratch[c] * f
+            for c in range(K):
+                total += acc[c]
+            if total > 0.0:
+                return {self.classes_[c]: acc[c] / total for c in range(K)}
+            return {label: 1.0 / K for label in self.classes_}
+        finally:
+            free(acc)
+
+
+cdef int _add_vote(double* acc, dict vote, double wt, dict index) except -1:
+    """One member's vote from its Python ``predict_proba_one`` (the reference's `combine_votes` step)."""
+    cdef double s = 0.0, f
+    for p in vote.values():
+        s += <double>p
+    if s > 0.0 and wt > 0.0:
+        f = wt / s
+        for label, p in vote.items():
+            acc[<Py_ssize_t>index[label]] += <double>p * f
+    return 0
