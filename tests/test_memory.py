@@ -3,6 +3,7 @@ division of the model budget, device refusal (real Mosquitto), RSS shedding, `ed
 
 import gc
 import multiprocessing
+import sys
 import tracemalloc
 
 import numpy as np
@@ -19,6 +20,7 @@ from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
 from edgebayes.runtime.service import Runtime
 from edgebayes.streams import open_stream
 from edgebayes.tree import HoeffdingTreeClassifier
+from edgebayes.tree.arena import OBJECT_BYTES
 from edgebayes.tree.checks import MIN_SIZE_BYTES
 from tests.runtime_client import FEATURES, Device, wait_for, write_config
 
@@ -27,21 +29,36 @@ def agr(n, seed=1):
     return [(x.tolist(), int(y)) for x, y in open_stream("synth:AGR_A", n_samples=n, seed=seed)]
 
 
+def trees_in(model) -> list:
+    """The Hoeffding trees ``model`` is or holds (an SRP's members and background learners)."""
+    if isinstance(model, HoeffdingTreeClassifier):
+        return [model]
+    if not isinstance(model, SRPClassifier):
+        return []
+    return [t for m in model._members for t in (m.learner, m.bkg) if isinstance(t, HoeffdingTreeClassifier)]
+
+
+def shell_excess(model) -> int:
+    """Bytes ``memory_bytes()`` counts above the trees' real objects: each tree's object is
+    counted as `OBJECT_BYTES` on both backends, an upper bound of the compiled one's."""
+    return sum(OBJECT_BYTES - sys.getsizeof(t) - sys.getsizeof(t.__dict__) for t in trees_in(model))
+
+
 def held_bytes(build):
     """Bytes the object built by ``build`` holds, by tracemalloc: traced memory with it alive
-    minus traced memory once it is deleted (temporaries of the build are gone in both). Measured
-    in a forked child, which has this thread only: threads that earlier tests left running
-    would allocate meanwhile."""
+    minus traced memory once it is deleted (temporaries of the build are gone in both), and its
+    ``memory_bytes()`` less `shell_excess`. Measured in a forked child, which has this thread
+    only: threads that earlier tests left running would allocate meanwhile."""
     def measure(conn):
         gc.collect()
         tracemalloc.start()
         obj = build()
         gc.collect()
         alive = tracemalloc.get_traced_memory()[0]
-        reported = obj.memory_bytes()
+        reported, excess = obj.memory_bytes(), shell_excess(obj)
         del obj
         gc.collect()
-        conn.send((alive - tracemalloc.get_traced_memory()[0], reported))
+        conn.send((alive - tracemalloc.get_traced_memory()[0], reported, excess))
 
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe()
@@ -49,7 +66,9 @@ def held_bytes(build):
     proc.start()
     try:
         assert parent.poll(120), "the measuring child did not answer"
-        return parent.recv()
+        traced, reported, excess = parent.recv()
+        assert excess >= 0, "a tree's object holds more than OBJECT_BYTES"
+        return traced, reported - excess
     finally:
         proc.join(10)
 

@@ -243,6 +243,7 @@ cdef int _observe(Fields t, Py_ssize_t s, const double* xs, Py_ssize_t c, double
 cdef int _attempt_split(Fields t, Py_ssize_t node) except -1:
     """`learning.attempt_split`: evaluate every feature's best split, split on the best when
     the Hoeffding test (or a tie) allows, clear a near-pure or tied leaf's observers."""
+    cdef double thr1 = 0.0  # the winner's threshold
     cdef int* ni = t._ni.data.as_ints
     cdef Py_ssize_t b = node * N_INTS
     if t.max_depth is not None and ni[b + DEPTH] >= t.max_depth:
@@ -259,7 +260,7 @@ cdef int _attempt_split(Fields t, Py_ssize_t node) except -1:
         return 0
     cdef double h_pre = _entropy(pre, K, 1)
     # the best two suggestions by (merit, global feature), the null split (-inf, -1) included
-    cdef double m1 = -INFINITY, m2 = -INFINITY, merit, thr, thr1 = 0.0
+    cdef double m1 = -INFINITY, m2 = -INFINITY, merit, thr
     cdef Py_ssize_t g1 = -1, g2 = -1, g, j
     cdef Py_ssize_t n_num = len(t._gnum), n_nom = len(t._gnom)
     cdef double* scratch = <double*>malloc(2 * K * sizeof(double))
@@ -272,7 +273,7 @@ cdef int _attempt_split(Fields t, Py_ssize_t node) except -1:
                 merit = _numeric_split(t, s, j, K, h_pre, &thr, scratch)
             else:
                 g = t._gnom[j - n_num]
-                merit = _nominal_split(t, s, j - n_num, K, h_pre, NULL)
+                merit = _nominal_split(t, s, j - n_num, K, h_pre)
                 thr = 0.0
             if merit > m1 or (merit == m1 and g > g1):
                 m2, g2 = m1, g1
@@ -377,8 +378,7 @@ cdef void _sides(const double* st, Py_ssize_t first, Py_ssize_t step, Py_ssize_t
         out[K + c] = above if above > 0.0 else 0.0
 
 
-cdef double _nominal_split(Fields t, Py_ssize_t s, Py_ssize_t k, Py_ssize_t K, double h_pre,
-                           void* unused) except? -1:
+cdef double _nominal_split(Fields t, Py_ssize_t s, Py_ssize_t k, Py_ssize_t K, double h_pre) except? -1:
     """`observers.nominal_splits` for nominal feature ``k``: the multiway split's merit, -inf
     with fewer than two values seen at slot ``s``."""
     cdef Py_ssize_t vcap = t._vcaps[k], v, c, last = 0, n_seen = 0
@@ -558,7 +558,6 @@ cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs
     cdef double n_c, ll, d, iv, v, total
     cdef double* counts
     cdef bint zero
-    cdef int observed = -1  # -1: not yet computed; else a bit per feature is not possible: recompute
     for c in range(K):
         votes[c] = -INFINITY
         n_c = cc[c]

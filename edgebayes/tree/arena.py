@@ -44,9 +44,20 @@ N_FLOATS = 5
 
 #: Attributes a tree holds (`hoeffding_tree`'s ``__init__`` sets each one).
 N_ATTRIBUTES = 31
-#: The tree object in `py_bytes`, the same on both backends: an object header and a dict of
-#: its attributes (the compiled tree holds them as C fields, in fewer bytes).
-OBJECT_BYTES = sys.getsizeof(object()) + sys.getsizeof(dict.fromkeys(range(N_ATTRIBUTES)))
+
+
+def _object_bytes(n_attributes: int) -> int:
+    """Bytes of a Python object holding ``n_attributes`` attributes in its ``__dict__``."""
+    shell = type("Shell", (), {})()
+    for i in range(n_attributes):
+        setattr(shell, f"a{i}", None)
+    return sys.getsizeof(shell) + sys.getsizeof(shell.__dict__)
+
+
+#: The tree object in `py_bytes`, the same on both backends so that both plan the same
+#: capacities: the reference's object and attribute dict, exactly; an upper bound for the
+#: compiled tree, which holds the attributes as C fields.
+OBJECT_BYTES = _object_bytes(N_ATTRIBUTES)
 
 
 def py_bytes(tree) -> int:
