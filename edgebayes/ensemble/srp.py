@@ -3,6 +3,10 @@
 Seed 000 (Gomes, Read and Bifet, ICDM 2019), Algorithm 1, with MOA's defaults and semantics
 (``moa.classifiers.meta.StreamingRandomPatches``) where the paper leaves room, and DESIGN.md 2.5
 where MOA and the design differ (noted below).
+
+`SRPClassifier(...)` builds the compiled ensemble (`edgebayes._core.srp`: the member loop and
+the vote in C, over the compiled trees) when `edgebayes.backend()` is "compiled"; this module
+is its reference, bit for bit.
 """
 
 from __future__ import annotations

@@ -36,6 +36,12 @@ leaf activation), `leaves` (mc / nb / nba predictions), `arena` (the flat
 arrays, capacity planning, growth), `observers` (observer updates and split evaluation),
 `criterion` (information gain, Hoeffding bound), `storage` (exactly sized arrays). The
 modules below the classifier are functions over its arrays, taking the tree as argument.
+
+**Two backends.** These modules are the readable reference: scalar loops in the order of the
+compiled per-sample path (`edgebayes._core.tree`: routing, observers, leaf votes, split
+evaluation in C), which `HoeffdingTreeClassifier(...)` builds when `edgebayes.backend()` is
+"compiled" and which gives the same floats bit for bit. What changes the tree's shape (new
+classes and values, splits, leaf ranking) is this Python code on both backends.
 """
 
 from edgebayes.tree.hoeffding_tree import HoeffdingTreeClassifier
