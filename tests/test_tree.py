@@ -17,6 +17,8 @@ from edgebayes.tree.criterion import entropy, hoeffding_bound, info_gain, merit_
 from edgebayes.tree.learning import REBALANCE_PERIOD
 from edgebayes.tree.leaves import nb_log_votes, softmax_log
 
+pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
+
 
 def _root(tree):
     """(split feature, threshold) of the root, from the state's node records."""
