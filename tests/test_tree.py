@@ -290,9 +290,9 @@ def test_nan_is_not_learned_and_follows_the_heavier_branch():
 @pytest.mark.parametrize(
     "kwargs",
     [
-        dict(grace_period=0), dict(delta=0.0), dict(delta=1.0), dict(tau=-1), dict(leaf_prediction="x"),
-        dict(nb_threshold=-1), dict(max_depth=-1), dict(n_split_points=0), dict(nominal_attributes=[-1]),
-        dict(max_size_bytes=MIN_SIZE_BYTES - 1), dict(features=[]), dict(features=[1, 1]),
+        {"grace_period": 0}, {"delta": 0.0}, {"delta": 1.0}, {"tau": -1}, {"leaf_prediction": "x"},
+        {"nb_threshold": -1}, {"max_depth": -1}, {"n_split_points": 0}, {"nominal_attributes": [-1]},
+        {"max_size_bytes": MIN_SIZE_BYTES - 1}, {"features": []}, {"features": [1, 1]},
     ],
 )
 def test_bad_parameters_raise(kwargs):
