@@ -9,7 +9,8 @@
 #   sudo deploy/install.sh --uninstall --purge   # ... and the config, checkpoints, user, passwords
 #
 # What it does: apt packages (python3-venv, mosquitto, and build-essential and python3-dev to
-# build the compiled core); a system user "edgebayes"; a venv under
+# build the compiled core: if these two cannot be installed, edgebayes installs and runs on its
+# pure-Python reference, with a warning); a system user "edgebayes"; a venv under
 # /opt/edgebayes with edgebayes pip-installed from this checkout; the config in /etc/edgebayes
 # (an existing one is never overwritten); the local Mosquitto configured from deploy/mosquitto
 # (no anonymous access, a generated password for the runtime, and an ACL made from the config
@@ -108,12 +109,14 @@ check_platform() {
 install_packages() {
   local packages=(python3 python3-venv)
   [ "$BROKER" = 1 ] && packages+=(mosquitto)
-  # the compiled core (setup.py); without a compiler pip installs the pure-Python reference
-  packages+=(build-essential python3-dev)
   # no armv7 wheels of numpy and msgpack on PyPI: Debian's, seen through the venv
   [ "$ARCH" = armhf ] && packages+=(python3-numpy python3-msgpack)
   run apt-get update -qq
   run env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
+  # the compiled core (setup.py) needs a C compiler and Python's headers; without them pip
+  # installs the pure-Python reference (the same results, slower), so the install goes on
+  run env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential python3-dev ||
+    say "warning: build-essential and python3-dev could not be installed: edgebayes will run on its pure-Python reference (the same results, slower)"
 }
 
 check_python() {
@@ -143,11 +146,14 @@ create_venv() {
   fi
 }
 
-# edgebayes from this checkout (a regular install, not editable: the checkout may go away).
+# edgebayes from this checkout (a regular install, not editable: the checkout may go away);
+# says which implementation its learners got: "compiled", or "python (why)".
 pip_install_edgebayes() {
   run "$VENV/bin/pip" install --quiet --upgrade pip
   run "$VENV/bin/pip" install --quiet --upgrade "$REPO"
   run install -m 0644 "$REPO/README.md" "$PREFIX/README.md"
+  [ "$DRY_RUN" = 1 ] && return 0
+  say "learners: $("$VENV/bin/python" -c 'import edgebayes; print(edgebayes.backend_description())')"
 }
 
 install_config() {

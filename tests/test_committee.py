@@ -16,6 +16,8 @@ from edgebayes.naive_bayes import GaussianNB
 from edgebayes.naive_bayes_mixed import MixedNB
 from tests.test_naive_bayes_mixed import ALL_NOMINAL, PAPER_TEST, PAPER_TRAIN
 
+pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
+
 
 def _fit(model, rows):
     for x, y in rows:

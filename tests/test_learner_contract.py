@@ -19,6 +19,8 @@ from edgebayes.naive_bayes import GaussianNB
 from edgebayes.naive_bayes_mixed import MixedNB
 from edgebayes.tree import HoeffdingTreeClassifier
 
+pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
+
 LEARNERS = {
     "gaussian_nb": lambda: GaussianNB(),
     "gaussian_nb_lr": lambda: GaussianNB(learning_rate=0.01),

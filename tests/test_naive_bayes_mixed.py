@@ -13,6 +13,8 @@ from edgebayes.codec import decode, encode
 from edgebayes.naive_bayes import GaussianNB
 from edgebayes.naive_bayes_mixed import MixedNB, split_columns
 
+pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
+
 # Seed 002, section 2.1: two classes (2 and 4) of three objects, four symbolic attributes. The
 # paper's training table did not survive; this one has exactly the frequencies the paper
 # derives (P(a1=2|2)=1/3, P(a1=1|4)=0/3, P(a4=1|2)=3/3, P(a4=1|4)=2/3, a2=4 and a2=2 in no

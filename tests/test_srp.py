@@ -26,6 +26,8 @@ from edgebayes.ensemble.subspaces import (
 )
 from edgebayes.naive_bayes import GaussianNB
 
+pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
+
 # ---------------------------------------------------------------------------- subspace sizes
 
 

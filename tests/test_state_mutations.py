@@ -20,6 +20,8 @@ from edgebayes.drift import ADWIN
 from edgebayes.drift.base import detector_from_state
 from tests.test_learner_contract import LEARNERS, _stream
 
+pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
+
 _VALUES = (None, "x", -1, math.nan, 10**30)
 _ITEMS = (math.nan, -1, 10**30, "x")
 

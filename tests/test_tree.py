@@ -17,6 +17,8 @@ from edgebayes.tree.criterion import entropy, hoeffding_bound, info_gain, merit_
 from edgebayes.tree.learning import REBALANCE_PERIOD
 from edgebayes.tree.leaves import nb_log_votes, softmax_log
 
+pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
+
 
 def _root(tree):
     """(split feature, threshold) of the root, from the state's node records."""
@@ -288,9 +290,9 @@ def test_nan_is_not_learned_and_follows_the_heavier_branch():
 @pytest.mark.parametrize(
     "kwargs",
     [
-        dict(grace_period=0), dict(delta=0.0), dict(delta=1.0), dict(tau=-1), dict(leaf_prediction="x"),
-        dict(nb_threshold=-1), dict(max_depth=-1), dict(n_split_points=0), dict(nominal_attributes=[-1]),
-        dict(max_size_bytes=MIN_SIZE_BYTES - 1), dict(features=[]), dict(features=[1, 1]),
+        {"grace_period": 0}, {"delta": 0.0}, {"delta": 1.0}, {"tau": -1}, {"leaf_prediction": "x"},
+        {"nb_threshold": -1}, {"max_depth": -1}, {"n_split_points": 0}, {"nominal_attributes": [-1]},
+        {"max_size_bytes": MIN_SIZE_BYTES - 1}, {"features": []}, {"features": [1, 1]},
     ],
 )
 def test_bad_parameters_raise(kwargs):
