@@ -188,7 +188,8 @@ class Check:
         backend = subprocess.run(
             [str(self.venv / "bin" / "python"), "-c",
              "import edgebayes; print(edgebayes.backend_description())"],
-            capture_output=True, text=True, cwd=self.work, check=False,
+            # not from self.work: its edgebayes/ (the clone) would be imported as a namespace
+            capture_output=True, text=True, cwd=self.venv, check=False,
         )
         self.report["backend"] = backend.stdout.strip() or backend.stderr.strip()[-200:]
         self.say(f"installed in {self.stages['pip_install']:.1f} s; backend: {self.report['backend']}")
