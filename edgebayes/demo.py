@@ -6,17 +6,28 @@ What runs, all on loopback:
    extra) in a thread of this process;
 2. ``edgebayes run`` in a subprocess, with Gaussian naive Bayes and Streaming Random Patches
    (config written to the work folder; the demo waits for its systemd-style READY=1);
-3. a ``firmware_sim.Monitor`` scoring every prediction;
-4. ``--devices`` simulated devices (``firmware_sim.Simulator``), each replaying its own period
-   of a real sensor data set, sped up (default: the UCI room-occupancy sensors, one reading a
-   minute over two weeks, from ../shared/data; every few minutes' reading), the true label
-   inline in each reading (test-then-train). The concept changes halfway for the last
-   device: from then on its labels are the other class (2 classes: inverted), as if its
-   sensor had been moved to another room; both models must notice and adapt.
+3. a ``firmware_sim.Monitor`` (the live table, drift alerts, latency, the runtime's metrics)
+   and a collector of every prediction, scored here against the true labels;
+4. ``--devices`` simulated devices (``firmware_sim.Simulator``), each replaying the whole of a
+   real sensor data set, sped up, from its own minutes of it (default: the UCI room-occupancy
+   sensors, one reading a minute over two weeks, from ../shared/data; every few minutes'
+   reading, each device from its own offset), so each sees weekdays and a weekend.
 
-Prints the monitor's live table, then a summary (accuracy per model against a majority and a
-no-change baseline, drift alerts, readings/s, latency, the runtime's memory), writes it as
-JSON and, with matplotlib, a PNG of accuracy over time with the drift alerts marked.
+The scenario, on every device: its label sensor (the room's motion sensor, whose state is the
+label) reports with each reading for the first ``--labels-until`` of the run (default half),
+then it is taken away: readings only. The runtime keeps predicting from the features with
+what it learned; the no-change baseline (repeat the device's last label) can only repeat the
+last label it saw. While labels come with every reading, that baseline is hard to beat on a
+class that changes a few times a day; once they stop, learning pays. The last device also
+has a concept change at a fifth of the run, while it still has labels: from then on its labels
+are the other class (2 classes: inverted), as if it had been moved to another room; both models
+must notice and adapt before the labels stop.
+
+Prints the monitor's live table, then a summary: accuracy per phase (with labels, label sensor
+removed) of the prediction served, of each model and of the no-change and majority baselines
+(each using only the labels the device sent), drift alerts, readings/s, the latencies named
+for what they measure, the runtime's memory; writes it as JSON and, with matplotlib, a PNG of
+accuracy over the run per device, the baselines beside the models, drift alerts marked.
 """
 
 from __future__ import annotations
@@ -24,9 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
-import itertools
 import json
-import math
 import os
 import shutil
 import signal
@@ -34,6 +43,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from collections import Counter
@@ -50,8 +60,9 @@ DEFAULT_DATA = (
 )
 DEFAULT_DROP = ("date",)  # occupancy's timestamp column is not a feature
 FALLBACK_SOURCE = "synth:AGRAWAL"  # when the shared data is not there (an installed package)
-SAMPLE_EVERY_S = 0.5  # timeline resolution of the accuracy plot
-PLOT_WINDOW = 4  # timeline samples per accuracy point (2 s)
+LABELS_UNTIL = 0.5  # the fraction of each device's readings sent with their label
+CHANGE_AT = 0.2  # the last device's concept change, as a fraction of its readings
+PLOT_POINTS = 25  # accuracy points per device in the plot (each over n / 25 readings)
 MODELS = """
 [[models]]
 name = "nb"
@@ -117,6 +128,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=1, help="seed of SRP and of a synth: stream (default 1)"
     )
+    parser.add_argument(
+        "--labels-until",
+        type=float,
+        default=LABELS_UNTIL,
+        metavar="F",
+        help="fraction of each device's readings sent with their label; then its label sensor "
+        f"is taken away (default {LABELS_UNTIL:g}; 1: labels throughout)",
+    )
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -124,50 +143,64 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 @dataclass
 class DemoData:
-    """The rows replayed: ``n_per_device`` rows per device, device after device."""
+    """The rows replayed: ``n_per_device`` rows per device, device after device.
+
+    ``labels`` are the true labels of all rows (the concept change applied), whether or not a
+    device sends them; each device sends those of its first ``labels_until`` readings."""
 
     csv_path: Path
     features: tuple[str, ...]
     labels: list  # all rows, device after device, the concept change applied
     n_per_device: int
     change_index: int  # first changed row of the last device (index in its window)
+    labels_until: int  # each device's first reading without a label (its label sensor gone)
     source: str
+
+    def device_labels(self, d: int) -> list:
+        return self.labels[d * self.n_per_device : (d + 1) * self.n_per_device]
 
 
 def prepare_data(
-    source: str, target, drop, n_devices: int, n_per_device: int, seed: int, workdir: Path
+    source: str,
+    target,
+    drop,
+    n_devices: int,
+    n_per_device: int,
+    seed: int,
+    workdir: Path,
+    labels_until: float = LABELS_UNTIL,
 ) -> DemoData:
-    """Cut ``source`` into ``n_devices`` consecutive parts, take ``n_per_device`` evenly spaced
-    rows of each (in order: each device replays its own period, faster), apply the concept
-    change to the last device's second half (each label -> the next class, cyclically), and
-    write the rows as a CSV, device after device.
+    """Take ``n_per_device`` evenly spaced rows of ``source`` for each device, each device from
+    its own offset (device d starts ``d / n_devices`` of a step later: every device replays
+    the whole period, in order, faster), apply the concept change to the last device from
+    ``CHANGE_AT`` of its readings (each label -> the next class, cyclically), and write the
+    rows as a CSV, device after device. ``labels_until`` is the fraction of each device's
+    readings sent with their label.
 
     Raises:
-        ValueError: fewer rows than needed, or a single class (no change possible).
+        ValueError: fewer rows than a device needs, or a single class (no change possible).
     """
     from edgebayes.streams import open_stream
 
-    need = n_devices * n_per_device
     if source.startswith("synth:"):
-        stream = open_stream(source, n_samples=need, seed=seed)
+        stream = open_stream(source, n_samples=n_devices * n_per_device, seed=seed)
     else:
         stream = open_stream(source, target=target, drop=drop)
     rows = list(stream)
-    per = len(rows) // n_devices
-    if per < n_per_device:
+    if len(rows) < n_per_device:
         raise ValueError(
-            f"{source}: {len(rows)} rows, the demo needs {need} "
-            f"({n_devices} devices x {n_per_device}); lower --duration or --rate"
+            f"{source}: {len(rows)} rows, the demo needs {n_per_device} per device; "
+            "lower --duration or --rate"
         )
-    step = per // n_per_device
+    step = len(rows) // n_per_device
     rows = [
-        r for d in range(n_devices) for r in rows[d * per : d * per + step * n_per_device : step]
+        r for d in range(n_devices) for r in rows[d * step // n_devices :: step][:n_per_device]
     ]
     classes = sorted({y for _, y in rows}, key=str)
     if len(classes) < 2:
         raise ValueError(f"{source}: a single class in the rows replayed")
     shift = {c: classes[(i + 1) % len(classes)] for i, c in enumerate(classes)}
-    change = n_per_device // 2
+    change = round(n_per_device * CHANGE_AT)
     start_last = (n_devices - 1) * n_per_device
     labels = [shift[y] if i >= start_last + change else y for i, (_, y) in enumerate(rows)]
     features = tuple(stream.schema.feature_names)
@@ -177,18 +210,39 @@ def prepare_data(
         w.writerow([*features, "class"])
         for (x, _), y in zip(rows, labels):
             w.writerow([*map(repr, x.tolist()), y])
-    return DemoData(path, features, labels, n_per_device, change, source)
+    until = round(n_per_device * labels_until)
+    return DemoData(path, features, labels, n_per_device, change, until, source)
 
 
-def baselines(labels: list, n_devices: int, n_per_device: int) -> dict:
-    """Accuracy of always the overall majority class, and of repeating each device's previous
-    label (the no-change baseline; a device's first reading counts as wrong)."""
-    majority = Counter(labels).most_common(1)[0][1] / len(labels)
-    same = 0
+def baseline_predictions(labels: list, labels_until: int) -> tuple[list, list]:
+    """What the two baselines predict for each reading of one device, from the labels it sent
+    before that reading (only those of its first ``labels_until`` readings): no change (its
+    last label) and majority (its most frequent label so far; the first seen on ties). None
+    before any label (counted as wrong)."""
+    no_change, majority = [], []
+    counts: Counter = Counter()
+    last = best = None
+    for i, y in enumerate(labels):
+        no_change.append(last)
+        majority.append(best)
+        if i < labels_until:
+            last = y
+            counts[y] += 1
+            if best is None or counts[y] > counts[best]:
+                best = y
+    return no_change, majority
+
+
+def baselines(labels: list, n_devices: int, n_per_device: int, labels_until=None) -> dict:
+    """Accuracy of the no-change and majority baselines (`baseline_predictions`) over all
+    devices' readings, labelled or not (``labels_until`` None: every reading sent its label)."""
+    until = n_per_device if labels_until is None else labels_until
+    hits = Counter()
     for d in range(n_devices):
         window = labels[d * n_per_device : (d + 1) * n_per_device]
-        same += sum(a == b for a, b in itertools.pairwise(window))
-    return {"majority": majority, "no_change": same / len(labels)}
+        for name, preds in zip(("no_change", "majority"), baseline_predictions(window, until)):
+            hits[name] += sum(p is not None and p == y for p, y in zip(preds, window))
+    return {"majority": hits["majority"] / len(labels), "no_change": hits["no_change"] / len(labels)}
 
 
 # --- broker -----------------------------------------------------------------------------------
@@ -209,13 +263,16 @@ class DemoBroker:
     """A broker on a free loopback port: Mosquitto (subprocess) or amqtt (thread).
 
     Attributes: kind ("mosquitto" or "amqtt"), address ("127.0.0.1:PORT"), protocol (the
-    runtime's ``[broker] protocol``: amqtt speaks MQTT 3.1.1 only).
+    runtime's ``[broker] protocol``: amqtt speaks MQTT 3.1.1 only), options (the
+    ``firmware_sim`` clients' `BrokerOptions`, with that protocol).
 
     Raises:
         RuntimeError: the broker asked for is not available or did not start.
     """
 
     def __init__(self, choice: str, workdir: Path):
+        from firmware_sim.mqtt import BrokerOptions
+
         exe = mosquitto_path()
         if choice == "mosquitto" and exe is None:
             raise RuntimeError("mosquitto is not installed (apt-get install mosquitto)")
@@ -223,6 +280,7 @@ class DemoBroker:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.protocol = "mqttv5" if self.kind == "mosquitto" else "mqttv311"
+        self.options = BrokerOptions("127.0.0.1", self.port, protocol=self.protocol)
         self.workdir = workdir
         self._proc = self._loop = self._broker = None
         self._mosquitto(exe) if self.kind == "mosquitto" else self._amqtt()
@@ -367,32 +425,92 @@ class RuntimeProcess:
 # --- the run ----------------------------------------------------------------------------------
 
 
-class Timeline:
-    """Per device and model, (t_s, scored, correct) sampled from the monitor over the run."""
+class Predictions:
+    """Every prediction the runtime publishes: device -> seq -> (served y_pred, {model: y_pred}).
 
-    def __init__(self):
-        self.t: list[float] = []
-        self.counts: list[dict] = []  # device -> model -> (scored, correct)
+    Subscribed beside the monitor, which scores only the readings whose label was sent: these
+    are scored against the true labels, sent or not (`score`)."""
 
-    def sample(self, t_s: float, summary: dict) -> None:
-        self.t.append(t_s)
-        self.counts.append(
-            {
-                d: {m: (v["scored"], v["correct"]) for m, v in dev["models"].items()}
-                for d, dev in summary["devices"].items()
-            }
+    def __init__(self, broker, client_id: str = "edgebayes-demo-predictions"):
+        from firmware_sim.mqtt import Connection, as_options
+
+        self.by_device: dict[str, dict[int, tuple]] = {}
+        self.n = 0
+        self._lock = threading.Lock()
+        self.connection = Connection(
+            as_options(broker), client_id, self._on_message, [("edgebayes/+/prediction", 1)]
         )
 
-    def accuracy(self, device: str, model: str, window: int = PLOT_WINDOW) -> tuple[list, list]:
-        """Accuracy over the readings scored in each ``window`` samples: (times, values)."""
-        ts, acc = [], []
-        for k in range(window, len(self.t)):
-            s1, c1 = self.counts[k].get(device, {}).get(model, (0, 0))
-            s0, c0 = self.counts[k - window].get(device, {}).get(model, (0, 0))
-            if s1 > s0:
-                ts.append(self.t[k])
-                acc.append((c1 - c0) / (s1 - s0))
-        return ts, acc
+    def start(self) -> Predictions:
+        self.connection.connect()
+        return self
+
+    def stop(self) -> None:
+        self.connection.disconnect()
+
+    def _on_message(self, client, userdata, msg) -> None:
+        from edgebayes.codec import DecodeError, decode
+
+        try:
+            body = decode(msg.payload)
+            seq = body["seq"]
+            models = body.get("models") if isinstance(body.get("models"), dict) else {}
+            entry = (body.get("y_pred"), models)
+        except (DecodeError, KeyError, TypeError):
+            return  # not a prediction of the protocol: unscored, as a missing one
+        device = msg.topic.split("/")[1]
+        with self._lock:
+            self.by_device.setdefault(device, {})[seq] = entry
+            self.n += 1
+
+
+def _hit(pred, y) -> bool:
+    """A prediction scores when it is the true label (as sent: the device sends str(y))."""
+    return pred is not None and str(pred) == str(y)
+
+
+def score(data: DemoData, devices: list[str], predictions: dict, models: list[str]) -> dict:
+    """Accuracy of the prediction served, of each model and of the two baselines, per device
+    and phase ("labelled": the readings sent with their label; "removed": those after the label
+    sensor was taken away), every reading scored against its true label (test-then-train: a
+    prediction is made before its label is learned). A reading without a prediction counts as
+    wrong. Also, per device, a 0/1 hit list per predictor for the plot."""
+    names = ["served", *models, "no_change", "majority"]
+    per_device, hits_by_device = {}, {}
+    for d, device in enumerate(devices):
+        labels = data.device_labels(d)
+        got = predictions.get(device, {})
+        no_change, majority = baseline_predictions(labels, data.labels_until)
+        hits = {name: [] for name in names}
+        for i, y in enumerate(labels):
+            served, by_model = got.get(i, (None, {}))
+            hits["served"].append(_hit(served, y))
+            for m in models:
+                hits[m].append(_hit(by_model.get(m), y))
+            hits["no_change"].append(_hit(no_change[i], y))
+            hits["majority"].append(_hit(majority[i], y))
+        hits_by_device[device] = hits
+        phases = {}
+        for phase, sl in (("labelled", slice(0, data.labels_until)),
+                          ("removed", slice(data.labels_until, None))):
+            n = len(labels[sl])
+            phases[phase] = {"readings": n, **{k: sum(v[sl]) / n if n else None for k, v in hits.items()}}
+        per_device[device] = {"phases": phases, "answered": len(got)}
+    totals = {}
+    for phase in ("labelled", "removed"):
+        n = sum(per_device[dev]["phases"][phase]["readings"] for dev in devices)
+        totals[phase] = {"readings": n}
+        for k in names:
+            correct = sum(
+                per_device[dev]["phases"][phase][k] * per_device[dev]["phases"][phase]["readings"]
+                for dev in devices
+                if per_device[dev]["phases"][phase]["readings"]
+            )
+            totals[phase][k] = correct / n if n else None
+    overall = {
+        k: sum(sum(hits_by_device[dev][k]) for dev in devices) / len(data.labels) for k in names
+    }
+    return {"phases": totals, "overall": overall, "per_device": per_device, "hits": hits_by_device}
 
 
 def _live_line(summary: dict, readings_per_s: float) -> str:
@@ -403,7 +521,7 @@ def _live_line(summary: dict, readings_per_s: float) -> str:
     )
     rss = [rt["metrics"]["rss_bytes"] for rt in summary["runtimes"].values() if rt.get("metrics")]
     mem = f" | runtime RSS {rss[0] / 2**20:.0f} MB" if rss else ""
-    return f"models: {models or '-'} | {readings_per_s:.0f} readings/s{mem}"
+    return f"labelled readings: {models or '-'} | {readings_per_s:.0f} readings/s{mem}"
 
 
 def choose_source(data: str | None, default: Path, say=print) -> str:
@@ -446,15 +564,17 @@ def run_demo(args, out: Path, workdir: Path, say=print) -> dict:
         n_per_device,
         args.seed,
         workdir,
+        labels_until=args.labels_until,
     )
     broker = DemoBroker(args.broker, workdir)
-    runtime = monitor = None
+    runtime = monitor = collector = None
     try:
         config_path = workdir / "edgebayes.toml"
         config_path.write_text(runtime_config(data, broker, args.seed))
         runtime = RuntimeProcess(config_path, workdir)
         runtime.wait_ready()
-        monitor = Monitor(broker.address, client_id="edgebayes-demo-monitor").start()
+        monitor = Monitor(broker.options, client_id="edgebayes-demo-monitor").start()
+        collector = Predictions(broker.options).start()
         sim = Simulator(
             SimConfig(
                 str(data.csv_path),
@@ -463,70 +583,70 @@ def run_demo(args, out: Path, workdir: Path, say=print) -> dict:
                 limit=n_per_device,
                 seed=args.seed,
                 labels="inline",
+                label_until=data.labels_until,
                 target="class",
             ),
-            broker.address,
+            broker.options,
             client_id="edgebayes-demo-{device}",
         )
-        changed = sim.devices[-1].device_id
+        devices = [d.device_id for d in sim.devices]
+        changed = devices[-1]
         say(
             f"edgebayes demo: {args.devices} devices x {n_per_device} readings "
             f"at {args.rate:g}/s each "
             f"from {Path(source).name}, broker {broker.kind} on {broker.address}, models nb + srp"
         )
         say(
-            f"concept change: {changed}'s labels switch class from its reading {data.change_index} "
-            f"(t = {data.change_index / args.rate:.1f} s)\n"
+            f"labels: each device's label sensor reports with its first {data.labels_until} "
+            f"readings (t < {data.labels_until / args.rate:.1f} s), then it is taken away\n"
+            f"concept change: {changed}'s labels switch class from its reading "
+            f"{data.change_index} (t = {data.change_index / args.rate:.1f} s)\n"
         )
-        timeline = Timeline()
-        t0_mon = monitor.elapsed_s
         sim.start()
         t_sim = time.monotonic()
-        _follow(sim, monitor, timeline, t_sim, args.refresh_s, say)
+        _follow(sim, monitor, t_sim, args.refresh_s, say)
         stats = sim.join()
         published = stats.totals()["readings_published"]
         labels = stats.totals()["labels_inline"]
         monitor.wait_until(
             lambda t: t["predictions"] >= published and t["scored"] >= labels, timeout_s=15
         )
+        deadline = time.monotonic() + 5
+        while collector.n < published and time.monotonic() < deadline:
+            time.sleep(0.02)
         monitor.wait_until(lambda t: _metrics_caught_up(monitor, published), timeout_s=5)
-        timeline.sample(time.monotonic() - t_sim, monitor.summary())
         summary = monitor.summary()
         exit_code = runtime.stop()
         runtime = None
     finally:
         if runtime is not None:
             runtime.stop()
-        if monitor is not None:
-            monitor.stop()
+        for client in (monitor, collector):
+            if client is not None:
+                client.stop()
         broker.stop()
-    result = _summary(args, data, broker, stats, summary, changed, t0_mon, exit_code)
-    result["png"] = _plot(timeline, result, summary, t0_mon, out / "edgebayes-demo.png")
+    scores = score(data, devices, collector.by_device, ["nb", "srp"])
+    result = _summary(args, data, broker, stats, summary, scores, changed, exit_code)
+    result["png"] = _plot(data, scores, result, summary, args.rate, out / "edgebayes-demo.png")
     result["wall_s"] = time.monotonic() - t_start
     return result
 
 
-def _follow(sim, monitor, timeline: Timeline, t_sim: float, refresh_s: float, say) -> None:
-    """Sample the timeline while the devices run; print the live table every ``refresh_s``."""
+def _follow(sim, monitor, t_sim: float, refresh_s: float, say) -> None:
+    """Print the live table every ``refresh_s`` while the devices run."""
     tty = sys.stdout.isatty()
-    next_print = time.monotonic() + refresh_s if refresh_s > 0 else math.inf
     lines_up = 0
     while sim.running:
-        time.sleep(SAMPLE_EVERY_S)
-        now = time.monotonic()
+        sim.join(refresh_s if refresh_s > 0 else 1.0)
+        if refresh_s <= 0 or not sim.running:
+            continue
         summary = monitor.summary()
-        timeline.sample(now - t_sim, summary)
-        if now >= next_print:
-            next_print = now + refresh_s
-            text = (
-                monitor.table()
-                + "\n"
-                + _live_line(summary, summary["totals"]["readings"] / (now - t_sim))
-            )
-            if tty and lines_up:
-                sys.stdout.write(f"\x1b[{lines_up}F\x1b[J")
-            say(text + ("" if tty else "\n"))
-            lines_up = text.count("\n") + 1
+        readings_per_s = summary["totals"]["readings"] / (time.monotonic() - t_sim)
+        text = monitor.table() + "\n" + _live_line(summary, readings_per_s)
+        if tty and lines_up:
+            sys.stdout.write(f"\x1b[{lines_up}F\x1b[J")
+        say(text + ("" if tty else "\n"))
+        lines_up = text.count("\n") + 1
 
 
 def _metrics_caught_up(monitor, published: int) -> bool:
@@ -542,8 +662,8 @@ def _summary(
     broker: DemoBroker,
     stats,
     summary: dict,
+    scores: dict,
     changed: str,
-    t0_mon: float,
     exit_code: int,
 ) -> dict:
     totals = summary["totals"]
@@ -554,42 +674,65 @@ def _summary(
     by_model: dict = {}
     for a in alerts:
         by_model.setdefault(a["model"], Counter())[a["level"]] += 1
-    t_change = data.change_index / args.rate
-    after = [
-        a["t_s"] - t0_mon - t_change
+    after = [  # by the readings' schedule: the alert's seq against the change's
+        (a["seq"] - data.change_index) / args.rate
         for a in alerts
-        if a["device"] == changed and a["level"] == "drift" and a["t_s"] - t0_mon >= t_change
+        if a["device"] == changed
+        and a["level"] == "drift"
+        and isinstance(a["seq"], int)
+        and a["seq"] >= data.change_index
     ]
     models = {
         name: {
-            "accuracy": m["accuracy"],
-            "scored": m["scored"],
+            "accuracy": scores["overall"][name],
+            "accuracy_labelled_readings": m["accuracy"],
             "drift_alerts": by_model.get(name, {}).get("drift", 0),
             "warnings": by_model.get(name, {}).get("warning", 0),
             "bytes": (metrics.get("models", {}).get(name) or {}).get("bytes"),
         }
         for name, m in summary["models"].items()
     }
+    phases = scores["phases"]
+    removed = phases["removed"]
     return {
         "source": data.source,
         "broker": broker.kind,
         "devices": args.devices,
         "rate_hz": args.rate,
         "duration_s": stats.elapsed_s,
-        "concept_change": {"device": changed, "from_reading": data.change_index, "t_s": t_change},
+        "readings_per_device": data.n_per_device,
+        "label_sensor_removed": {
+            "from_reading": data.labels_until,
+            "t_s": data.labels_until / args.rate,
+        },
+        "concept_change": {
+            "device": changed,
+            "from_reading": data.change_index,
+            "t_s": data.change_index / args.rate,
+        },
         "readings": stats.totals()["readings_published"],
         "predictions": totals["predictions"],
         "labels": stats.totals()["labels_inline"],
         "scored": totals["scored"],
         "readings_per_s": totals["readings"] / stats.elapsed_s if stats.elapsed_s else None,
-        "accuracy": totals["accuracy"],
+        "accuracy": scores["overall"]["served"],
         "models": models,
-        "baselines": baselines(data.labels, args.devices, data.n_per_device),
+        "phases": phases,
+        "baselines": {k: scores["overall"][k] for k in ("no_change", "majority")},
+        "learning_gain": (
+            removed["served"] - removed["no_change"] if removed["readings"] else None
+        ),
         "drift_alerts": sum(m["drift_alerts"] for m in models.values()),
         "warnings": sum(m["warnings"] for m in models.values()),
         "first_drift_after_change_s": min(after) if after else None,
         "errors": totals["errors"],
-        "latency_ms": totals["latency_ms"],
+        "latency_ms": {
+            # the monitor's: the reading's arrival to its prediction's, both through the
+            # broker (the runtime's time, then the prediction's trip through the broker)
+            "through_broker": totals["latency_ms"],
+            # the runtime's own latency_ms: reading received -> prediction ready
+            "in_runtime": totals["runtime_latency_ms"],
+        },
         "runtime": {
             "rss_bytes": metrics.get("rss_bytes"),
             "n_malformed": metrics.get("n_malformed"),
@@ -599,7 +742,7 @@ def _summary(
         },
         "per_device": {
             d: {
-                "accuracy": v["accuracy"],
+                **scores["per_device"].get(d, {}),
                 "drift_alerts": v["drift_alerts"],
                 "warnings": v["warnings"],
             }
@@ -608,9 +751,10 @@ def _summary(
     }
 
 
-def _plot(timeline: Timeline, result: dict, summary: dict, t0_mon: float, path: Path) -> str | None:
-    """Accuracy over time per device and model, drift alerts as vertical lines; None without
-    matplotlib."""
+def _plot(data: DemoData, scores: dict, result: dict, summary: dict, rate: float, path: Path):
+    """Accuracy over the run per device: the prediction served, each model and the two
+    baselines, each over windows of n / `PLOT_POINTS` readings; the label sensor's removal
+    shaded, the concept change and drift alerts as vertical lines. None without matplotlib."""
     try:
         import matplotlib
 
@@ -618,36 +762,65 @@ def _plot(timeline: Timeline, result: dict, summary: dict, t0_mon: float, path: 
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    devices = sorted(result["per_device"])
-    models = list(result["models"])
-    colors = dict(zip(models, ["tab:blue", "tab:orange", "tab:green", "tab:red"]))
+    devices = list(scores["hits"])
+    window = max(1, data.n_per_device // PLOT_POINTS)
+    styles = {
+        "served": {"color": "black", "lw": 2.0, "label": "served"},
+        "nb": {"color": "tab:blue", "lw": 1.0, "label": "nb"},
+        "srp": {"color": "tab:orange", "lw": 1.0, "label": "srp"},
+        "no_change": {"color": "tab:red", "lw": 1.2, "ls": "--", "label": "no change (baseline)"},
+        "majority": {"color": "tab:gray", "lw": 1.2, "ls": ":", "label": "majority (baseline)"},
+    }
+    colors = {m: styles[m]["color"] for m in ("nb", "srp")}
+    t_removed = result["label_sensor_removed"]["t_s"]
+    t_end = data.n_per_device / rate
     fig, axes = plt.subplots(
-        len(devices), 1, figsize=(9, 2.2 * len(devices) + 0.6), sharex=True, squeeze=False
+        len(devices), 1, figsize=(9, 2.3 * len(devices) + 1.2), sharex=True, squeeze=False
     )
     for ax, device in zip(axes[:, 0], devices):
-        for m in models:
-            ts, acc = timeline.accuracy(device, m)
-            ax.plot(ts, acc, color=colors.get(m), label=f"{m}")
+        hits = scores["hits"][device]
+        starts = range(0, data.n_per_device - window + 1, window)
+        ts = [(i + window) / rate for i in starts]
+        for name, style in styles.items():
+            acc = [sum(hits[name][i : i + window]) / window for i in starts]
+            ax.plot(ts, acc, drawstyle="steps-pre", **style)
+        if t_removed < t_end:
+            ax.axvspan(t_removed, t_end, color="tab:green", alpha=0.08, label="no labels")
         for a in summary["drift_alerts"]:
-            if a["device"] == device and a["level"] == "drift":
-                ax.axvline(a["t_s"] - t0_mon, color=colors.get(a["model"]), alpha=0.5, lw=1)
+            if a["device"] == device and a["level"] == "drift" and isinstance(a["seq"], int):
+                ax.axvline(a["seq"] / rate, color=colors.get(a["model"]), alpha=0.5, lw=1)
         if device == result["concept_change"]["device"]:
             ax.axvline(
-                result["concept_change"]["t_s"],
-                color="black",
-                ls="--",
-                lw=1.2,
+                result["concept_change"]["t_s"], color="black", ls="--", lw=1.2,
                 label="concept change",
             )
         ax.set_ylim(-0.02, 1.02)
         ax.set_ylabel(f"{device}\naccuracy")
-        ax.legend(loc="lower left", fontsize=8)
-    axes[-1, 0].set_xlabel("seconds (accuracy over 2 s windows; vertical lines: drift alerts)")
-    fig.suptitle(f"edgebayes demo: {Path(result['source']).name}, NB vs SRP over MQTT")
-    fig.tight_layout()
+    handles = {}
+    for ax in axes[:, 0]:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=4, fontsize=8)
+    axes[-1, 0].set_xlabel(
+        f"seconds of readings (accuracy over {window} readings; thin vertical lines: drift alerts; "
+        "shaded: label sensor removed)", fontsize=8,
+    )
+    gain = result["learning_gain"]
+    fig.suptitle(
+        f"edgebayes demo: {Path(result['source']).name}, NB and SRP over MQTT"
+        + ("" if gain is None else f"; without labels, served {gain:+.3f} over no change"),
+        fontsize=10,
+    )
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return str(path)
+
+
+def _ms(lat: dict) -> str:
+    if lat.get("p50") is None:
+        return "-"
+    return f"p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms"
 
 
 def format_summary(r: dict) -> str:
@@ -656,41 +829,92 @@ def format_summary(r: dict) -> str:
     def pct(v):
         return "-" if v is None else f"{v:.3f}"
 
+    until = r["label_sensor_removed"]["from_reading"]
+    n = r["readings_per_device"]
+    models = list(r["models"])
+    cols = ["served", *models, "no_change", "majority"]
+    heads = {"served": "served", "no_change": "no change", "majority": "majority"}
     lines = [
         "",
         (
             f"summary ({r['readings']} readings from {r['devices']} devices "
             f"in {r['duration_s']:.1f} s, broker {r['broker']})"
         ),
-        f"{'model':<8}{'accuracy':>9}{'drift':>7}{'warn':>6}{'model bytes':>13}",
+        "accuracy on every reading against its true label (predicted before it is learned):",
+        f"{'':<36}{'readings':>9}" + "".join(f"{heads.get(c, c):>10}" for c in cols),
     ]
-    for name, m in r["models"].items():
-        size = "-" if m["bytes"] is None else f"{m['bytes']:,}"
+    rows = [("labelled", f"with labels (readings 0-{until - 1})")]
+    if until < n:
+        rows.append(("removed", f"label sensor removed ({until}-{n - 1})"))
+    for phase, title in rows:
+        p = r["phases"][phase]
         lines.append(
-            f"{name:<8}{pct(m['accuracy']):>9}{m['drift_alerts']:>7}{m['warnings']:>6}{size:>13}"
+            f"{title:<36}{p['readings']:>9}" + "".join(f"{pct(p[c]):>10}" for c in cols)
         )
-    b = r["baselines"]
+    note = [
+        (
+            "served: the model with the best recent accuracy when the reading came; no change: "
+            "the device's last label sent; majority: its most frequent label sent"
+        )
+    ]
+    lab = r["phases"]["labelled"]
+    if lab["served"] is not None and lab["no_change"] is not None:
+        if lab["served"] < lab["no_change"]:
+            note.append(
+                f"with every label at hand, repeating the previous one is hard to beat "
+                f"({pct(lab['no_change'])} against the served {pct(lab['served'])}): the class "
+                "changes seldom between readings"
+            )
+        else:
+            note.append(
+                f"with labels: served {lab['served'] - lab['no_change']:+.3f} against no change"
+            )
+    gain = r["learning_gain"]
+    if gain is not None:
+        rem = r["phases"]["removed"]
+        verdict = "learning pays" if gain > 0 else "learning does not pay here"
+        note.append(
+            f"without labels, no change can only repeat the last label it saw "
+            f"({pct(rem['no_change'])}); the models predict from the features "
+            f"({pct(rem['served'])}): {verdict}, {gain:+.3f}"
+        )
+    lines += [textwrap.fill(t, 100, initial_indent="  ", subsequent_indent="    ") for t in note]
     lines.append(
-        f"{'served':<8}{pct(r['accuracy']):>9}   "
-        "(each reading: the model with the best recent accuracy)"
-    )
-    lines.append(
-        f"baselines: majority class {b['majority']:.3f}, "
-        f"no change (previous label) {b['no_change']:.3f}"
+        f"{'model bytes':<55}"
+        + "".join(
+            f"{('-' if r['models'][m]['bytes'] is None else format(r['models'][m]['bytes'], ',')):>10}"
+            for m in models
+        )
     )
     first = r["first_drift_after_change_s"]
+    alerts = ", ".join(f"{m} {v['drift_alerts']}" for m, v in r["models"].items())
     lines.append(
         f"concept change on {r['concept_change']['device']} at {r['concept_change']['t_s']:.1f} s: "
         + ("no drift alert after it" if first is None else f"first drift alert {first:.1f} s later")
+        + f" (drift alerts: {alerts}; {r['warnings']} warnings)"
     )
     lat = r["latency_ms"]
     rss = r["runtime"]["rss_bytes"]
     lines.append(
         f"predictions {r['predictions']} / readings {r['readings']}, "
-        f"{r['readings_per_s']:.0f} readings/s, "
-        f"latency p50 {lat['p50']:.1f} ms p99 {lat['p99']:.1f} ms, runtime RSS "
+        f"{r['readings_per_s']:.0f} readings/s, runtime RSS "
         + ("-" if rss is None else f"{rss / 2**20:.1f} MB")
     )
+    for text in (
+        (
+            f"latency through the broker, {_ms(lat['through_broker'])}: a reading -> its "
+            "prediction, as the monitor receives both from the broker: the runtime's time and "
+            "the prediction's trip; the monitor shares one Python process with the simulated "
+            "devices, and the broker and runtime the same cores"
+        ),
+        (
+            f"latency in the runtime, {_ms(lat['in_runtime'])}: reading received -> prediction "
+            f"ready (its queue, then {' and '.join(models)} predict; each learns after the "
+            "publish). The README's figures (bench/runtime.py) are through the broker, one "
+            "device, no monitor"
+        ),
+    ):
+        lines.append(textwrap.fill(text, 100, subsequent_indent="    "))
     if r["runtime"]["n_internal_errors"]:
         lines.append(f"runtime internal errors: {r['runtime']['n_internal_errors']} (see its log)")
     lines.append(
@@ -701,8 +925,12 @@ def format_summary(r: dict) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.duration <= 0 or args.rate <= 0 or args.devices < 1:
-        print("edgebayes demo: --duration and --rate must be > 0, --devices >= 1", file=sys.stderr)
+    if args.duration <= 0 or args.rate <= 0 or args.devices < 1 or not 0 < args.labels_until <= 1:
+        print(
+            "edgebayes demo: --duration and --rate must be > 0, --devices >= 1, "
+            "--labels-until in (0, 1]",
+            file=sys.stderr,
+        )
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -73,6 +73,8 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     a("--labels", choices=LABEL_MODES, default="inline", help="where labels go")
     a("--label-delay-s", type=float, default=1.0, help="delay of delayed labels, s")
     a("--label-fraction", type=float, default=1.0, help="fraction of samples labelled")
+    a("--label-until", type=int, metavar="N",
+      help="no label from each device's sample N on (0-based): its label sensor taken away")
     a("--label-key", default="y", help="key of the label in payloads")
     a = p.add_argument_group("faults (probabilities per reading)").add_argument
     a("--loss-rate", type=float, default=0.0, help="reading never published")
@@ -281,6 +283,7 @@ def monitor_main(args) -> int:
 #: SimConfig fields named by their command-line flags in error messages
 FLAGS = {"n_devices": "--devices", "rate_hz": "--rate", "duration_s": "--duration", "limit": "--limit",
          "seed": "--seed", "label_delay_s": "--label-delay-s", "label_fraction": "--label-fraction",
+         "label_until": "--label-until",
          "jitter": "--jitter", "reboot_s": "--reboot-s", "label_key": "--label-key", "prefix": "--prefix"}
 
 
@@ -301,6 +304,7 @@ def _sim_config(args, faults: FaultRates) -> SimConfig:
             labels=args.labels,
             label_delay_s=args.label_delay_s,
             label_fraction=args.label_fraction,
+            label_until=args.label_until,
             jitter=args.jitter,
             faults=faults,
             reboot_s=args.reboot_s,

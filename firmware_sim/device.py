@@ -94,6 +94,8 @@ class SimConfig:
             ``label_delay_s`` after the reading) or "none".
         label_delay_s: delay of delayed labels, seconds (>= 0).
         label_fraction: the fraction of samples that get a label, in [0, 1].
+        label_until: samples from this index on (0-based, per device) get no label, as when
+            a device's label sensor is taken away: readings only from then on; None = never.
         jitter: sampling-time jitter as a fraction of the period, in [0, 1).
         faults: the `FaultRates`.
         reboot_s: how long a reboot keeps a device offline, seconds (>= 0).
@@ -135,6 +137,7 @@ class SimConfig:
     labels: str = "inline"
     label_delay_s: float = 1.0
     label_fraction: float = 1.0
+    label_until: int | None = None
     jitter: float = 0.0
     faults: FaultRates = field(default_factory=FaultRates)
     reboot_s: float = 0.5
@@ -181,6 +184,7 @@ class SimConfig:
 
         integer("n_devices", 1, high=MAX_DEVICES)
         integer("limit", 0, optional=True)
+        integer("label_until", 0, optional=True)
         integer("seed", 0)
         number("rate_hz", 0.0, low_open=True)
         if self.duration_s is not None:
@@ -314,6 +318,7 @@ class Device:
         period = 1.0 / c.rate_hz
         delayed = c.labels == "delayed"
         labelling = c.labels != "none"
+        label_until = math.inf if c.label_until is None else c.label_until
         reading_topic = c.topic(self.device_id, "reading")
         label_topic = c.topic(self.device_id, "label")
         faults = fault_plan(c.faults, self._fault_rng)
@@ -336,7 +341,8 @@ class Device:
             sample_s = t + c.jitter * period * u_jitter
             held.append(Message(
                 "reading", self.device_id, reading_topic, index, seq, boot, sample_s, sample_s,
-                x, y, labelling and u_label < c.label_fraction, fault.delivery, fault.malformed,
+                x, y, labelling and u_label < c.label_fraction and index < label_until,
+                fault.delivery, fault.malformed,
                 fault.detail, fault.burst_start,
             ))
             seq += 1

@@ -37,6 +37,10 @@ def parse_address(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
+#: ``BrokerOptions.protocol`` -> paho's protocol
+PROTOCOLS = {"mqttv5": mqtt.MQTTv5, "mqttv311": mqtt.MQTTv311}
+
+
 @dataclass(frozen=True)
 class BrokerOptions:
     """Where and how to connect.
@@ -51,6 +55,9 @@ class BrokerOptions:
         tls_server_name: the name the broker's certificate must hold (default: host).
         tls_insecure: do not verify the broker's certificate (test brokers only).
         transport: "tcp" or "websockets"; ws_path: the websockets path.
+        protocol: "mqttv5" (default) or "mqttv311" for a broker that speaks only MQTT 3.1.1
+            (amqtt, the demo's embedded broker), which has no reason codes: a publish it
+            refuses is not seen as refused.
 
     Any ``tls_*`` option turns TLS on, as ``[broker]`` in the runtime's config does.
     """
@@ -67,6 +74,11 @@ class BrokerOptions:
     tls_insecure: bool = False
     transport: str = "tcp"
     ws_path: str = "/mqtt"
+    protocol: str = "mqttv5"
+
+    def __post_init__(self):
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {tuple(PROTOCOLS)}, got {self.protocol!r}")
 
     def broker_config(self) -> BrokerConfig:
         """The runtime's ``[broker]`` table for these options (TLS is built and explained alike)."""
@@ -115,7 +127,8 @@ class Connection:
         self.options = options
         self.client_id = client_id
         self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5,
+            mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
+            protocol=PROTOCOLS[options.protocol],
             transport=options.transport,
         )
         if options.transport == "websockets":

@@ -243,6 +243,22 @@ def test_label_fraction_and_burst_timing_in_the_script():
     assert all(m.send_s == m.sample_s for m in readings if m.index not in in_burst)
 
 
+def test_label_until_takes_the_label_sensor_away():
+    # labels up to sample 30, readings only after it; the other draws are those of a run
+    # without label_until (same seed: the same jitter, the same labelled samples before 30)
+    common = {"limit": 80, "rate_hz": 100, "label_fraction": 0.5, "jitter": 0.3, "seed": 4}
+    for labels in ("inline", "delayed"):
+        cut = build_devices(SimConfig("synth:SEA", labels=labels, label_until=30, **common))
+        full = build_devices(SimConfig("synth:SEA", labels=labels, **common))
+        a = [m for m in cut[0].events() if m.kind == "reading"]
+        b = [m for m in full[0].events() if m.kind == "reading"]
+        assert [m.sample_s for m in a] == [m.sample_s for m in b]
+        assert [m.labelled for m in a[:30]] == [m.labelled for m in b[:30]]
+        assert any(m.labelled for m in a[:30]) and not any(m.labelled for m in a[30:])
+    with pytest.raises(ValueError, match="label_until must be an integer >= 0"):
+        SimConfig("synth:SEA", label_until=-1)
+
+
 def test_each_malformed_kind_is_malformed_for_the_protocol():
     config = SimConfig(PIMA, limit=400, faults=FaultRates(malformed_rate=1.0), seed=5)
     device = build_devices(config)[0]
