@@ -181,8 +181,9 @@ kind = "gaussian_nb"
         stderr=subprocess.PIPE,
     )
     try:
-        notify_socket.receive(2.0)
-        assert notify_socket.messages, "no watchdog keep-alive while connecting"
+        # start-up (imports) may take seconds on a loaded machine: wait for the first message
+        notify_socket.wait_for("WATCHDOG=1", timeout_s=30)  # a keep-alive while connecting
+        notify_socket.receive(1.0)
         assert not [m for _, m in notify_socket.messages if m.startswith("READY=1")]
         broker.start()
         t_ready = notify_socket.wait_for("READY=1", timeout_s=10)
