@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from edgebayes.runtime.discovery import Discovery, DiscoveryConfig, parse_homeassistant
+from edgebayes.runtime.config import DiscoveryConfig, parse_homeassistant
+from edgebayes.runtime.discovery import Discovery
 from edgebayes.runtime.protocol import Topics
 
 # The keys Home Assistant's MQTT discovery takes per platform, from home-assistant/core

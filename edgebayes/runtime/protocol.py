@@ -16,7 +16,7 @@ from paho.mqtt.client import topic_matches_sub
 
 from edgebayes.base import InputError, check_label, to_float, to_floats
 from edgebayes.codec import DecodeError, decode
-from edgebayes.runtime.config import NAME_RE
+from edgebayes.runtime.names import NAME_RE
 
 #: ``ProtocolError.kind`` values (docs/protocol.md, "Error report")
 ERROR_KINDS = (

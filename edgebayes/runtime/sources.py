@@ -86,7 +86,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -96,7 +95,8 @@ from paho.mqtt.client import topic_matches_sub
 
 from edgebayes.base import InputError, check_label, to_float
 from edgebayes.runtime.assembler import Assembler, Incomplete
-from edgebayes.runtime.config import NAME_RE
+from edgebayes.runtime.config import AssemblerConfig, Select, SourceConfig, Spec, parse_path  # noqa: F401
+from edgebayes.runtime.names import NAME_RE, device_id
 from edgebayes.runtime.protocol import (
     Label,
     Parser,
@@ -120,283 +120,6 @@ _HPA_PER = {"mmHg": 1.33322387415, "inHg": 33.8638866667}  # hPa per unit
 _ABSENT = object()
 #: data messages of a source mapping nothing, none before them mapping anything, before a warning
 HINT_AFTER = 10
-_BAD_ID = re.compile(r"[^A-Za-z0-9_-]")
-
-
-# --- config ----------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Spec:
-    """Where one value lives: on ``topic`` (plain payload unless ``paths``), else at one of
-    ``paths`` (key tuples, first present wins) in the JSON of the source's ``topic``."""
-
-    topic: str | None
-    paths: tuple[tuple[str | Select, ...], ...]
-
-
-@dataclass(frozen=True)
-class SourceConfig:
-    kind: str
-    topic: str | None = None
-    device: str | None = None
-    device_level: int | None = None
-    availability_topic: str | None = None
-    features: tuple[tuple[str, Spec], ...] = ()
-    label: Spec | None = None
-    label_values: tuple[tuple[str, Any], ...] = ()
-    label_window_before_s: float = 0.0
-    label_window_after_s: float = 60.0
-
-
-@dataclass(frozen=True)
-class AssemblerConfig:
-    interval_s: float = 0.0
-    max_age_s: float = 600.0
-    dedupe_s: float = 1.0
-    accept_retained: bool = False
-    min_features: int = 1
-
-
-@dataclass(frozen=True)
-class Select:
-    """A key path element choosing a block by what it holds rather than by its name: the first
-    block named ``name`` or ``name-<n>`` (Tasmota numbers several sensors of one kind, and
-    renumbers them when one is removed) whose ``key`` is ``value`` as text
-    (``DS18B20[Id=01144A0CB8AA]``)."""
-
-    name: str
-    key: str
-    value: str
-
-    def pick(self, doc: Any) -> Any:
-        """The chosen block of the map ``doc``, or ``_ABSENT``."""
-        if not isinstance(doc, dict):
-            return _ABSENT
-        for name, block in doc.items():
-            if self._named(name) and isinstance(block, dict) and self._holds(block.get(self.key)):
-                return block
-        return _ABSENT
-
-    def _named(self, name: str) -> bool:
-        n = len(self.name)
-        return name == self.name or (name[:n] == self.name and name[n:n + 1] == "-" and name[n + 1:].isdigit())
-
-    def _holds(self, v: Any) -> bool:
-        return type(v) in (str, int) and str(v) == self.value
-
-
-def parse_path(text: str) -> tuple[str | Select, ...]:
-    """``'a.b'`` -> ``("a", "b")``; ``'PMS5003."PM2.5"'`` -> ``("PMS5003", "PM2.5")``;
-    ``'DS18B20[Id=01144A0CB8AA].Temperature'`` -> ``(Select("DS18B20", "Id", "01144A0CB8AA"),
-    "Temperature")``.
-
-    Raises:
-        ValueError: an empty key, an unclosed quote or ``[``, a selector that is not
-            ``[key=value]``, or text after a closing quote or ``]``.
-    """
-    keys: list[str | Select] = []
-    i, n = 0, len(text)
-    while True:
-        key, i = _path_key(text, i)
-        if i < n and text[i] == "[":
-            key, i = _path_select(text, key, i)
-        keys.append(key)
-        if i == n:
-            return tuple(keys)
-        if text[i] != ".":
-            raise ValueError(f"path {text!r}: expected '.' after a quoted key or a selector")
-        i += 1
-
-
-def _path_key(text: str, i: int) -> tuple[str, int]:
-    """The key starting at ``i`` (quoted, or up to the next ``.`` or ``[``) and where it ends."""
-    if i < len(text) and text[i] == '"':
-        j = text.find('"', i + 1)
-        if j < 0:
-            raise ValueError(f"path {text!r}: unclosed quote")
-        return text[i + 1:j], j + 1
-    j = next((k for k in range(i, len(text)) if text[k] in ".["), len(text))
-    if j == i:
-        raise ValueError(f"path {text!r}: empty key")
-    return text[i:j], j
-
-
-def _path_select(text: str, name: str, i: int) -> tuple[Select, int]:
-    """The ``[key=value]`` selector at ``i`` (after the block ``name``) and where it ends."""
-    j = text.find("]", i)
-    if j < 0:
-        raise ValueError(f"path {text!r}: unclosed '['")
-    key, eq, value = text[i + 1:j].partition("=")
-    if not key or not eq or not value:
-        raise ValueError(f"path {text!r}: a selector is [key=value], e.g. DS18B20[Id=01144A0CB8AA]")
-    return Select(name, key, value), j + 1
-
-
-def _topic_filter(v: str) -> str | None:
-    levels = v.split("/")
-    if not v or any(("#" in lvl and (lvl != "#" or i != len(levels) - 1)) or ("+" in lvl and lvl != "+")
-                    for i, lvl in enumerate(levels)):
-        return "is not a valid MQTT topic filter"
-    return None
-
-
-def _spec(value: Any, where: str, problems: list[str]) -> Spec | None:
-    try:
-        if isinstance(value, str):
-            if "/" in value:
-                bad = _topic_filter(value)
-                if bad:
-                    raise ValueError(f"topic {value!r} {bad}")
-                return Spec(value, ())
-            return Spec(None, (parse_path(value),))
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            return Spec(None, tuple(parse_path(v) for v in value))
-        if isinstance(value, dict) and isinstance(value.get("topic"), str) and set(value) <= {"topic", "path"}:
-            bad = _topic_filter(value["topic"])
-            if bad:
-                raise ValueError(f"topic {value['topic']!r} {bad}")
-            path = value.get("path")
-            if path is not None and not isinstance(path, str):
-                raise ValueError("path must be a string")
-            return Spec(value["topic"], (parse_path(path),) if path else ())
-        raise ValueError("must be a key path, a list of key paths, a topic, or {topic, path}")
-    except ValueError as exc:
-        problems.append(f"{where}: {exc}")
-        return None
-
-
-_SOURCE_KEYS = ("kind", "topic", "device", "device_level", "availability_topic", "features", "label",
-                "label_values", "label_window_before_s", "label_window_after_s")
-
-
-def _source(i: int, raw: Any, features: tuple[str, ...], problems: list[str]) -> SourceConfig | None:
-    where = f"[[sources]] #{i + 1}"
-    if not isinstance(raw, dict):
-        problems.append(f"{where}: must be a table")
-        return None
-    n_before = len(problems)
-    for key in raw:
-        if key not in _SOURCE_KEYS:
-            problems.append(f"{where}: unknown key {key!r}; known: {', '.join(_SOURCE_KEYS)}")
-    kind = raw.get("kind")
-    if kind == "sparkplug":
-        problems.append(f"{where}: kind 'sparkplug' is not supported (Sparkplug B payloads are protobuf)")
-        return None
-    if kind not in KINDS:
-        problems.append(f"{where}: kind = {kind!r}: must be one of {', '.join(map(repr, KINDS))}")
-        return None
-    where = f"[[sources]] #{i + 1} ({kind})"
-    values: dict[str, Any] = {"kind": kind}
-    for key in ("topic", "availability_topic"):
-        if key in raw:
-            v = raw[key]
-            bad = "must be a string" if not isinstance(v, str) else _topic_filter(v)
-            if bad:
-                problems.append(f"{where}: {key} = {v!r} {bad}")
-            values[key] = v
-    if "device" in raw:
-        if not isinstance(raw["device"], str) or not NAME_RE.match(raw["device"]):
-            problems.append(f"{where}: device = {raw['device']!r} must be 1 to 64 characters from [A-Za-z0-9_-]")
-        values["device"] = raw["device"]
-    if "device_level" in raw:
-        if type(raw["device_level"]) is not int:
-            problems.append(f"{where}: device_level = {raw['device_level']!r} must be an integer")
-        values["device_level"] = raw["device_level"]
-    specs = []
-    fmap = raw.get("features", {})
-    if not isinstance(fmap, dict):
-        problems.append(f"{where}: features must be a table (feature name -> where its value lives)")
-        fmap = {}
-    for name, value in fmap.items():
-        if name not in features:
-            problems.append(f"{where}: feature {name!r} is not in [schema] features")
-            continue
-        spec = _spec(value, f"{where} features.{name}", problems)
-        if spec is not None:
-            specs.append((name, spec))
-    values["features"] = tuple(specs)
-    if "label" in raw:
-        values["label"] = _spec(raw["label"], f"{where} label", problems)
-    lmap = raw.get("label_values", {})
-    if not isinstance(lmap, dict) or not all(type(v) in (str, int) for v in lmap.values()):
-        problems.append(f"{where}: label_values must map wire values to str or int labels")
-        lmap = {}
-    values["label_values"] = tuple(lmap.items())
-    for key in ("label_window_before_s", "label_window_after_s"):
-        if key in raw:
-            v = raw[key]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
-                problems.append(f"{where}: {key} = {v!r} must be a number >= 0")
-                continue
-            values[key] = float(v)
-    if kind == "edgebayes":
-        if specs or "label" in raw:
-            problems.append(f"{where}: features and label come from the protocol itself; give only topic (the prefix)")
-        if "topic" not in raw:
-            problems.append(f"{where}: topic (the protocol prefix) is required")
-    elif not specs and values.get("label") is None and len(problems) == n_before:
-        problems.append(f"{where}: maps no feature and no label")
-    if kind == "json" and "device" not in raw and "device_level" not in raw:
-        problems.append(f"{where}: give device (a fixed id) or device_level (the topic level naming the device)")
-    if any(s.topic is None for _, s in specs) or (values.get("label") and values["label"].topic is None):
-        if "topic" not in raw:
-            problems.append(f"{where}: key paths need topic (the filter of the JSON messages)")
-    if len(problems) > n_before:
-        return None
-    return SourceConfig(**values)
-
-
-def _assembler(raw: Any, features: tuple[str, ...] | None, problems: list[str]) -> AssemblerConfig:
-    if not isinstance(raw, dict):
-        problems.append("[assembler] must be a table")
-        return AssemblerConfig()
-    values = {}
-    for key, v in raw.items():
-        if key == "min_features":
-            n = len(features) if features else 1
-            if type(v) is not int or not 1 <= v <= n:
-                problems.append(f"[assembler] min_features = {v!r}: must be an integer in 1..{n} "
-                                "(the number of [schema] features)")
-                continue
-            values[key] = v
-        elif key == "accept_retained":
-            if not isinstance(v, bool):
-                problems.append(f"[assembler] accept_retained = {v!r}: expected true or false")
-            values[key] = v
-        elif key in ("interval_s", "max_age_s", "dedupe_s"):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
-                problems.append(f"[assembler] {key} = {v!r}: must be a number >= 0")
-            elif key == "max_age_s" and v == 0:
-                problems.append("[assembler] max_age_s = 0: must be > 0")
-            values[key] = float(v) if not isinstance(v, bool) and isinstance(v, (int, float)) else v
-        else:
-            problems.append(f"[assembler] unknown key {key!r}; known: interval_s, max_age_s, dedupe_s, "
-                            "accept_retained, min_features")
-    return AssemblerConfig(**values)
-
-
-#: config tables this module (and ``discovery``) adds to the runtime's config
-TABLES = ("sources", "assembler", "homeassistant")
-
-
-def parse_tables(raw: dict, features: tuple[str, ...] | None, output_format: str,
-                 problems: list[str]) -> dict:
-    """The ``Config`` fields ``sources``, ``assembler``, ``homeassistant`` from a decoded TOML
-    document; every problem is appended to ``problems`` (the caller raises ``ConfigError``)."""
-    from edgebayes.runtime.discovery import parse_homeassistant
-
-    out: dict[str, Any] = {}
-    if "sources" in raw:
-        if not isinstance(raw["sources"], list) or not raw["sources"]:
-            problems.append("[[sources]] must be an array of tables")
-        elif features is not None:
-            out["sources"] = tuple(s for i, t in enumerate(raw["sources"])
-                                   if (s := _source(i, t, features, problems)) is not None)
-    if "assembler" in raw:
-        out["assembler"] = _assembler(raw["assembler"], features, problems)
-    if "homeassistant" in raw:
-        out["homeassistant"] = parse_homeassistant(raw["homeassistant"], output_format, problems)
-    return out
 
 
 # --- value coercion ----------------------------------------------------------------------------
@@ -489,16 +212,21 @@ def availability(payload: bytes) -> bool | None:
     return True if low in _ONLINE else False if low in _OFFLINE else None
 
 
-def device_id(text: str) -> str:
-    """A topic level made a device id: characters outside [A-Za-z0-9_-] become "_", at most 64."""
-    return _BAD_ID.sub("_", text)[:64]
+def _pick(select: Select, doc: Any) -> Any:
+    """The first block of the map ``doc`` that ``select`` chooses, or ``_ABSENT``."""
+    if not isinstance(doc, dict):
+        return _ABSENT
+    for name, block in doc.items():
+        if select.named(name) and isinstance(block, dict) and select.holds(block.get(select.key)):
+            return block
+    return _ABSENT
 
 
 def lookup(doc: Any, path: tuple[str | Select, ...]) -> Any:
     """The value at ``path`` in a decoded JSON document, or ``_ABSENT``."""
     for key in path:
         if type(key) is Select:
-            doc = key.pick(doc)
+            doc = _pick(key, doc)
             if doc is _ABSENT:
                 return _ABSENT
         elif isinstance(doc, dict):
@@ -1012,7 +740,7 @@ class SourceRouter:
                 self.counts["unchanged"] += 1
                 self.assembler.refresh(ex.device, values, ex.origin, now)
                 return
-            n_null = sum(v != v for v in values.values())
+            n_null = sum(map(math.isnan, values.values()))
             if n_null:
                 self.counts["no_value"] += n_null
             out = self.assembler.update(ex.device, values, ex.origin, now)
@@ -1069,7 +797,7 @@ class SourceRouter:
     def _deliver(self, item: Reading | Label, topic: str, t_recv: float) -> None:
         if isinstance(item, Reading):
             self.counts["readings"] += 1
-            n_missing = sum(v != v for v in item.x)
+            n_missing = sum(map(math.isnan, item.x))
             if n_missing:
                 self.counts["missing_values"] += n_missing
         else:
