@@ -24,8 +24,9 @@ from pathlib import Path
 import pytest
 
 from edgebayes.runtime.config import parse_config
-from edgebayes.runtime.protocol import ProtocolError, Topics
-from edgebayes.runtime.sources import SourceRouter
+from edgebayes.runtime.ingest.router import SourceRouter
+from edgebayes.runtime.messages import ProtocolError
+from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 from firmware_sim.cli import _sim_config, build_parser
 from firmware_sim.device import build_devices

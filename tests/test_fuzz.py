@@ -48,9 +48,11 @@ from edgebayes.drift.base import detector_from_state
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import parse_config
 from edgebayes.runtime.device import Device
+from edgebayes.runtime.ingest.adapter import Extract
+from edgebayes.runtime.ingest.adapters import make_adapter
+from edgebayes.runtime.ingest.native import Parser
+from edgebayes.runtime.messages import ERROR_KINDS, SEQ_LIMIT, Label, ProtocolError, Reading
 from edgebayes.runtime.pending import Pending, PendingLabels
-from edgebayes.runtime.protocol import ERROR_KINDS, SEQ_LIMIT, Label, Parser, ProtocolError, Reading
-from edgebayes.runtime.sources import Extract, make_adapter
 from tests import test_runtime_robustness as robustness
 from tests import test_sources
 from tests.runtime_client import blobs

@@ -13,16 +13,11 @@ from paho.mqtt.client import topic_matches_sub
 
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
 from edgebayes.runtime.config import ConfigError, check_files, load_config, parse_config
+from edgebayes.runtime.ingest.native import Parser
+from edgebayes.runtime.messages import SEQ_JUMP, SEQ_PER_S, TS_AHEAD_S, ProtocolError
 from edgebayes.runtime.pending import Pending, PendingLabels
-from edgebayes.runtime.protocol import (
-    SEQ_JUMP,
-    SEQ_PER_S,
-    TS_AHEAD_S,
-    Parser,
-    ProtocolError,
-    Topics,
-)
 from edgebayes.runtime.seqs import MAX_RUNS, SeqRuns
+from edgebayes.runtime.topics import Topics
 
 BASE = """
 [broker]

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 from paho.mqtt.client import topic_matches_sub
 
-from edgebayes.runtime.assembler import Assembler
-from edgebayes.runtime.config import ConfigError, load_config, parse_config
-from edgebayes.runtime.protocol import Topics
-from edgebayes.runtime.sources import Retained, Select, SourceRouter, make_adapter, parse_path
+from edgebayes.runtime.config import ConfigError, Select, load_config, parse_config, parse_path
+from edgebayes.runtime.ingest.adapters import make_adapter
+from edgebayes.runtime.ingest.assembler import Assembler
+from edgebayes.runtime.ingest.router import SourceRouter
+from edgebayes.runtime.messages import Retained
+from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -381,7 +383,7 @@ def worker_with(features, sources, **tables):
 
 def feed(w, topic, payload, retained=False, at=None, monkeypatch=None):
     if at is not None:
-        monkeypatch.setattr("edgebayes.runtime.sources.time.time", lambda: at)
+        monkeypatch.setattr("edgebayes.runtime.ingest.router.time.time", lambda: at)
     data = wire(payload)
     assert w.sources.handle(topic, Retained(data) if retained else data, 0.0)
 

@@ -37,14 +37,14 @@ from typing import Any
 from edgebayes.base import ClassLimitError, check_count, learner_from_state
 from edgebayes.drift.base import ErrorDetector, detector_from_state
 from edgebayes.runtime.config import ModelConfig
-from edgebayes.runtime.pending import PendingLabels
-from edgebayes.runtime.protocol import (
+from edgebayes.runtime.messages import (
     SEQ_JUMP,
     SEQ_LIMIT,
     SEQ_PER_S,
     TS_AHEAD_S,
     ProtocolError,
 )
+from edgebayes.runtime.pending import PendingLabels
 from edgebayes.runtime.seqs import SeqRuns
 
 log = logging.getLogger(__name__)

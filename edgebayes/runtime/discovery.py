@@ -72,7 +72,7 @@ class Discovery:
 
     Args:
         cfg: the ``[homeassistant]`` table.
-        topics: the runtime's ``protocol.Topics`` (prediction, drift and status topics).
+        topics: the runtime's ``topics.Topics`` (prediction, drift and status topics).
         node_id: default node id (the runtime's client id).
         model_names: the configured models' names (shown as the HA device's model).
         publish: ``publish(topic, payload, qos, retain)``.

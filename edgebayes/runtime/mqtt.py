@@ -69,13 +69,13 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from edgebayes.runtime.config import BrokerConfig
-from edgebayes.runtime.protocol import Retained
+from edgebayes.runtime.messages import Retained
 from edgebayes.runtime.tls import describe_tls_error, tls_context
 
 log = logging.getLogger(__name__)
 
 #: handler(topic, payload, mid, qos); it must return quickly (it runs on the network thread).
-#: A payload the broker sent as retained is a ``protocol.Retained`` (a bytes subclass).
+#: A payload the broker sent as retained is a ``messages.Retained`` (a bytes subclass).
 MessageHandler = Callable[[str, bytes, int, int], None]
 
 #: What paho keeps per queued message besides its topic and payload (``MQTTMessage``, its

@@ -22,10 +22,10 @@ from collections.abc import Callable
 from edgebayes.codec import encode
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import Config
+from edgebayes.runtime.ingest.router import attach, make_router
 from edgebayes.runtime.journal import Journal
 from edgebayes.runtime.mqtt import MqttClient
-from edgebayes.runtime.protocol import Topics
-from edgebayes.runtime.sources import attach, make_router
+from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ The MQTT network thread only calls ``submit`` (enqueue; under the ``block`` poli
 reading while ``can_take`` says the queue is full, so it never waits on model work). The worker
 waits for the network thread when too much output is queued (``wait_for_room``), so both run at
 the broker's pace. The worker takes messages in arrival order,
-validates them (``protocol.Parser``), predicts, publishes, learns, raises drift alerts, then
+validates them (``ingest.native.Parser``), predicts, publishes, learns, raises drift alerts, then
 acknowledges the message to the broker. With checkpoints on, a reading or label is first
 appended to the write-ahead journal (``edgebayes.runtime.journal``) and acknowledged only once
 it is durable: after the journal's group ``fdatasync`` (when ``min(1000, [queue] max_size)``
@@ -36,10 +36,12 @@ from edgebayes.codec import encode
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.device import Device
+from edgebayes.runtime.ingest.native import Parser
 from edgebayes.runtime.journal import Journal
 from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
+from edgebayes.runtime.messages import Label, ProtocolError, Reading, Retained
 from edgebayes.runtime.pending import Pending, PendingLabels
-from edgebayes.runtime.protocol import Label, Parser, ProtocolError, Reading, Retained, Topics
+from edgebayes.runtime.topics import Topics
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +93,7 @@ class Worker:
                 lambda msg: self.client.publish(topics.alert, encode(msg, self._fmt), qos=1),
                 lambda: self.checkpoint(all_devices=True), lambda: setattr(self, "_closed", True))
             self.tick_hooks.append(self.guard.tick)
-        self.sources = None  # a sources.SourceRouter when [[sources]] or [homeassistant] are set
+        self.sources = None  # an ingest.router.SourceRouter when [[sources]] or [homeassistant] are set
         self._drop_oldest = config.queue.policy == "drop_oldest"
         self._fmt = config.output.format
         self._pred_qos = config.output.prediction_qos
