@@ -337,8 +337,10 @@ def test_sources_through_the_worker(data, name):
         doc = entry["payload"]
         if data.draw(st.booleans()):
             doc = _set_somewhere(doc, data.draw(documents), lambda n: data.draw(st.integers(0, n - 1)))
-        w.sources.handle(topic, as_payload(doc), 0.0)
-        w.sources.tick()
+        for item, where in w.intake.sources.handle(topic, as_payload(doc)) or []:
+            w.serve(item, where, 0.0)
+        for item, where in w.intake.sources.tick():
+            w.serve(item, where, 0.0)
     assert w.n_internal_errors == 0 and not w.errors["learner_error"], w.errors
 
 

@@ -62,3 +62,12 @@ class Label:
     device: str
     seq: int
     y: Any  # str | int
+
+
+@dataclass(slots=True)
+class Refusal:
+    """A message the runtime refuses, to report on ``device``'s error topic (None: on the
+    runtime's own, when no device can be named)."""
+
+    device: str | None
+    error: ProtocolError

@@ -416,15 +416,6 @@ class MqttClient:
             return False
         return info.is_published()
 
-    def add_filter_callback(self, topic_filter: str, callback) -> None:
-        """Route messages matching ``topic_filter`` to ``callback(client, userdata, msg)``
-        (paho's per-filter callback: it sees the whole message, retain flag included); held
-        like any message while the consumer cannot take it."""
-        def held_or_delivered(client, userdata, msg):
-            self._take(lambda m: callback(client, userdata, m), msg)
-
-        self._client.message_callback_add(topic_filter, held_or_delivered)
-
     def ack(self, mid: int, qos: int) -> None:
         """Acknowledge an incoming message (safe from any thread: paho queues the packet)."""
         if qos > 0:

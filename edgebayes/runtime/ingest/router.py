@@ -1,5 +1,5 @@
 """The ``SourceRouter``: messages of the ``[[sources]]`` topics through their adapters and the
-assembler to the worker's reading and label path (``edgebayes.runtime.ingest``)."""
+assembler, out as readings, labels and refusals (``edgebayes.runtime.ingest``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from edgebayes.runtime.ingest.adapter import Adapter, Extract
 from edgebayes.runtime.ingest.adapters import make_adapter
 from edgebayes.runtime.ingest.assembler import Assembler, Incomplete
 from edgebayes.runtime.ingest.native import Parser
-from edgebayes.runtime.messages import Label, ProtocolError, Reading, Retained
+from edgebayes.runtime.messages import Label, ProtocolError, Reading, Refusal, Retained
 from edgebayes.runtime.names import NAME_RE
 
 log = logging.getLogger(__name__)
@@ -25,12 +25,13 @@ HINT_AFTER = 10
 
 
 class SourceRouter:
-    """Feeds messages of the ``[[sources]]`` topics through the worker's own path.
+    """Turns messages of the ``[[sources]]`` topics into readings, labels and refusals.
 
     Args:
         config: the runtime ``Config`` (``sources``, ``assembler``, ``schema``, ``queue``).
-        worker: the ``Worker``; readings and labels go to its ``serve``, refusals to its ``_error`` (rate-limited error reports, counted in its metrics).
-        discovery: a ``discovery.Discovery`` to tell about Home Assistant's birth, or None.
+
+    ``handle`` and ``tick`` return ``(item, topic)`` pairs: a ``Reading``, a ``Label`` or a
+    ``Refusal``, and the topic it came from, for the worker.
 
     ``counts`` (a Counter, in the metrics as ``sources``): ``retained``, ``repeated``,
     ``ignored`` (topics that are not data, such as zigbee2mqtt ``bridge/devices``: dropped
@@ -42,9 +43,7 @@ class SourceRouter:
     present features, not served).
     """
 
-    def __init__(self, config, worker, discovery=None):
-        self.worker = worker
-        self.discovery = discovery
+    def __init__(self, config):
         acfg = config.assembler or AssemblerConfig()
         self.acfg = acfg
         self.adapters = [make_adapter(i, s) for i, s in enumerate(config.sources)]
@@ -58,8 +57,8 @@ class SourceRouter:
         self._last_payload: dict[str, tuple[bytes, float]] = {}
         self._last_mapped: dict[tuple, tuple] = {}  # origin -> its last message's mapped values and label
         self._routes: dict[str, list[Adapter]] = {}
-        extra = [discovery.ha_status_topic] if discovery is not None else []
-        self.filters = list(dict.fromkeys([f for a in self.adapters for f in a.filters()] + extra))
+        self._out: list[tuple] = []  # what the message being handled made
+        self.filters = list(dict.fromkeys(f for a in self.adapters for f in a.filters()))
 
     def _match(self, topic: str) -> list[Adapter]:
         found = self._routes.get(topic)
@@ -70,27 +69,26 @@ class SourceRouter:
             self._routes[topic] = found
         return found
 
-    def handle(self, topic: str, payload: bytes, t_recv: float) -> bool:
-        """Process a message of a source topic (worker thread); False if no source reads it."""
-        if self.discovery is not None and topic == self.discovery.ha_status_topic:
-            self.discovery.ha_status(payload)
-            return True
+    def handle(self, topic: str, payload: bytes) -> list[tuple] | None:
+        """What a message of a source topic makes (worker thread): ``(item, topic)`` pairs, in
+        order; None if no source reads the topic."""
         adapters = self._match(topic)
         if not adapters:
-            return False
+            return None
+        out = self._out = []
         if all(a.classify(topic) == "ignored" for a in adapters):
             # before the size check: a large retained zigbee2mqtt/bridge/devices is not an error
             self.counts["ignored"] += len(adapters)
-            return True
+            return out
         now = time.time()
         if len(payload) > self.max_payload_bytes:
             self._refuse(None, topic, "oversize", f"payload of {len(payload)} bytes exceeds {self.max_payload_bytes}")
-            return True
+            return out
         for adapter in adapters:
-            self._one(adapter, topic, payload, now, t_recv)
-        return True
+            self._one(adapter, topic, payload, now)
+        return out
 
-    def _one(self, adapter: Adapter, topic: str, payload: bytes, now: float, t_recv: float) -> None:
+    def _one(self, adapter: Adapter, topic: str, payload: bytes, now: float) -> None:
         kind = adapter.classify(topic)
         if kind == "data" and type(payload) is Retained and not self.acfg.accept_retained:
             self.counts["retained"] += 1  # stale: no way to tell how old
@@ -105,7 +103,7 @@ class SourceRouter:
                 self._last_payload.clear()
             self._last_payload[key] = (bytes(payload), now)
         if adapter.cfg.kind == "edgebayes":
-            self._protocol(topic, payload, t_recv)
+            self._protocol(topic, payload)
             return
         ex = adapter.extract(topic, payload)
         if ex.kind == "availability":
@@ -128,7 +126,7 @@ class SourceRouter:
         if ex.has_label:
             for lab in self.assembler.label(ex.device, ex.label, now, cfg.label_window_before_s,
                                             cfg.label_window_after_s):
-                self._deliver(lab, topic, t_recv)
+                self._deliver(lab, topic)
         if ex.values or ex.left_out:
             values = {**ex.values, **dict.fromkeys(ex.left_out, math.nan)} if ex.left_out else ex.values
             if adapter.republishes_state and self._unchanged(ex, values):
@@ -144,7 +142,7 @@ class SourceRouter:
                              f"no value for {', '.join(out.missing)}: fewer than [assembler] "
                              f"min_features = {self.acfg.min_features} present, no reading")
             elif out is not None:
-                self._deliver(out, topic, t_recv)
+                self._deliver(out, topic)
 
     def _unchanged(self, ex: Extract, values: dict[str, float]) -> bool:
         """Whether ``values`` and the label of ``ex`` are those of its publisher's previous
@@ -178,7 +176,7 @@ class SourceRouter:
                         "sources.no_feature)", adapter.index + 1, adapter.cfg.kind, HINT_AFTER, topic,
                         explanation)
 
-    def _protocol(self, topic: str, payload: bytes, t_recv: float) -> None:
+    def _protocol(self, topic: str, payload: bytes) -> None:
         device, kind = topic.split("/")[-2:]
         try:
             if not NAME_RE.match(device):
@@ -187,9 +185,9 @@ class SourceRouter:
         except ProtocolError as exc:
             self._refuse(device if NAME_RE.match(device) else None, topic, exc.kind, str(exc), exc.seq)
             return
-        self._deliver(item, topic, t_recv)
+        self._deliver(item, topic)
 
-    def _deliver(self, item: Reading | Label, topic: str, t_recv: float) -> None:
+    def _deliver(self, item: Reading | Label, topic: str) -> None:
         if isinstance(item, Reading):
             self.counts["readings"] += 1
             n_missing = sum(map(math.isnan, item.x))
@@ -197,65 +195,15 @@ class SourceRouter:
                 self.counts["missing_values"] += n_missing
         else:
             self.counts["labels"] += 1
-        self.worker.serve(item, topic, t_recv)
+        self._out.append((item, topic))
 
     def _refuse(self, device: str | None, topic: str, kind: str, explanation: str, seq: int | None = None) -> None:
         self.counts[kind] += 1
-        w = self.worker
-        out = w.topics.device_topic(device, "error") if device else w.topics.runtime_error
-        w._error(out, topic, ProtocolError(kind, explanation, seq))
+        self._out.append((Refusal(device, ProtocolError(kind, explanation, seq)), topic))
 
-    def tick(self) -> None:
-        """Cadence readings due now (worker loop, every ``TICK_S``)."""
+    def tick(self) -> list[tuple]:
+        """The cadence readings due now, as ``(reading, "(assembler)")`` (worker loop)."""
+        out = self._out = []
         for reading in self.assembler.due(time.time()):
-            self._deliver(reading, "(assembler)", time.perf_counter())
-
-
-def make_router(config, topics, worker) -> SourceRouter | None:
-    """The router for ``config`` (None without ``[[sources]]`` and HA discovery)."""
-    from edgebayes.runtime.discovery import Discovery
-
-    ha = config.homeassistant
-    discovery = None
-    if ha is not None and ha.discovery:
-        discovery = Discovery(ha, topics, config.broker.client_id, [m.name for m in config.models], None)
-    if not config.sources and discovery is None:
-        return None
-    return SourceRouter(config, worker, discovery)
-
-
-class _Intake:
-    """paho per-filter callback for the source topics (network thread): the payload is marked
-    ``Retained`` when the broker sent it as a retained message, then queued to the worker like
-    any message (acknowledged by the worker once processed)."""
-
-    def __init__(self, worker):
-        self.worker = worker
-        self.n_callback_errors = 0
-        self._last = None
-
-    def __call__(self, client, userdata, msg) -> None:
-        if msg is self._last:  # paho calls once per matching filter; take the message once
-            return
-        self._last = msg
-        try:
-            self.worker.submit(msg.topic, Retained(msg.payload) if msg.retain else msg.payload, msg.mid, msg.qos)
-        except Exception:
-            self.n_callback_errors += 1  # casebook C31: never silent
-            log.exception("error queueing a source message on %s (%d so far)", msg.topic, self.n_callback_errors)
-            if msg.qos > 0:
-                client.ack(msg.mid, msg.qos)
-
-
-def attach(router: SourceRouter, mqtt) -> None:
-    """Wire ``router`` to the runtime's ``MqttClient`` and worker: per-filter callbacks (they
-    carry the retain flag), the worker's dispatch and tick, discovery's publisher."""
-    intake = _Intake(router.worker)
-    for f in router.filters:
-        mqtt.add_filter_callback(f, intake)
-    router.worker.sources = router
-    router.worker.tick_hooks.append(router.tick)
-    if router.discovery is not None:
-        router.discovery.publish = mqtt.publish
-        devices = router.worker.devices
-        router.worker.tick_hooks.append(lambda: router.discovery.tick(devices))
+            self._deliver(reading, "(assembler)")
+        return out
