@@ -13,14 +13,15 @@ The worker processes a message only while ``MqttClient.wait_for_room`` says the 
 backlog is under ``[output] max_backlog_bytes`` and the broker is connected; a session
 takeover is published on the alert topic (``session_taken_over``).
 
-Hooks: ``ready_hooks`` run (network thread) after every successful connect, e.g. a systemd
-READY notification; ``worker.tick_hooks`` run from the worker loop (a watchdog keep-alive).
+Hooks, given to ``Runtime``: ``ready_hooks`` run (network thread) after every successful
+connect, e.g. a systemd READY notification; ``tick_hooks`` run from the worker loop (a
+watchdog keep-alive).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from edgebayes.codec import encode
 from edgebayes.runtime.checkpoint import CheckpointStore
@@ -43,7 +44,8 @@ class Runtime:
             TLS file does not parse.
     """
 
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, *, ready_hooks: Sequence[Callable[[], None]] = (),
+                 tick_hooks: Sequence[Callable[[], None]] = ()):
         self.config = config
         self.topics = Topics(config.topics.prefix, config.topics.devices, config.broker.client_id)
         store = journal = None
@@ -57,7 +59,7 @@ class Runtime:
                                        [m.name for m in config.models], self._publish)
         handlers = {self.discovery.ha_status_topic: self.discovery.ha_status} if self.discovery else {}
         self.intake = Intake(config, self.topics, handlers)
-        self.ready_hooks: list[Callable[[], None]] = []
+        self.ready_hooks = list(ready_hooks)
         self.source_filters = self.intake.filters  # [[sources]], [homeassistant]
         self.client = MqttClient(
             config.broker, subscriptions=self.topics.subscriptions + self.source_filters,
@@ -67,7 +69,7 @@ class Runtime:
             can_take=self._can_take, alert=self._alert,
         )
         self.worker = Worker(config, self.topics, store, journal, client=self.client, intake=self.intake,
-                             watchers=[self.discovery] if self.discovery else [])
+                             tick_hooks=tick_hooks, watchers=[self.discovery] if self.discovery else [])
 
     # the discovery is made before the client, the client before the worker: they reach them here
     def _submit(self, topic: str, payload: bytes, mid: int, qos: int) -> None:
