@@ -108,7 +108,7 @@ def check_label(y) -> None:
 
 def check_values(xs) -> None:
     """Assert every value is a float, NaN (missing) or of magnitude at most ``MAX_ABS_X``."""
-    assert all(type(v) is float and (v != v or abs(v) <= MAX_ABS_X) for v in xs), xs
+    assert all(type(v) is float and (math.isnan(v) or abs(v) <= MAX_ABS_X) for v in xs), xs
 
 
 def check_item(item, device: str = "d") -> None:

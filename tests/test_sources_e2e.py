@@ -2,6 +2,7 @@
 Zigbee2MQTT with labels on their own topic, and Home Assistant discovery."""
 
 import dataclasses
+import itertools
 import json
 import threading
 
@@ -104,7 +105,7 @@ def test_tasmota_and_zigbee2mqtt_through_the_worker(broker, tmp_path):
         for device, samples in data.items():
             preds = [json.loads(p) for p, _ in out.on(f"eb/{device}/prediction")]
             assert len(preds) == N
-            assert all(a["seq"] < b["seq"] for a, b in zip(preds, preds[1:]))
+            assert all(a["seq"] < b["seq"] for a, b in itertools.pairwise(preds))
             # the same model replayed offline: every reading was predicted, then learned with
             # its own label (inline, from the label topic), in order
             nb = GaussianNB()

@@ -253,7 +253,7 @@ class Device:
             try:
                 proba = slot.learner.predict_proba_one(x)
                 y_pred = max(proba, key=proba.get) if proba else None
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 (a model that raises is reported and kept)
                 self._model_error(slot, "predict_proba_one", exc)
                 proba, y_pred, failed = None, None, True
             y_preds.append(y_pred)
@@ -302,7 +302,7 @@ class Device:
             slot.score(correct)
             try:
                 slot.learner.learn_one(x, y)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 (a model that raises is reported and kept)
                 self._model_error(slot, "learn_one", exc)
                 continue
             det = slot.detector

@@ -448,7 +448,7 @@ class Worker:
             try:
                 dev.load_state(state, len(self.config.schema.features))
                 restored = True
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 (any unusable state: moved aside, device new)
                 self.store.move_aside(device, f"{type(exc).__name__}: {exc}")
                 dev = self._new_device(device)
         self.devices[device] = dev

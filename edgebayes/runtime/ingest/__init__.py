@@ -11,11 +11,13 @@ device from values arriving on several topics). The readings and labels go to th
 own path: test-then-train, pending labels, drift and checkpoints are the same as for the
 edgebayes protocol.
 
-Modules: ``native`` (the edgebayes protocol's ``Parser``, and its adapter under another
+Modules: ``intake`` (``Intake``: any incoming message in, ``(item, topic)`` pairs out for
+the worker), ``native`` (the edgebayes protocol's ``Parser``, and its adapter under another
 prefix), ``values`` (a wire value as a feature value, a label, an availability), ``adapter``
 (``Extract`` and the generic JSON adapter), one module per ecosystem (``zigbee2mqtt``,
 ``tasmota``, ``esphome``, ``shelly``), ``adapters`` (kind -> adapter), ``assembler`` and
-``router``.
+``router`` (``SourceRouter``: the ``[[sources]]`` messages through adapters and assembler).
+Nothing here imports the worker: it takes what ``Intake`` gives it.
 
 Availability messages are never readings: ``offline`` drops the values that device published
 (and Shelly's kept component status), so nothing stale is assembled from them. Each kind
