@@ -28,7 +28,8 @@ import argparse
 import sys
 
 from edgebayes.runtime.config import Config, ConfigError, load_config
-from edgebayes.runtime.sources import Adapter, make_adapter
+from edgebayes.runtime.ingest.adapter import Adapter
+from edgebayes.runtime.ingest.adapters import make_adapter
 
 #: the read-only user of dashboards and the firmware-sim monitor
 MONITOR_USER = "monitor"

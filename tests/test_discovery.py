@@ -7,8 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from edgebayes.runtime.discovery import Discovery, DiscoveryConfig, parse_homeassistant
-from edgebayes.runtime.protocol import Topics
+from edgebayes.runtime.config import DiscoveryConfig, parse_homeassistant
+from edgebayes.runtime.discovery import Discovery
+from edgebayes.runtime.topics import Topics
 
 # The keys Home Assistant's MQTT discovery takes per platform, from home-assistant/core
 # homeassistant/components/mqtt/: MQTT_AVAILABILITY_SCHEMA and MQTT_ENTITY_COMMON_SCHEMA

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from edgebayes.runtime.config import parse_config
-from edgebayes.runtime.protocol import ProtocolError, Topics
-from edgebayes.runtime.sources import SourceRouter
+from edgebayes.runtime.messages import ProtocolError
+from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 from firmware_sim.cli import _sim_config, build_parser
 from firmware_sim.device import build_devices
@@ -93,19 +93,17 @@ def check(config_path: str, publications: list[tuple[str, bytes]]) -> None:
     raw.setdefault("output", {})["format"] = "json"
     cfg = parse_config(raw, config_path)
     topics = Topics(cfg.topics.prefix, cfg.topics.devices, "rt")
-    w = Worker(cfg, topics, None)
-    w.client = Recorder()
-    w.sources = SourceRouter(cfg, w) if cfg.sources else None
+    w = Worker(cfg, topics, None, client=Recorder())
     for topic, payload in publications:
         route = topics.route(topic)
         if route is not None and route[0] == "reading":
             with contextlib.suppress(ProtocolError):  # refused: reported by the worker below
-                x = w.parser.parse_reading(route[1], payload).x
+                x = w.intake.parser.parse_reading(route[1], payload).x
                 assert not any(math.isnan(v) for v in x), (config_path, topic, payload)
         w._dispatch(topic, payload, 0.0)
     errors = [json.loads(p) for t, p in w.client.published if t.endswith("/error")]
     assert errors == [] and w.errors == {}, (config_path, errors)
-    counts = dict(w.sources.counts) if w.sources else {}
+    counts = dict(w.intake.sources.counts) if w.intake.sources else {}
     assert not set(counts) - {"readings", "labels"}, (config_path, counts)  # no missing_values
     assert w.n_readings > 0, f"{config_path}: no reading taken"
 

@@ -48,9 +48,11 @@ from edgebayes.drift.base import detector_from_state
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import parse_config
 from edgebayes.runtime.device import Device
+from edgebayes.runtime.ingest.adapter import Extract
+from edgebayes.runtime.ingest.adapters import make_adapter
+from edgebayes.runtime.ingest.native import Parser
+from edgebayes.runtime.messages import ERROR_KINDS, SEQ_LIMIT, Label, ProtocolError, Reading
 from edgebayes.runtime.pending import Pending, PendingLabels
-from edgebayes.runtime.protocol import ERROR_KINDS, SEQ_LIMIT, Label, Parser, ProtocolError, Reading
-from edgebayes.runtime.sources import Extract, make_adapter
 from tests import test_runtime_robustness as robustness
 from tests import test_sources
 from tests.runtime_client import blobs
@@ -106,7 +108,7 @@ def check_label(y) -> None:
 
 def check_values(xs) -> None:
     """Assert every value is a float, NaN (missing) or of magnitude at most ``MAX_ABS_X``."""
-    assert all(type(v) is float and (v != v or abs(v) <= MAX_ABS_X) for v in xs), xs
+    assert all(type(v) is float and (math.isnan(v) or abs(v) <= MAX_ABS_X) for v in xs), xs
 
 
 def check_item(item, device: str = "d") -> None:
@@ -335,8 +337,10 @@ def test_sources_through_the_worker(data, name):
         doc = entry["payload"]
         if data.draw(st.booleans()):
             doc = _set_somewhere(doc, data.draw(documents), lambda n: data.draw(st.integers(0, n - 1)))
-        w.sources.handle(topic, as_payload(doc), 0.0)
-        w.sources.tick()
+        for item, where in w.intake.sources.handle(topic, as_payload(doc)) or []:
+            w.serve(item, where, 0.0)
+        for item, where in w.intake.sources.tick():
+            w.serve(item, where, 0.0)
     assert w.n_internal_errors == 0 and not w.errors["learner_error"], w.errors
 
 

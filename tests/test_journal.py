@@ -11,7 +11,7 @@ from edgebayes.base import learner_from_state
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import parse_config
 from edgebayes.runtime.journal import FRAME, Journal
-from edgebayes.runtime.protocol import Topics
+from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 from tests.runtime_client import FEATURES, blobs
 from tests.test_runtime_robustness import Recorder

@@ -14,9 +14,10 @@ from edgebayes.base import MAX_ABS_X
 from edgebayes.codec import DecodeError, decode
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import load_config
-from edgebayes.runtime.protocol import ERROR_KINDS, Parser, ProtocolError
+from edgebayes.runtime.ingest.native import Parser
+from edgebayes.runtime.ingest.values import to_label, to_number
+from edgebayes.runtime.messages import ERROR_KINDS, ProtocolError
 from edgebayes.runtime.service import Runtime
-from edgebayes.runtime.sources import to_label, to_number
 from edgebayes.runtime.worker import MAX_ERROR_TOPICS
 from tests.runtime_client import FEATURES, Device, decode_default, wait_for, write_config
 from tests.test_runtime_robustness import send, worker

@@ -13,16 +13,11 @@ from paho.mqtt.client import topic_matches_sub
 
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
 from edgebayes.runtime.config import ConfigError, check_files, load_config, parse_config
+from edgebayes.runtime.ingest.native import Parser
+from edgebayes.runtime.messages import SEQ_JUMP, SEQ_PER_S, TS_AHEAD_S, ProtocolError
 from edgebayes.runtime.pending import Pending, PendingLabels
-from edgebayes.runtime.protocol import (
-    SEQ_JUMP,
-    SEQ_PER_S,
-    TS_AHEAD_S,
-    Parser,
-    ProtocolError,
-    Topics,
-)
 from edgebayes.runtime.seqs import MAX_RUNS, SeqRuns
+from edgebayes.runtime.topics import Topics
 
 BASE = """
 [broker]
@@ -135,7 +130,7 @@ def test_cli_exits_2_with_the_problem_on_stderr(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text(BASE.replace("max_pending = 50", "max_pending = 50\nmax_age = 3"))
     out = subprocess.run([sys.executable, "-m", "edgebayes", "run", "--config", str(path)],
-                         capture_output=True, text=True, timeout=30)
+                         check=False, capture_output=True, text=True, timeout=30)
     assert out.returncode == 2
     assert "[labels] unknown key 'max_age'" in out.stderr
 
@@ -152,13 +147,13 @@ def test_unreadable_broker_files_are_named_by_key_at_start(tmp_path):
     with pytest.raises(ConfigError) as err:
         check_files(cfg, "c.toml")
     assert err.value.problems == [
-        f"[broker] password_file {tmp_path}/mqtt-password: no such file "
-        "(create it, see deploy/install.sh, or remove username/password_file)",
+        (f"[broker] password_file {tmp_path}/mqtt-password: no such file "
+         "(create it, see deploy/install.sh, or remove username/password_file)"),
         f"[broker] tls_cert_file {tmp_path}: a folder, not a file",
         f"[broker] tls_key_file {tmp_path}/client.key: no such file",
     ]
     out = subprocess.run([sys.executable, "-m", "edgebayes", "run", "--config", str(path)],
-                         capture_output=True, text=True, timeout=30)
+                         check=False, capture_output=True, text=True, timeout=30)
     assert out.returncode == 2
     assert out.stderr.startswith(f"edgebayes run: {path}: 3 problems:\n  [broker] password_file ")
     (tmp_path / "mqtt-password").write_text("secret\n")

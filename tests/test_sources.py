@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from paho.mqtt.client import topic_matches_sub
 
-from edgebayes.runtime.assembler import Assembler
-from edgebayes.runtime.config import ConfigError, load_config, parse_config
-from edgebayes.runtime.protocol import Topics
-from edgebayes.runtime.sources import Retained, Select, SourceRouter, make_adapter, parse_path
+from edgebayes.runtime.config import ConfigError, Select, load_config, parse_config, parse_path
+from edgebayes.runtime.ingest.adapters import make_adapter
+from edgebayes.runtime.ingest.assembler import Assembler
+from edgebayes.runtime.messages import Retained
+from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -245,7 +246,7 @@ def test_esphome_multi_level_prefix_availability_and_one_device_per_node(monkeyp
     node = "home/livingroom/esp1"
     feats = {"t": f"{node}/sensor/t/state", "h": f"{node}/sensor/h/state"}
     w = worker_with(["t", "h"], [{"kind": "esphome", "features": feats}])
-    assert w.sources.filters == [feats["h"], feats["t"], f"{node}/status"]
+    assert w.intake.sources.filters == [feats["h"], feats["t"], f"{node}/status"]
     feed(w, feats["t"], "21.5", at=10.0, monkeypatch=monkeypatch)
     feed(w, feats["h"], "40", at=10.5, monkeypatch=monkeypatch)
     feed(w, f"{node}/status", "offline", retained=True, at=11.0, monkeypatch=monkeypatch)
@@ -260,13 +261,13 @@ def test_esphome_multi_level_prefix_availability_and_one_device_per_node(monkeyp
 def test_esphome_nodes_under_one_level_are_separate_devices(monkeypatch):
     feats = {"t": "esphome/+/sensor/t/state", "h": "esphome/+/sensor/h/state"}
     w = worker_with(["t", "h"], [{"kind": "esphome", "features": feats}])
-    assert w.sources.filters == [feats["h"], feats["t"], "esphome/+/status"]
+    assert w.intake.sources.filters == [feats["h"], feats["t"], "esphome/+/status"]
     feed(w, "esphome/kitchen/sensor/t/state", "20", at=1.0, monkeypatch=monkeypatch)
     feed(w, "esphome/attic/sensor/t/state", "30", at=1.1, monkeypatch=monkeypatch)
     feed(w, "esphome/kitchen/sensor/h/state", "50", at=1.2, monkeypatch=monkeypatch)
     assert served(w) == [("esphome_kitchen", 1200)]
     assert w.devices["esphome_kitchen"].pending.get(1200).x == [20.0, 50.0]
-    ad = w.sources.adapters[0]
+    ad = w.intake.sources.adapters[0]
     assert outcome(ad.extract("esphome/attic/status", b"offline")) == ("offline", "esphome/attic")
     # a prefix level named like a component; a climate entity one level deeper
     assert ad.publisher("home/switch/esp2/sensor/switch/state") == "home/switch/esp2"
@@ -282,7 +283,7 @@ def test_esphome_configured_availability_topic_is_read(monkeypatch):
     feed(w, feats["h"], "40", at=1.1, monkeypatch=monkeypatch)
     feed(w, "esp1/lwt", "offline", at=2.0, monkeypatch=monkeypatch)
     feed(w, feats["t"], "22", at=3.0, monkeypatch=monkeypatch)
-    assert w.n_readings == 1 and w.sources.counts["offline"] == 1
+    assert w.n_readings == 1 and w.intake.sources.counts["offline"] == 1
 
 
 def test_shelly_availability_from_the_topic_prefix_and_offline_drops_kept_status(monkeypatch):
@@ -293,7 +294,7 @@ def test_shelly_availability_from_the_topic_prefix_and_offline_drops_kept_status
     assert gen1.filters() == ["shellies/+/sensor/temperature", "shellies/+/online"]
     feats = {"power": "switch:0.apower", "voltage": "switch:0.voltage"}
     w = worker_with(["power", "voltage"], [{"kind": "shelly", "topic": "home/+/+/events/rpc", "features": feats}])
-    assert w.sources.filters == ["home/+/+/events/rpc", "home/+/+/online"]
+    assert w.intake.sources.filters == ["home/+/+/events/rpc", "home/+/+/online"]
     rpc = "home/shelly/plus1/events/rpc"
 
     def notify(method, **status):
@@ -373,17 +374,17 @@ class Recorder:
 
 def worker_with(features, sources, **tables):
     cfg = config(features, sources, output={"format": "json"}, **tables)
-    w = Worker(cfg, Topics("eb", "+", "rt"), None)
-    w.client = Recorder()
-    w.sources = SourceRouter(cfg, w)
-    return w
+    return Worker(cfg, Topics("eb", "+", "rt"), None, client=Recorder())
 
 
 def feed(w, topic, payload, retained=False, at=None, monkeypatch=None):
     if at is not None:
-        monkeypatch.setattr("edgebayes.runtime.sources.time.time", lambda: at)
+        monkeypatch.setattr("edgebayes.runtime.ingest.router.time.time", lambda: at)
     data = wire(payload)
-    assert w.sources.handle(topic, Retained(data) if retained else data, 0.0)
+    out = w.intake.sources.handle(topic, Retained(data) if retained else data)
+    assert out is not None
+    for item, where in out:
+        w.serve(item, where, 0.0)
 
 
 def predictions(w):
@@ -401,14 +402,14 @@ def test_retained_repeats_and_availability(monkeypatch):
                     [{"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/+",
                       "features": {"temperature": "temperature", "humidity": "humidity", "pressure": "pressure"}}])
     feed(w, z[22]["topic"], z[22]["payload"], retained=True, at=100.0, monkeypatch=monkeypatch)
-    assert w.n_readings == 0 and w.sources.counts["retained"] == 1  # stale on subscribe
+    assert w.n_readings == 0 and w.intake.sources.counts["retained"] == 1  # stale on subscribe
     for i, e in enumerate(z[22:27]):  # four byte-identical publishes in a burst, then a new value
         feed(w, e["topic"], e["payload"], at=100.1 + i * 0.01, monkeypatch=monkeypatch)
-    assert w.sources.counts["repeated"] == 3 and w.n_readings == 2
+    assert w.intake.sources.counts["repeated"] == 3 and w.n_readings == 2
     assert [p["seq"] for p in predictions(w)] == [100100, 100140]
     feed(w, "zigbee2mqtt/bridge/state", "offline", retained=True, at=101.0, monkeypatch=monkeypatch)
-    assert w.sources.counts["offline"] == 1 and w.n_readings == 2  # availability is no reading
-    assert all(math.isnan(v) for v in w.sources.assembler.devices["humidity_xiaomi_bad_stefan"].values)
+    assert w.intake.sources.counts["offline"] == 1 and w.n_readings == 2  # availability is no reading
+    assert all(math.isnan(v) for v in w.intake.sources.assembler.devices["humidity_xiaomi_bad_stefan"].values)
     feed(w, "zigbee2mqtt/x", {"temperature": "warm"}, at=102.0, monkeypatch=monkeypatch)
     errors = [json.loads(p) for t, p in w.client.published if t == "eb/x/error"]
     assert [(e["kind"], e["error"]) for e in errors] == [("field", "feature 'temperature': 'warm' is not a number")]
@@ -420,7 +421,7 @@ def test_zigbee2mqtt_bridge_topics_are_dropped_before_the_size_check(monkeypatch
     Before, it was reported as an oversize error although the topic is ignored anyway."""
     w = worker_with(["t"], [{"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/#", "features": {"t": "temperature"}}])
     big = [{"ieee_address": f"0x{i:016x}", "definition": {"exposes": ["x" * 100]}} for i in range(1000)]
-    assert len(wire(big)) > w.sources.max_payload_bytes == 64 * 1024
+    assert len(wire(big)) > w.intake.sources.max_payload_bytes == 64 * 1024
     for topic in ("zigbee2mqtt/bridge/devices", "zigbee2mqtt/bridge/groups", "zigbee2mqtt/sensor/set"):
         feed(w, topic, big, retained=True, at=1.0, monkeypatch=monkeypatch)
     feed(w, "zigbee2mqtt/sensor", {"temperature": 21.0, "pad": "x" * 70000}, at=2.0, monkeypatch=monkeypatch)
@@ -438,7 +439,7 @@ def test_zigbee2mqtt_republish_of_unchanged_values_makes_no_reading(monkeypatch)
     topic, device = "zigbee2mqtt/humidity_xiaomi_bad_stefan", "humidity_xiaomi_bad_stefan"
     feed(w, topic, first, at=10.0, monkeypatch=monkeypatch)
     feed(w, topic, {**first, "linkquality": 80, "last_seen": "2024-03-15T05:35:44Z"}, at=20.0, monkeypatch=monkeypatch)
-    assert w.sources.assembler.devices[device].times == [20.0] * 3  # current, though no new reading
+    assert w.intake.sources.assembler.devices[device].times == [20.0] * 3  # current, though no new reading
     feed(w, topic, {**first, "temperature": 22.5}, at=30.0, monkeypatch=monkeypatch)
     feed(w, topic, {**first, "temperature": 22.5, "humidity": 58.6}, at=40.0, monkeypatch=monkeypatch)
     assert served(w) == [(device, 10000), (device, 30000), (device, 40000)]
@@ -517,7 +518,7 @@ def test_label_from_another_topic_with_value_map_and_windows(monkeypatch):
 
 def test_edgebayes_kind_reads_the_protocol_under_another_prefix(monkeypatch):
     w = worker_with(["a", "b"], [{"kind": "edgebayes", "topic": "site2"}])
-    assert w.sources.filters == ["site2/+/reading", "site2/+/label"]
+    assert w.intake.sources.filters == ["site2/+/reading", "site2/+/label"]
     feed(w, "site2/dev1/reading", {"seq": 1, "x": [1.0, 2.0]}, at=1.0, monkeypatch=monkeypatch)
     feed(w, "site2/dev1/label", {"seq": 1, "y": "a"}, at=1.0, monkeypatch=monkeypatch)
     feed(w, "site2/dev1/reading", {"seq": 1, "x": [1.0, 2.0]}, at=5.0, monkeypatch=monkeypatch)
@@ -540,10 +541,7 @@ def tasmota_example_worker(**assembler):
     raw["output"] = {"format": "json"}
     raw["assembler"].update(assembler)
     cfg = parse_config(raw)
-    w = Worker(cfg, Topics("eb", "+", "rt"), None)
-    w.client = Recorder()
-    w.sources = SourceRouter(cfg, w)
-    return w
+    return Worker(cfg, Topics("eb", "+", "rt"), None, client=Recorder())
 
 
 def bme280(t, h, p, switch):

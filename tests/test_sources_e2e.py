@@ -2,6 +2,7 @@
 Zigbee2MQTT with labels on their own topic, and Home Assistant discovery."""
 
 import dataclasses
+import itertools
 import json
 import threading
 
@@ -104,7 +105,7 @@ def test_tasmota_and_zigbee2mqtt_through_the_worker(broker, tmp_path):
         for device, samples in data.items():
             preds = [json.loads(p) for p, _ in out.on(f"eb/{device}/prediction")]
             assert len(preds) == N
-            assert all(a["seq"] < b["seq"] for a, b in zip(preds, preds[1:]))
+            assert all(a["seq"] < b["seq"] for a, b in itertools.pairwise(preds))
             # the same model replayed offline: every reading was predicted, then learned with
             # its own label (inline, from the label topic), in order
             nb = GaussianNB()
@@ -126,7 +127,7 @@ def test_home_assistant_discovery(broker, tmp_path):
     try:
         simulate(broker, "tasmota", "t-")
         wait_for(lambda: rt.worker.n_learned == N, what="readings learned")
-        wait_for(lambda: "t-0" in rt.worker.sources.discovery.announced, what="announcement")
+        wait_for(lambda: "t-0" in rt.discovery.announced, what="announcement")
         ha = Collector(broker, ["homeassistant/#"], "ha")  # subscribes after: gets the retained configs
         wait_for(lambda: len(ha.got) >= 2, what="retained discovery configs")
         ha.close()
@@ -158,16 +159,16 @@ def test_home_assistant_discovery(broker, tmp_path):
                                     (available, b"online", True)]
         # Home Assistant restarts: the last prediction is published again, unchanged
         last = live.on(sensor["state_topic"])[-1][0]
-        rt.worker.sources.discovery.republish_delay_s = 0.1
+        rt.discovery.republish_delay_s = 0.1
         late.client.publish("homeassistant/status", b"online", qos=1).wait_for_publish(5)  # HA's birth
         wait_for(lambda: len(live.on(sensor["state_topic"])) == N + 1, what="the last prediction again")
         assert live.on(sensor["state_topic"])[-1] == (last, False)
         late.close()
         # silent for retire_after_s (shortened now: not before the checks above): the configs are
         # removed (empty retained payloads)
-        discovery = rt.worker.sources.discovery
+        discovery = rt.discovery
         discovery.cfg = dataclasses.replace(discovery.cfg, retire_after_s=0.5)
-        wait_for(lambda: "t-0" not in rt.worker.sources.discovery.announced, timeout_s=10, what="retirement")
+        wait_for(lambda: "t-0" not in rt.discovery.announced, timeout_s=10, what="retirement")
         again = Collector(broker, ["homeassistant/#"], "ha2")
         wait_for(lambda: not again.got or all(p == b"" for _, p, _ in again.got), what="no configs")
         assert all(not p for _, p, _ in again.got)

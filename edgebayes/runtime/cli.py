@@ -41,10 +41,11 @@ def main(args: argparse.Namespace) -> int:
         print(f"edgebayes run: {exc}", file=sys.stderr)
         return 2
     from edgebayes.runtime.service import Runtime
-    from edgebayes.runtime.systemd import attach
+    from edgebayes.runtime.systemd import Notifier, hooks
 
+    notifier = Notifier()  # READY / WATCHDOG / STOPPING under systemd Type=notify
     try:
-        runtime = Runtime(config)
+        runtime = Runtime(config, **hooks(notifier))
     except (OSError, ConfigError) as exc:
         print(f"edgebayes run: {exc}", file=sys.stderr)
         return 2
@@ -52,7 +53,6 @@ def main(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: stop.set())
-    notifier = attach(runtime)  # READY / WATCHDOG / STOPPING under systemd Type=notify
     runtime.start()
     while not stop.wait(0.5):
         if not runtime.worker.is_alive():

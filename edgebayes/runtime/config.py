@@ -29,6 +29,46 @@ with defaults (``-`` = no default, ``None`` = unset)::
                   max_payload_bytes=65536
     [evaluation]  accuracy_window=200 (labelled readings per model and device)
     [drift]       delta=0.002 (ADWIN confidence for models without their own detectors)
+    [[sources]]   kind=- ("edgebayes" | "zigbee2mqtt" | "tasmota" | "esphome" | "shelly" | "json")
+                  topic=None (filter of the messages whose JSON payload holds the features;
+                      for "edgebayes": the protocol prefix)
+                  device=None (a fixed device id for everything this source reads) or
+                  device_level=<per kind> (index of the topic level naming the device; negative
+                      counts from the end; the level is made a device id by turning characters
+                      outside [A-Za-z0-9_-] into "_")
+                  availability_topic=None (an extra availability filter; "json" has no other)
+                  features={} (feature name -> where its value lives, see below)
+                  label=None (where the label lives, same forms as a feature)
+                  label_values={} (wire value as text -> label: "ON", "true", "1", "idle")
+                  label_window_before_s=0 (readings up to this long before a label get it as a
+                      delayed label, by seq) label_window_after_s=60 (readings assembled up to
+                      this long after it get it inline)
+    [assembler]   interval_s=0 (0: a reading when every feature was reported since the last
+                      reading, a value or "no value now", or one is reported again before
+                      that; > 0: a reading every interval_s s from the latest values)
+                  max_age_s=600 (older values are missing: NaN) dedupe_s=1 (a byte-identical
+                  publish on the same topic within this is a repeat, dropped)
+                  accept_retained=false (retained values delivered on subscribe are stale)
+                  min_features=1 (a reading with fewer present features is not served:
+                      counted and reported as ``too_few_values``; at most the schema's count)
+    [homeassistant]  discovery=false prefix="homeassistant" node_id=<[broker] client_id>
+                     drift="event" ("event" | "binary_sensor") drift_off_delay_s=600
+                     offline_after_s=3600 retire_after_s=None (never)
+
+Where a value lives: ``"BME280.Temperature"`` (a key path into the JSON payload of a message on
+``topic``; quote keys holding dots: ``'PMS5003."PM2.5"'``), a list of such paths (the first
+present wins: translated firmware, ``["BME280.Temperature", "BME280.Temperatur"]``), or a
+topic: a string with a ``/`` (``"livingroom/sensor/temperature/state"``, wildcards allowed)
+whose plain payload is the value, or ``{topic = "...", path = "..."}`` for JSON on that topic.
+A path element ``NAME[KEY=VALUE]`` picks a block by what it holds: the block named ``NAME`` or
+``NAME-<n>`` whose ``KEY`` is ``VALUE`` (as text). Several Tasmota DS18B20 probes are
+``DS18B20-1``, ``DS18B20-2``, ... in bus order, renumbered when one is removed (``DS18B20``
+alone when one is left), so name each by its 1-Wire ``Id``:
+``"DS18B20[Id=01144A0CB8AA].Temperature"``; a probe that is gone is missing (NaN), never
+another probe's value. Quote a key holding ``[`` (``'"a[1]".b'``).
+
+What the input tables do: ``edgebayes.runtime.ingest`` ([[sources]], [assembler]) and
+``edgebayes.runtime.discovery`` ([homeassistant]).
 """
 
 from __future__ import annotations
@@ -44,9 +84,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebayes.base import make_learner
-
-#: device ids, client ids and model names: one safe MQTT topic level
-NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+from edgebayes.runtime.names import NAME_RE
 
 
 class ConfigError(ValueError):
@@ -171,10 +209,10 @@ class Config:
     queue: QueueConfig = field(default_factory=QueueConfig)
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     drift: DriftConfig = field(default_factory=DriftConfig)
-    # input adapters and HA discovery (edgebayes.runtime.sources, .discovery)
-    sources: tuple = ()
-    assembler: Any = None
-    homeassistant: Any = None
+    # input adapters (edgebayes.runtime.ingest) and HA discovery (edgebayes.runtime.discovery)
+    sources: tuple[SourceConfig, ...] = ()
+    assembler: AssemblerConfig | None = None
+    homeassistant: DiscoveryConfig | None = None
 
     def with_overrides(self, broker: str | None = None, checkpoint_dir: str | None = None) -> Config:
         """A copy with the command line's ``--broker HOST:PORT`` / ``--checkpoint-dir`` applied.
@@ -420,7 +458,316 @@ def _models(raw: Any, problems: list[str]) -> tuple[ModelConfig, ...]:
     return tuple(models)
 
 
-EXTRA_TABLES = ("sources", "assembler", "homeassistant")  # parsed by edgebayes.runtime.sources
+# --- [[sources]] and [assembler] ------------------------------------------------------------
+
+#: ``[[sources]] kind`` values (one ``edgebayes.runtime.ingest`` adapter each)
+SOURCE_KINDS = ("edgebayes", "zigbee2mqtt", "tasmota", "esphome", "shelly", "json")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Where one value lives: on ``topic`` (plain payload unless ``paths``), else at one of
+    ``paths`` (key tuples, first present wins) in the JSON of the source's ``topic``."""
+
+    topic: str | None
+    paths: tuple[tuple[str | Select, ...], ...]
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    kind: str
+    topic: str | None = None
+    device: str | None = None
+    device_level: int | None = None
+    availability_topic: str | None = None
+    features: tuple[tuple[str, Spec], ...] = ()
+    label: Spec | None = None
+    label_values: tuple[tuple[str, Any], ...] = ()
+    label_window_before_s: float = 0.0
+    label_window_after_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class AssemblerConfig:
+    interval_s: float = 0.0
+    max_age_s: float = 600.0
+    dedupe_s: float = 1.0
+    accept_retained: bool = False
+    min_features: int = 1
+
+
+@dataclass(frozen=True)
+class Select:
+    """A key path element choosing a block by what it holds rather than by its name: the first
+    block named ``name`` or ``name-<n>`` (Tasmota numbers several sensors of one kind, and
+    renumbers them when one is removed) whose ``key`` is ``value`` as text
+    (``DS18B20[Id=01144A0CB8AA]``)."""
+
+    name: str
+    key: str
+    value: str
+
+    def named(self, name: str) -> bool:
+        """Whether a block key is ``name`` or ``name-<n>``."""
+        n = len(self.name)
+        return name == self.name or (name[:n] == self.name and name[n:n + 1] == "-" and name[n + 1:].isdigit())
+
+    def holds(self, v: Any) -> bool:
+        """Whether a block's ``key`` value ``v`` is ``value`` as text."""
+        return type(v) in (str, int) and str(v) == self.value
+
+
+def parse_path(text: str) -> tuple[str | Select, ...]:
+    """``'a.b'`` -> ``("a", "b")``; ``'PMS5003."PM2.5"'`` -> ``("PMS5003", "PM2.5")``;
+    ``'DS18B20[Id=01144A0CB8AA].Temperature'`` -> ``(Select("DS18B20", "Id", "01144A0CB8AA"),
+    "Temperature")``.
+
+    Raises:
+        ValueError: an empty key, an unclosed quote or ``[``, a selector that is not
+            ``[key=value]``, or text after a closing quote or ``]``.
+    """
+    keys: list[str | Select] = []
+    i, n = 0, len(text)
+    while True:
+        key, i = _path_key(text, i)
+        if i < n and text[i] == "[":
+            key, i = _path_select(text, key, i)
+        keys.append(key)
+        if i == n:
+            return tuple(keys)
+        if text[i] != ".":
+            raise ValueError(f"path {text!r}: expected '.' after a quoted key or a selector")
+        i += 1
+
+
+def _path_key(text: str, i: int) -> tuple[str, int]:
+    """The key starting at ``i`` (quoted, or up to the next ``.`` or ``[``) and where it ends."""
+    if i < len(text) and text[i] == '"':
+        j = text.find('"', i + 1)
+        if j < 0:
+            raise ValueError(f"path {text!r}: unclosed quote")
+        return text[i + 1:j], j + 1
+    j = next((k for k in range(i, len(text)) if text[k] in ".["), len(text))
+    if j == i:
+        raise ValueError(f"path {text!r}: empty key")
+    return text[i:j], j
+
+
+def _path_select(text: str, name: str, i: int) -> tuple[Select, int]:
+    """The ``[key=value]`` selector at ``i`` (after the block ``name``) and where it ends."""
+    j = text.find("]", i)
+    if j < 0:
+        raise ValueError(f"path {text!r}: unclosed '['")
+    key, eq, value = text[i + 1:j].partition("=")
+    if not key or not eq or not value:
+        raise ValueError(f"path {text!r}: a selector is [key=value], e.g. DS18B20[Id=01144A0CB8AA]")
+    return Select(name, key, value), j + 1
+
+
+def _topic_filter(v: str) -> str | None:
+    levels = v.split("/")
+    if not v or any(("#" in lvl and (lvl != "#" or i != len(levels) - 1)) or ("+" in lvl and lvl != "+")
+                    for i, lvl in enumerate(levels)):
+        return "is not a valid MQTT topic filter"
+    return None
+
+
+def _spec(value: Any, where: str, problems: list[str]) -> Spec | None:
+    try:
+        if isinstance(value, str):
+            if "/" in value:
+                bad = _topic_filter(value)
+                if bad:
+                    raise ValueError(f"topic {value!r} {bad}")
+                return Spec(value, ())
+            return Spec(None, (parse_path(value),))
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return Spec(None, tuple(parse_path(v) for v in value))
+        if isinstance(value, dict) and isinstance(value.get("topic"), str) and set(value) <= {"topic", "path"}:
+            bad = _topic_filter(value["topic"])
+            if bad:
+                raise ValueError(f"topic {value['topic']!r} {bad}")
+            path = value.get("path")
+            if path is not None and not isinstance(path, str):
+                raise ValueError("path must be a string")
+            return Spec(value["topic"], (parse_path(path),) if path else ())
+        raise ValueError("must be a key path, a list of key paths, a topic, or {topic, path}")
+    except ValueError as exc:
+        problems.append(f"{where}: {exc}")
+        return None
+
+
+_SOURCE_KEYS = ("kind", "topic", "device", "device_level", "availability_topic", "features", "label",
+                "label_values", "label_window_before_s", "label_window_after_s")
+
+
+def _source(i: int, raw: Any, features: tuple[str, ...], problems: list[str]) -> SourceConfig | None:
+    where = f"[[sources]] #{i + 1}"
+    if not isinstance(raw, dict):
+        problems.append(f"{where}: must be a table")
+        return None
+    n_before = len(problems)
+    for key in raw:
+        if key not in _SOURCE_KEYS:
+            problems.append(f"{where}: unknown key {key!r}; known: {', '.join(_SOURCE_KEYS)}")
+    kind = raw.get("kind")
+    if kind == "sparkplug":
+        problems.append(f"{where}: kind 'sparkplug' is not supported (Sparkplug B payloads are protobuf)")
+        return None
+    if kind not in SOURCE_KINDS:
+        problems.append(f"{where}: kind = {kind!r}: must be one of {', '.join(map(repr, SOURCE_KINDS))}")
+        return None
+    where = f"[[sources]] #{i + 1} ({kind})"
+    values: dict[str, Any] = {"kind": kind}
+    for key in ("topic", "availability_topic"):
+        if key in raw:
+            v = raw[key]
+            bad = "must be a string" if not isinstance(v, str) else _topic_filter(v)
+            if bad:
+                problems.append(f"{where}: {key} = {v!r} {bad}")
+            values[key] = v
+    if "device" in raw:
+        if not isinstance(raw["device"], str) or not NAME_RE.match(raw["device"]):
+            problems.append(f"{where}: device = {raw['device']!r} must be 1 to 64 characters from [A-Za-z0-9_-]")
+        values["device"] = raw["device"]
+    if "device_level" in raw:
+        if type(raw["device_level"]) is not int:
+            problems.append(f"{where}: device_level = {raw['device_level']!r} must be an integer")
+        values["device_level"] = raw["device_level"]
+    specs = []
+    fmap = raw.get("features", {})
+    if not isinstance(fmap, dict):
+        problems.append(f"{where}: features must be a table (feature name -> where its value lives)")
+        fmap = {}
+    for name, value in fmap.items():
+        if name not in features:
+            problems.append(f"{where}: feature {name!r} is not in [schema] features")
+            continue
+        spec = _spec(value, f"{where} features.{name}", problems)
+        if spec is not None:
+            specs.append((name, spec))
+    values["features"] = tuple(specs)
+    if "label" in raw:
+        values["label"] = _spec(raw["label"], f"{where} label", problems)
+    lmap = raw.get("label_values", {})
+    if not isinstance(lmap, dict) or not all(type(v) in (str, int) for v in lmap.values()):
+        problems.append(f"{where}: label_values must map wire values to str or int labels")
+        lmap = {}
+    values["label_values"] = tuple(lmap.items())
+    for key in ("label_window_before_s", "label_window_after_s"):
+        if key in raw:
+            v = raw[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                problems.append(f"{where}: {key} = {v!r} must be a number >= 0")
+                continue
+            values[key] = float(v)
+    if kind == "edgebayes":
+        if specs or "label" in raw:
+            problems.append(f"{where}: features and label come from the protocol itself; give only topic (the prefix)")
+        if "topic" not in raw:
+            problems.append(f"{where}: topic (the protocol prefix) is required")
+    elif not specs and values.get("label") is None and len(problems) == n_before:
+        problems.append(f"{where}: maps no feature and no label")
+    if kind == "json" and "device" not in raw and "device_level" not in raw:
+        problems.append(f"{where}: give device (a fixed id) or device_level (the topic level naming the device)")
+    paths_only = any(s.topic is None for _, s in specs) or (values.get("label") and values["label"].topic is None)
+    if paths_only and "topic" not in raw:
+        problems.append(f"{where}: key paths need topic (the filter of the JSON messages)")
+    if len(problems) > n_before:
+        return None
+    return SourceConfig(**values)
+
+
+def _assembler(raw: Any, features: tuple[str, ...] | None, problems: list[str]) -> AssemblerConfig:
+    if not isinstance(raw, dict):
+        problems.append("[assembler] must be a table")
+        return AssemblerConfig()
+    values = {}
+    for key, v in raw.items():
+        if key == "min_features":
+            n = len(features) if features else 1
+            if type(v) is not int or not 1 <= v <= n:
+                problems.append(f"[assembler] min_features = {v!r}: must be an integer in 1..{n} "
+                                "(the number of [schema] features)")
+                continue
+            values[key] = v
+        elif key == "accept_retained":
+            if not isinstance(v, bool):
+                problems.append(f"[assembler] accept_retained = {v!r}: expected true or false")
+            values[key] = v
+        elif key in ("interval_s", "max_age_s", "dedupe_s"):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                problems.append(f"[assembler] {key} = {v!r}: must be a number >= 0")
+            elif key == "max_age_s" and v == 0:
+                problems.append("[assembler] max_age_s = 0: must be > 0")
+            values[key] = float(v) if not isinstance(v, bool) and isinstance(v, (int, float)) else v
+        else:
+            problems.append(f"[assembler] unknown key {key!r}; known: interval_s, max_age_s, dedupe_s, "
+                            "accept_retained, min_features")
+    return AssemblerConfig(**values)
+
+
+# --- [homeassistant] -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DiscoveryConfig:
+    discovery: bool = False
+    prefix: str = "homeassistant"
+    node_id: str | None = None
+    drift: str = "event"
+    drift_off_delay_s: float = 600.0
+    offline_after_s: float = 3600.0
+    retire_after_s: float | None = None
+
+
+def parse_homeassistant(raw: Any, output_format: str, problems: list[str]) -> DiscoveryConfig | None:
+    """The ``[homeassistant]`` table; problems appended to ``problems``."""
+    if not isinstance(raw, dict):
+        problems.append("[homeassistant] must be a table")
+        return None
+    n = len(problems)
+    for key, v in raw.items():
+        if key == "discovery":
+            ok = isinstance(v, bool)
+        elif key == "prefix":
+            ok = isinstance(v, str) and bool(v) and all(lvl and "+" not in lvl and "#" not in lvl for lvl in v.split("/"))
+        elif key == "node_id":
+            ok = isinstance(v, str) and bool(NAME_RE.match(v))
+        elif key == "drift":
+            ok = v in ("event", "binary_sensor")
+        elif key in ("drift_off_delay_s", "offline_after_s", "retire_after_s"):
+            ok = not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v < math.inf
+        else:
+            problems.append(f"[homeassistant] unknown key {key!r}; known: discovery, prefix, node_id, "
+                            "drift, drift_off_delay_s, offline_after_s, retire_after_s")
+            continue
+        if not ok:
+            problems.append(f"[homeassistant] {key} = {v!r} is not valid")
+    if raw.get("discovery") is True and output_format != "json":
+        problems.append('[homeassistant] discovery needs [output] format = "json" (HA templates read JSON)')
+    return DiscoveryConfig(**raw) if len(problems) == n else None
+
+
+#: tables parsed apart from ``SPEC``: their keys depend on each other or on [schema]
+EXTRA_TABLES = ("sources", "assembler", "homeassistant")
+
+
+def _extra_tables(raw: dict, features: tuple[str, ...] | None, output_format: str,
+                  problems: list[str]) -> dict:
+    """The ``Config`` fields ``sources``, ``assembler``, ``homeassistant`` from a decoded TOML
+    document; every problem is appended to ``problems``."""
+    out: dict[str, Any] = {}
+    if "sources" in raw:
+        if not isinstance(raw["sources"], list) or not raw["sources"]:
+            problems.append("[[sources]] must be an array of tables")
+        elif features is not None:
+            out["sources"] = tuple(s for i, t in enumerate(raw["sources"])
+                                   if (s := _source(i, t, features, problems)) is not None)
+    if "assembler" in raw:
+        out["assembler"] = _assembler(raw["assembler"], features, problems)
+    if "homeassistant" in raw:
+        out["homeassistant"] = parse_homeassistant(raw["homeassistant"], output_format, problems)
+    return out
 
 
 def parse_config(raw: dict, source: str = "config") -> Config:
@@ -436,10 +783,8 @@ def parse_config(raw: dict, source: str = "config") -> Config:
     if "schema" not in raw:
         problems.append("[schema]: missing (features = the ordered list of feature names)")
     tables = {name: _table(name, raw[name], problems) for name in SPEC if name in raw}
-    from edgebayes.runtime.sources import parse_tables  # imports this module
-
     schema, output = tables.get("schema"), tables.get("output") or OutputConfig()
-    tables.update(parse_tables(raw, schema and schema.features, output.format, problems))
+    tables.update(_extra_tables(raw, schema and schema.features, output.format, problems))
     models = _models(raw.get("models"), problems)
     broker = tables.get("broker")
     if broker and broker.reconnect_min_s > broker.reconnect_max_s:
@@ -465,8 +810,8 @@ def load_config(path: str | Path) -> Config:
     except OSError as exc:
         raise ConfigError([f"cannot read: {exc.strerror}"], str(path)) from None
     except UnicodeDecodeError as exc:
-        raise ConfigError([f"cannot read: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
-                           f"{exc.start})"], str(path)) from None
+        at = f"byte 0x{exc.object[exc.start]:02x} at offset {exc.start}"
+        raise ConfigError([f"cannot read: not UTF-8 text ({at})"], str(path)) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([f"invalid TOML: {exc}"], str(path)) from None
     return parse_config(raw, str(path))

@@ -37,14 +37,14 @@ from typing import Any
 from edgebayes.base import ClassLimitError, check_count, learner_from_state
 from edgebayes.drift.base import ErrorDetector, detector_from_state
 from edgebayes.runtime.config import ModelConfig
-from edgebayes.runtime.pending import PendingLabels
-from edgebayes.runtime.protocol import (
+from edgebayes.runtime.messages import (
     SEQ_JUMP,
     SEQ_LIMIT,
     SEQ_PER_S,
     TS_AHEAD_S,
     ProtocolError,
 )
+from edgebayes.runtime.pending import PendingLabels
 from edgebayes.runtime.seqs import SeqRuns
 
 log = logging.getLogger(__name__)
@@ -253,7 +253,7 @@ class Device:
             try:
                 proba = slot.learner.predict_proba_one(x)
                 y_pred = max(proba, key=proba.get) if proba else None
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 (a model that raises is reported and kept)
                 self._model_error(slot, "predict_proba_one", exc)
                 proba, y_pred, failed = None, None, True
             y_preds.append(y_pred)
@@ -302,7 +302,7 @@ class Device:
             slot.score(correct)
             try:
                 slot.learner.learn_one(x, y)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 (a model that raises is reported and kept)
                 self._model_error(slot, "learn_one", exc)
                 continue
             det = slot.detector

@@ -38,11 +38,7 @@ HA forgets them when it restarts. HA reads JSON templates, so discovery requires
 ``device`` blocks); the keys are those of HA's MQTT platform schemas
 (homeassistant/components/mqtt/: schemas.py, sensor.py, event.py, binary_sensor.py).
 
-Config::
-
-    [homeassistant]  discovery=false prefix="homeassistant" node_id=<[broker] client_id>
-                     drift="event" ("event" | "binary_sensor") drift_off_delay_s=600
-                     offline_after_s=3600 retire_after_s=None (never)
+Config: ``[homeassistant]`` (``edgebayes.runtime.config``).
 """
 
 from __future__ import annotations
@@ -51,10 +47,8 @@ import json
 import logging
 import math
 import time
-from dataclasses import dataclass
-from typing import Any
 
-from edgebayes.runtime.config import NAME_RE
+from edgebayes.runtime.config import DiscoveryConfig
 
 log = logging.getLogger(__name__)
 
@@ -62,45 +56,6 @@ ORIGIN_URL = "https://github.com/edgebayes/edgebayes"
 #: seconds from Home Assistant's birth message to the last predictions published again: its
 #: entities subscribe their state topics only once their configs are set up
 REPUBLISH_DELAY_S = 5.0
-
-
-@dataclass(frozen=True)
-class DiscoveryConfig:
-    discovery: bool = False
-    prefix: str = "homeassistant"
-    node_id: str | None = None
-    drift: str = "event"
-    drift_off_delay_s: float = 600.0
-    offline_after_s: float = 3600.0
-    retire_after_s: float | None = None
-
-
-def parse_homeassistant(raw: Any, output_format: str, problems: list[str]) -> DiscoveryConfig | None:
-    """The ``[homeassistant]`` table; problems appended to ``problems``."""
-    if not isinstance(raw, dict):
-        problems.append("[homeassistant] must be a table")
-        return None
-    n = len(problems)
-    for key, v in raw.items():
-        if key == "discovery":
-            ok = isinstance(v, bool)
-        elif key == "prefix":
-            ok = isinstance(v, str) and bool(v) and all(lvl and "+" not in lvl and "#" not in lvl for lvl in v.split("/"))
-        elif key == "node_id":
-            ok = isinstance(v, str) and bool(NAME_RE.match(v))
-        elif key == "drift":
-            ok = v in ("event", "binary_sensor")
-        elif key in ("drift_off_delay_s", "offline_after_s", "retire_after_s"):
-            ok = not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v < math.inf
-        else:
-            problems.append(f"[homeassistant] unknown key {key!r}; known: discovery, prefix, node_id, "
-                            "drift, drift_off_delay_s, offline_after_s, retire_after_s")
-            continue
-        if not ok:
-            problems.append(f"[homeassistant] {key} = {v!r} is not valid")
-    if raw.get("discovery") is True and output_format != "json":
-        problems.append('[homeassistant] discovery needs [output] format = "json" (HA templates read JSON)')
-    return DiscoveryConfig(**raw) if len(problems) == n else None
 
 
 def attributes(prediction: bytes) -> bytes:
@@ -117,7 +72,7 @@ class Discovery:
 
     Args:
         cfg: the ``[homeassistant]`` table.
-        topics: the runtime's ``protocol.Topics`` (prediction, drift and status topics).
+        topics: the runtime's ``topics.Topics`` (prediction, drift and status topics).
         node_id: default node id (the runtime's client id).
         model_names: the configured models' names (shown as the HA device's model).
         publish: ``publish(topic, payload, qos, retain)``.

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from typing import Any, NamedTuple
 
 from edgebayes.base import as_floats, check_count
-from edgebayes.runtime.protocol import SEQ_LIMIT
+from edgebayes.runtime.messages import SEQ_LIMIT
 
 
 class Pending(NamedTuple):

@@ -1,7 +1,10 @@
 """The runtime assembled: config -> MQTT client -> bounded queue -> worker -> publisher.
 
-``Runtime(config)`` wires a ``Worker`` (all model state, one thread) to an ``MqttClient``
-(paho's network thread, which only enqueues). ``start()`` connects in the background;
+``Runtime(config)`` builds the pieces, each given what it uses when it is made: the
+``Intake`` (readings, labels and refusals from the incoming messages, ``[[sources]]``
+included), Home Assistant ``Discovery`` when ``[homeassistant] discovery`` is on, the
+``MqttClient`` (paho's network thread, which only enqueues, through ``Runtime``) and the
+``Worker`` (all model state, one thread). ``start()`` connects in the background;
 ``stop()`` does the clean shutdown: no more intake, drain the queue, checkpoint every device,
 publish ``offline`` (retained), disconnect. With ``[checkpoint] dir`` set, the worker also
 keeps the write-ahead journal ``<dir>/journal`` and replays it in ``start()``.
@@ -10,22 +13,24 @@ The worker processes a message only while ``MqttClient.wait_for_room`` says the 
 backlog is under ``[output] max_backlog_bytes`` and the broker is connected; a session
 takeover is published on the alert topic (``session_taken_over``).
 
-Hooks: ``ready_hooks`` run (network thread) after every successful connect, e.g. a systemd
-READY notification; ``worker.tick_hooks`` run from the worker loop (a watchdog keep-alive).
+Hooks, given to ``Runtime``: ``ready_hooks`` run (network thread) after every successful
+connect, e.g. a systemd READY notification; ``tick_hooks`` run from the worker loop (a
+watchdog keep-alive).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from edgebayes.codec import encode
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import Config
+from edgebayes.runtime.discovery import Discovery
+from edgebayes.runtime.ingest.intake import Intake
 from edgebayes.runtime.journal import Journal
 from edgebayes.runtime.mqtt import MqttClient
-from edgebayes.runtime.protocol import Topics
-from edgebayes.runtime.sources import attach, make_router
+from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -39,27 +44,42 @@ class Runtime:
             TLS file does not parse.
     """
 
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, *, ready_hooks: Sequence[Callable[[], None]] = (),
+                 tick_hooks: Sequence[Callable[[], None]] = ()):
         self.config = config
         self.topics = Topics(config.topics.prefix, config.topics.devices, config.broker.client_id)
         store = journal = None
         if config.checkpoint.dir is not None:
             store = CheckpointStore(config.checkpoint.dir, config.schema.features)
             journal = Journal(config.checkpoint.dir, config.schema.features, config.queue.max_payload_bytes)
-        self.worker = Worker(config, self.topics, store, journal)
-        router = make_router(config, self.topics, self.worker)  # [[sources]], [homeassistant]
-        self.ready_hooks: list[Callable[[], None]] = []
-        self.source_filters = router.filters if router else []  # [[sources]], [homeassistant]
+        ha = config.homeassistant
+        self.discovery = None
+        if ha is not None and ha.discovery:
+            self.discovery = Discovery(ha, self.topics, config.broker.client_id,
+                                       [m.name for m in config.models], self._publish)
+        handlers = {self.discovery.ha_status_topic: self.discovery.ha_status} if self.discovery else {}
+        self.intake = Intake(config, self.topics, handlers)
+        self.ready_hooks = list(ready_hooks)
+        self.source_filters = self.intake.filters  # [[sources]], [homeassistant]
         self.client = MqttClient(
             config.broker, subscriptions=self.topics.subscriptions + self.source_filters,
             status_topic=self.topics.status,
-            on_message=self.worker.submit, receive_maximum=config.queue.max_size,
+            on_message=self._submit, receive_maximum=config.queue.max_size,
             max_backlog_bytes=config.output.max_backlog_bytes, on_connected=self._connected,
-            can_take=self.worker.can_take, alert=self._alert,
+            can_take=self._can_take, alert=self._alert,
         )
-        self.worker.client = self.client
-        if router is not None:
-            attach(router, self.client)
+        self.worker = Worker(config, self.topics, store, journal, client=self.client, intake=self.intake,
+                             tick_hooks=tick_hooks, watchers=[self.discovery] if self.discovery else [])
+
+    # the discovery is made before the client, the client before the worker: they reach them here
+    def _submit(self, topic: str, payload: bytes, mid: int, qos: int) -> None:
+        self.worker.submit(topic, payload, mid, qos)
+
+    def _can_take(self) -> bool:
+        return self.worker.can_take()
+
+    def _publish(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False):
+        return self.client.publish(topic, payload, qos=qos, retain=retain)
 
     def _alert(self, msg: dict) -> None:
         self.client.publish(self.topics.alert, encode(msg, self.config.output.format), qos=1)

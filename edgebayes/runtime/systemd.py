@@ -113,16 +113,14 @@ def _watchdog_interval_s(env: Mapping[str, str]) -> float | None:
     return value / 1e6 if value > 0 else None
 
 
-def attach(runtime) -> Notifier:
-    """A ``Notifier`` from the environment hooked into ``runtime`` (``ready_hooks`` and the
-    worker's ``tick_hooks``); call its ``stopping()`` when the shutdown begins."""
-    notifier = Notifier()
-    if notifier.enabled:
-        runtime.ready_hooks.append(notifier.ready)
-        runtime.worker.tick_hooks.append(notifier.watchdog)
-        log.info(
-            "systemd notifications on %s (watchdog every %s s)",
-            os.environ["NOTIFY_SOCKET"],
-            None if notifier.watchdog_interval_s is None else notifier.watchdog_interval_s / 2,
-        )
-    return notifier
+def hooks(notifier: Notifier) -> dict[str, list[Callable[[], None]]]:
+    """The ``Runtime`` hooks that feed ``notifier`` (``ready_hooks``, ``tick_hooks``; none when
+    it is not enabled); call its ``stopping()`` when the shutdown begins."""
+    if not notifier.enabled:
+        return {"ready_hooks": [], "tick_hooks": []}
+    log.info(
+        "systemd notifications on %s (watchdog every %s s)",
+        os.environ["NOTIFY_SOCKET"],
+        None if notifier.watchdog_interval_s is None else notifier.watchdog_interval_s / 2,
+    )
+    return {"ready_hooks": [notifier.ready], "tick_hooks": [notifier.watchdog]}

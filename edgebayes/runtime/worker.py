@@ -3,8 +3,9 @@
 The MQTT network thread only calls ``submit`` (enqueue; under the ``block`` policy it stops
 reading while ``can_take`` says the queue is full, so it never waits on model work). The worker
 waits for the network thread when too much output is queued (``wait_for_room``), so both run at
-the broker's pace. The worker takes messages in arrival order,
-validates them (``protocol.Parser``), predicts, publishes, learns, raises drift alerts, then
+the broker's pace. The worker takes messages in arrival order, has its ``Intake``
+(``edgebayes.runtime.ingest``) turn each into validated readings and labels, or refusals, then
+predicts, publishes, learns, raises drift alerts, reports refusals (``report``), and
 acknowledges the message to the broker. With checkpoints on, a reading or label is first
 appended to the write-ahead journal (``edgebayes.runtime.journal``) and acknowledged only once
 it is durable: after the journal's group ``fdatasync`` (when ``min(1000, [queue] max_size)``
@@ -16,7 +17,8 @@ stale and skipped (kind ``retained``). Any other exception while processing a me
 logged, counted and reported on the device's error topic (kind ``internal``); a model that
 raises skips that reading, keeps its state and is reported (kinds ``learner_error``,
 ``class_limit``; see ``Device``). Every ``TICK_S`` it also expires old pending labels,
-writes due checkpoints, publishes due metrics and runs ``tick_hooks``.
+writes due checkpoints, publishes due metrics, serves the readings the intake's assembler has
+due, and calls the ``watchers`` (``tick(devices)``: Home Assistant discovery) and ``tick_hooks``.
 
 Hooks for later work: ``admit_device`` is where a memory budget refuses a device that does not
 fit, and ``tick_hooks`` are called from this loop at least every ``TICK_S`` seconds (a
@@ -30,16 +32,18 @@ import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from edgebayes.codec import encode
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.device import Device
+from edgebayes.runtime.ingest.intake import Intake
 from edgebayes.runtime.journal import Journal
 from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
+from edgebayes.runtime.messages import Label, ProtocolError, Reading, Refusal, Retained
 from edgebayes.runtime.pending import Pending, PendingLabels
-from edgebayes.runtime.protocol import Label, Parser, ProtocolError, Reading, Retained, Topics
+from edgebayes.runtime.topics import Topics
 
 log = logging.getLogger(__name__)
 
@@ -64,24 +68,30 @@ class Worker:
         store: checkpoint store, or None for no checkpoints.
         journal: the write-ahead journal, or None to acknowledge each message once processed
             (what is learned since the last checkpoint is then lost by a crash).
-
-    Set ``client`` (an ``MqttClient``-like object with ``publish`` and ``ack``) before ``start``.
+        client: an ``MqttClient``-like object (``publish``, ``ack``, ``wait_for_room``); needed
+            by ``start``.
+        intake: what turns messages into readings, labels and refusals (default: an
+            ``Intake`` of ``config`` and ``topics``).
+        tick_hooks: called from the worker loop at least every ``TICK_S`` seconds.
+        watchers: objects whose ``tick(devices)`` is called as often, with the devices served.
 
     Raises:
         ConfigError: ``[memory] model_budget_bytes`` cannot hold the models (``plan_memory``).
     """
 
     def __init__(self, config: Config, topics: Topics, store: CheckpointStore | None,
-                 journal: Journal | None = None):
+                 journal: Journal | None = None, *, client=None, intake: Intake | None = None,
+                 tick_hooks: Sequence[Callable[[], None]] = (), watchers: Sequence = ()):
         self.config = config
         self.topics = topics
         self.store = store
         self.journal = journal
-        self.parser = Parser(config.schema.features, config.schema.label, config.queue.max_payload_bytes)
+        self.intake = intake if intake is not None else Intake(config, topics)
         self.queue: queue.Queue = queue.Queue(maxsize=config.queue.max_size)
-        self.client = None
+        self.client = client
         self.devices: dict[str, Device] = {}
-        self.tick_hooks: list[Callable[[], None]] = []
+        self.tick_hooks: list[Callable[[], None]] = list(tick_hooks)
+        self.watchers = tuple(watchers)
         self.memory = plan_memory(config)  # models built with their max_size_bytes share
         self.guard = None
         if config.memory.rss_limit_mb is not None:
@@ -90,8 +100,6 @@ class Worker:
                 lambda: [s.learner for d in self.devices.values() for s in d.slots],
                 lambda msg: self.client.publish(topics.alert, encode(msg, self._fmt), qos=1),
                 lambda: self.checkpoint(all_devices=True), lambda: setattr(self, "_closed", True))
-            self.tick_hooks.append(self.guard.tick)
-        self.sources = None  # a sources.SourceRouter when [[sources]] or [homeassistant] are set
         self._drop_oldest = config.queue.policy == "drop_oldest"
         self._fmt = config.output.format
         self._pred_qos = config.output.prediction_qos
@@ -101,7 +109,7 @@ class Worker:
         self._unacked_since = 0.0
         self._commit_max = min(COMMIT_MAX, config.queue.max_size)
         self._journal_failed = False  # an append or sync failed: acknowledge after a full checkpoint
-        self._last_error: dict[str | None, float] = {}  # at most MAX_ERROR_TOPICS + 1 (see _error)
+        self._last_error: dict[str | None, float] = {}  # at most MAX_ERROR_TOPICS + 1 (see report)
         self._suppressed: Counter = Counter()
         self._closed = False
         self._drain_until = float("inf")  # set by stop
@@ -288,45 +296,29 @@ class Worker:
         return pos is not None and pos[0] == jid and offset < pos[1]
 
     def _dispatch(self, topic: str, payload: bytes, t_recv: float) -> None:
-        try:
-            route = self.topics.route(topic)
-        except ProtocolError as exc:
-            self._error(self.topics.runtime_error, topic, exc)
-            return
-        if route is None:
-            if self.sources is not None and self.sources.handle(topic, payload, t_recv):
-                return
-            log.warning("message on unexpected topic %s ignored", topic)
-            return
-        kind, device = route
-        try:
-            if type(payload) is Retained:  # readings are never retained: this one may be any age
-                raise ProtocolError("retained", f"a retained {kind} is stale (the broker keeps it for new "
-                                    "subscribers); publish readings and labels with retain off")
-            item = (self.parser.parse_reading if kind == "reading" else self.parser.parse_label)(device, payload)
-        except ProtocolError as exc:
-            self._error(self.topics.device_topic(device, "error"), topic, exc)
-            return
-        self.serve(item, topic, t_recv)
+        for item, where in self.intake.handle(topic, payload):
+            self.serve(item, where, t_recv)
 
-    def serve(self, item: Reading | Label, topic: str, t_recv: float) -> None:
-        """Predict and learn from a validated reading, or learn from a label (``[[sources]]``
-        deliver here too). A refusal, an internal error and a model that raised are each counted
-        and reported on the device's error topic."""
+    def serve(self, item: Reading | Label | Refusal, topic: str, t_recv: float) -> None:
+        """Predict and learn from a validated reading, learn from a label, or report a refusal
+        (``topic``: where the item came from). A refusal, an internal error and a model that
+        raised are each counted and reported on the device's error topic."""
+        if type(item) is Refusal:
+            self.report(item.error, topic, item.device)
+            return
         device = item.device
-        out = self.topics.device_topic(device, "error")
         try:
             if isinstance(item, Reading):
                 self._reading(item, t_recv)
             else:
                 self._label(item)
         except ProtocolError as exc:
-            self._error(out, topic, exc)
+            self.report(exc, topic, device)
         except Exception as exc:
             self.n_internal_errors += 1
             log.exception("internal error processing seq %d on %s (skipped; %d so far)", item.seq, topic,
                           self.n_internal_errors)
-            self._error(out, topic, ProtocolError("internal", f"{type(exc).__name__}: {exc}", item.seq), logged=True)
+            self.report(ProtocolError("internal", f"{type(exc).__name__}: {exc}", item.seq), topic, device, logged=True)
         finally:
             dev = self.devices.get(device)
             if dev is not None and dev.model_errors:
@@ -335,9 +327,8 @@ class Worker:
     def _report_model_errors(self, dev: Device, topic: str, seq: int | None) -> None:
         """Count and report each model that raised (kind ``class_limit`` or ``learner_error``);
         ``Device`` logged them and kept the models."""
-        out = self.topics.device_topic(dev.device, "error")
         for kind, why in dev.model_errors:
-            self._error(out, topic, ProtocolError(kind, why, seq), logged=True)
+            self.report(ProtocolError(kind, why, seq), topic, dev.device, logged=True)
         dev.model_errors.clear()
 
     def _reading(self, r: Reading, t_recv: float) -> None:
@@ -395,10 +386,12 @@ class Worker:
             log.info("%s", describe_alert(dev.device, alert))
             self.client.publish(self.topics.device_topic(dev.device, "drift"), encode(alert, self._fmt), qos=1)
 
-    def _error(self, out_topic: str, topic: str, exc: ProtocolError, logged: bool = False) -> None:
-        """Count the problem; publish it unless this topic had a report under error_interval_s ago
-        (error topics beyond the first `MAX_ERROR_TOPICS` remembered share one such limit).
+    def report(self, exc: ProtocolError, topic: str, device: str | None = None, logged: bool = False) -> None:
+        """Count a problem with a message on ``topic``; publish it on ``device``'s error topic
+        (None: the runtime's) unless that topic had a report under error_interval_s ago (error
+        topics beyond the first `MAX_ERROR_TOPICS` remembered share one such limit).
         ``logged``: already logged by the caller."""
+        out_topic = self.topics.device_topic(device, "error") if device else self.topics.runtime_error
         self.errors[exc.kind] += 1
         now = time.monotonic()
         last_error = self._last_error
@@ -455,7 +448,7 @@ class Worker:
             try:
                 dev.load_state(state, len(self.config.schema.features))
                 restored = True
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 (any unusable state: moved aside, device new)
                 self.store.move_aside(device, f"{type(exc).__name__}: {exc}")
                 dev = self._new_device(device)
         self.devices[device] = dev
@@ -481,6 +474,13 @@ class Worker:
             horizon = now - self.config.output.error_interval_s  # forget quiet error topics
             for t in [t for t, last in self._last_error.items() if last < horizon and not self._suppressed[t]]:
                 del self._last_error[t]
+            if self.guard is not None:
+                self.guard.tick()
+            t_recv = time.perf_counter()
+            for item, where in self.intake.tick():
+                self.serve(item, where, t_recv)
+            for watcher in self.watchers:
+                watcher.tick(self.devices)
             for hook in self.tick_hooks:
                 hook()
         except Exception:
@@ -548,7 +548,7 @@ class Worker:
             "n_drift_alerts": self.n_drift_alerts, "errors": dict(self.errors),
             "pending_labels": sum(len(p) for p in pending), "n_devices": len(self.devices),
             "rss_bytes": rss_bytes(), "models": models,
-            **({"sources": dict(self.sources.counts)} if self.sources is not None else {}),
+            **self.intake.metrics(),
         }
 
 

@@ -1,124 +1,20 @@
-"""The wire protocol (docs/protocol.md): topic names, and validation of readings and labels.
-
-``Topics`` names every topic and routes an incoming topic to ``("reading" | "label", device)``
-with paho's ``topic_matches_sub`` (casebook C32: a filter like ``test/6/#`` must not match
-``test/3``). ``Parser`` turns a payload into a clean ``Reading`` or ``Label``, or raises
-``ProtocolError`` whose ``kind`` names what was wrong; nothing it refuses reaches a model.
+"""The edgebayes protocol (docs/protocol.md): ``Parser`` turns a reading or label payload into a
+clean ``Reading`` or ``Label``, or raises ``ProtocolError`` whose ``kind`` names what was
+wrong; nothing it refuses reaches a model. ``EdgebayesProtocol`` is the adapter of a
+``[[sources]] kind = "edgebayes"`` entry: the same protocol under another prefix.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
-
-from paho.mqtt.client import topic_matches_sub
 
 from edgebayes.base import InputError, check_label, to_float, to_floats
 from edgebayes.codec import DecodeError, decode
-from edgebayes.runtime.config import NAME_RE
-
-#: ``ProtocolError.kind`` values (docs/protocol.md, "Error report")
-ERROR_KINDS = (
-    "oversize", "decode", "not_a_map", "field", "vector_length", "not_finite", "out_of_range",
-    "unknown_feature", "device_id", "duplicate", "seq_jump", "ts_ahead", "unknown_seq",
-    "device_limit", "label_type", "retained", "internal", "class_limit", "learner_error",
-)
-
-#: ``seq`` is below 2**53 (exact in a double, so in any JSON reader); int labels are 64-bit
-#: (`edgebayes.base.check_label`; docs/protocol.md "Reading")
-SEQ_LIMIT = 2**53
-#: how far a reading's ``seq`` may run ahead of its device's last accepted one: this many, plus
-#: `SEQ_PER_S` per second since that reading arrived (docs/protocol.md "Seq and ts bounds")
-SEQ_JUMP = 2**16
-SEQ_PER_S = 10_000
-#: how far (seconds) a reading's ``ts`` may be ahead of the runtime's clock when it arrives
-TS_AHEAD_S = 86_400.0
+from edgebayes.runtime.ingest.adapter import Adapter
+from edgebayes.runtime.messages import SEQ_LIMIT, Label, ProtocolError, Reading
 
 _NUMBER_TYPES = frozenset({float, int})
-
-
-class Retained(bytes):
-    """A payload the broker delivered because it was retained (it may be arbitrarily old)."""
-
-
-class ProtocolError(InputError):
-    """A message the runtime refuses. ``kind`` is one of ``ERROR_KINDS``; ``seq`` if it was read."""
-
-    def __init__(self, kind: str, message: str, seq: int | None = None):
-        super().__init__(kind, message)
-        self.seq = seq
-
-
-@dataclass(slots=True)
-class Reading:
-    """A validated reading: ``x`` holds ``n_features`` floats in schema order (NaN = missing)."""
-
-    device: str
-    seq: int
-    ts: float | None
-    x: list[float]
-    y: Any  # str | int | None
-
-
-@dataclass(slots=True)
-class Label:
-    """A validated delayed label for reading ``seq`` of ``device``."""
-
-    device: str
-    seq: int
-    y: Any  # str | int
-
-
-class Topics:
-    """Every topic of the runtime, for a prefix, a device filter and the runtime's id."""
-
-    def __init__(self, prefix: str, devices: str, runtime_id: str):
-        self.prefix = prefix
-        self.reading_filter = f"{prefix}/{devices}/reading"
-        self.label_filter = f"{prefix}/{devices}/label"
-        self.status = f"{prefix}/runtime/{runtime_id}/status"
-        self.metrics = f"{prefix}/runtime/{runtime_id}/metrics"
-        self.runtime_error = f"{prefix}/runtime/{runtime_id}/error"
-        self.alert = f"{prefix}/runtime/{runtime_id}/alert"
-        self._skip = len(prefix) + 1
-        self._routes: dict[str, tuple[str, str] | None] = {}  # topic -> route, bounded below
-
-    @property
-    def subscriptions(self) -> list[str]:
-        return [self.reading_filter, self.label_filter]
-
-    def device_topic(self, device: str, kind: str) -> str:
-        """``<prefix>/<device>/<kind>`` for kind prediction, drift or error."""
-        return f"{self.prefix}/{device}/{kind}"
-
-    def route(self, topic: str) -> tuple[str, str] | None:
-        """``("reading" | "label", device)`` for a subscribed topic, None for any other.
-
-        Raises:
-            ProtocolError: kind ``device_id``: the device level is not 1-64 of [A-Za-z0-9_-].
-        """
-        route = self._routes.get(topic)
-        if route is not None:
-            return route
-        route = self._match(topic)
-        if route is not None:
-            if len(self._routes) >= 4096:  # many devices or junk topics: start over
-                self._routes.clear()
-            self._routes[topic] = route
-        return route
-
-    def _match(self, topic: str) -> tuple[str, str] | None:
-        if topic_matches_sub(self.reading_filter, topic):
-            kind = "reading"
-        elif topic_matches_sub(self.label_filter, topic):
-            kind = "label"
-        else:
-            return None
-        device = topic[self._skip:topic.rindex("/")]
-        if not NAME_RE.match(device):
-            raise ProtocolError("device_id", f"device id {device[:80]!r} is not 1-64 characters from [A-Za-z0-9_-]")
-        return kind, device
 
 
 def _seq_field(msg: dict) -> int:
@@ -230,3 +126,13 @@ class Parser:
         msg = self._decode(payload)
         seq = _seq_field(msg)
         return Label(device, seq, _label_field(msg, self.label_key, seq, required=True))
+
+
+class EdgebayesProtocol(Adapter):
+    """Our own protocol under another prefix: ``<topic>/<device>/reading`` and ``/label``."""
+
+    def data_filters(self):
+        return [f"{self.cfg.topic}/+/reading", f"{self.cfg.topic}/+/label"]
+
+    def publisher(self, topic):
+        return topic.split("/")[-2]

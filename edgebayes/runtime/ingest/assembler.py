@@ -1,7 +1,7 @@
 """One reading per device from feature values that arrive on several topics or messages.
 
 The ``Assembler`` keeps, per device, the latest value of each schema feature with the time it
-arrived and the publisher it came from. It emits a ``protocol.Reading``:
+arrived and the publisher it came from. It emits a ``messages.Reading``:
 
 - ``interval_s == 0``: when a round of reports is over: every feature was reported since the
   device's last reading (a value, or "no value now": ``null``, ``nan``, ``unavailable``), or a
@@ -35,9 +35,14 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from edgebayes.runtime.protocol import Label, Reading
+from edgebayes.runtime.messages import Label, Reading
 
 _NAN = math.nan
+
+
+def _present(x: list[float]) -> int:
+    """How many values of ``x`` are present (not NaN)."""
+    return len(x) - sum(map(math.isnan, x))
 
 
 @dataclass(frozen=True)
@@ -119,9 +124,9 @@ class Assembler:
         if not repeated and len(dev.updated) < self.n:
             return None
         x = self._values(dev, now)
-        if sum(v == v for v in x) < self.min_features:
+        if _present(x) < self.min_features:
             dev.updated.clear()
-            return Incomplete(device, tuple(f for f, v in zip(self.features, x) if v != v))
+            return Incomplete(device, tuple(f for f, v in zip(self.features, x) if math.isnan(v)))
         return self._emit(device, dev, now, x)
 
     def refresh(self, device: str, values: dict[str, float], origin: tuple, now: float) -> None:
@@ -171,7 +176,7 @@ class Assembler:
             if dev.next_due <= now:  # we were late: no burst of catch-up readings
                 dev.next_due = now + self.interval_s
             x = self._values(dev, now)
-            if sum(v == v for v in x) >= self.min_features:
+            if _present(x) >= self.min_features:
                 out.append(self._emit(device, dev, now, x))
         return out
 

@@ -1,0 +1,78 @@
+"""``Intake``: every incoming MQTT message as what the worker takes, readings, labels and refusals.
+
+A message on the edgebayes protocol's topics (``Topics.route``) is parsed (``native.Parser``);
+one on a ``[[sources]]`` topic goes through the ``SourceRouter``; one on a topic given a
+handler (Home Assistant's birth message) goes to that handler, and makes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from edgebayes.runtime.config import Config
+from edgebayes.runtime.ingest.native import Parser
+from edgebayes.runtime.ingest.router import SourceRouter
+from edgebayes.runtime.messages import ProtocolError, Refusal, Retained
+from edgebayes.runtime.topics import Topics
+
+log = logging.getLogger(__name__)
+
+
+class Intake:
+    """Turns incoming messages into ``(item, topic)`` pairs for the worker (worker thread).
+
+    Args:
+        config: the runtime's config (``schema``, ``queue``, ``sources``, ``assembler``).
+        topics: the runtime's topics (the edgebayes protocol's are routed here).
+        handlers: topic -> ``handler(payload)`` for messages that are no input.
+
+    ``filters``: the topic filters to subscribe besides the protocol's own (the sources' and
+    the handlers' topics); ``sources``: the ``SourceRouter``, or None without ``[[sources]]``
+    and handlers.
+    """
+
+    def __init__(self, config: Config, topics: Topics,
+                 handlers: dict[str, Callable[[bytes], None]] | None = None):
+        self.topics = topics
+        self.parser = Parser(config.schema.features, config.schema.label, config.queue.max_payload_bytes)
+        self.handlers = dict(handlers or {})
+        # with handlers (HA discovery) too, so the metrics hold ``sources`` whenever either is on
+        self.sources = SourceRouter(config) if config.sources or self.handlers else None
+        source_filters = self.sources.filters if self.sources is not None else []
+        self.filters = list(dict.fromkeys([*source_filters, *self.handlers]))
+
+    def handle(self, topic: str, payload: bytes) -> list[tuple]:
+        """What one message makes: ``(item, topic)`` pairs, ``item`` a ``Reading``, a ``Label``
+        or a ``Refusal``, in the order the worker takes them."""
+        try:
+            route = self.topics.route(topic)
+        except ProtocolError as exc:
+            return [(Refusal(None, exc), topic)]
+        if route is None:
+            handler = self.handlers.get(topic)
+            if handler is not None:
+                handler(payload)
+                return []
+            out = self.sources.handle(topic, payload) if self.sources is not None else None
+            if out is None:
+                log.warning("message on unexpected topic %s ignored", topic)
+                return []
+            return out
+        kind, device = route
+        try:
+            if type(payload) is Retained:  # readings are never retained: this one may be any age
+                raise ProtocolError("retained", f"a retained {kind} is stale (the broker keeps it for new "
+                                    "subscribers); publish readings and labels with retain off")
+            item = (self.parser.parse_reading if kind == "reading" else self.parser.parse_label)(device, payload)
+        except ProtocolError as exc:
+            return [(Refusal(device, exc), topic)]
+        return [(item, topic)]
+
+    def tick(self) -> list[tuple]:
+        """The readings due now (``[assembler] interval_s``), as ``handle`` gives them."""
+        return self.sources.tick() if self.sources is not None else []
+
+    def metrics(self) -> dict:
+        """The metrics of the input side: ``sources`` counts with ``[[sources]]`` or handlers."""
+        return {"sources": dict(self.sources.counts)} if self.sources is not None else {}
