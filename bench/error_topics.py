@@ -15,7 +15,7 @@ import time
 
 from edgebayes.runtime.config import parse_config
 from edgebayes.runtime.memory import rss_bytes
-from edgebayes.runtime.protocol import Topics
+from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 
 
@@ -39,8 +39,7 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR)  # one warning per report published: not what is measured
     cfg = parse_config({"schema": {"features": ["a"]}, "output": {"error_interval_s": 60},
                         "memory": {"max_devices": 16}, "models": [{"name": "nb", "kind": "gaussian_nb"}]})
-    w = Worker(cfg, Topics("eb", "+", "rt"), None)
-    w.client = Sink()
+    w = Worker(cfg, Topics("eb", "+", "rt"), None, client=Sink())
     before = rss_bytes()
     t0 = time.perf_counter()
     for i in range(args.n):

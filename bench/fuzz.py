@@ -44,7 +44,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from edgebayes.naive_bayes import GaussianNB  # noqa: E402
-from edgebayes.runtime.protocol import ProtocolError  # noqa: E402
+from edgebayes.runtime.messages import ProtocolError  # noqa: E402
 from tests import test_fuzz as F  # noqa: E402
 
 KEYS = ("f0", "f1", "f2", "x", "y", "seq", "ts", "", "kind")

@@ -18,8 +18,7 @@ import tomllib
 from pathlib import Path
 
 from edgebayes.runtime.config import parse_config
-from edgebayes.runtime.protocol import Topics
-from edgebayes.runtime.sources import SourceRouter
+from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 
 CONFIG = Path(__file__).resolve().parents[1] / "docs" / "examples" / "tasmota-bme280.toml"
@@ -54,9 +53,7 @@ def run(n: int, seed: int, null_every: int) -> tuple[float, int]:
     raw = tomllib.loads(CONFIG.read_text())
     raw["models"] = raw["models"][:1]
     cfg = parse_config(raw, str(CONFIG))
-    w = Worker(cfg, Topics("edgebayes", "+", "bench"), None)
-    w.client = _Client()
-    w.sources = SourceRouter(cfg, w)
+    w = Worker(cfg, Topics("edgebayes", "+", "bench"), None, client=_Client())
     msgs = _messages(n, seed, null_every)
     t0 = time.perf_counter()
     for i, payload in enumerate(msgs):
