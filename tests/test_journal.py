@@ -33,8 +33,8 @@ def journal(tmp_path, features=FEATURES):
 def worker(tmp_path):
     cfg = parse_config({"schema": {"features": list(FEATURES)}, "output": {"format": "json", "error_interval_s": 0},
                         "checkpoint": {"dir": str(tmp_path)}, "models": [{"name": "nb", "kind": "gaussian_nb"}]})
-    w = Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, FEATURES), journal(tmp_path))
-    w.client = AckRecorder()
+    w = Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, FEATURES), journal(tmp_path),
+               client=AckRecorder())
     w._recover()  # what start() does before the worker thread runs
     return w
 

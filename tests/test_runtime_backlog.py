@@ -23,23 +23,31 @@ from edgebayes.runtime.service import Runtime
 from tests.runtime_client import Device, blobs, wait_for, write_config
 
 
-def _runtime(broker, tmp_path, extra="", **broker_keys) -> Runtime:
+def _runtime(broker, tmp_path, extra="", tick_hooks=(), **broker_keys) -> Runtime:
     cfg = load_config(write_config(tmp_path / "rt.toml", broker, extra=extra))
     if broker_keys:
         cfg = dataclasses.replace(cfg, broker=dataclasses.replace(cfg.broker, **broker_keys))
-    rt = Runtime(cfg)
+    rt = Runtime(cfg, tick_hooks=tick_hooks)
     rt.start()
     wait_for(rt.client.subscribed.is_set, what="runtime subscription")
     return rt
 
 
-def _paused(rt: Runtime) -> threading.Event:
-    """Hold the worker in its periodic work until the returned event is set: readings pile up
+class Gate:
+    """A tick hook that holds the worker in its periodic work while closed: readings pile up
     in its queue (the broker has sent them, the worker has not processed them)."""
-    go = threading.Event()
-    rt.worker.tick_hooks.append(go.wait)
-    time.sleep(0.5)  # the worker reaches its next tick
-    return go
+
+    def __init__(self):
+        self.go = threading.Event()
+        self.go.set()
+
+    def __call__(self):
+        self.go.wait()
+
+    def close(self):
+        self.go.clear()
+        time.sleep(0.5)  # the worker reaches its next tick
+        return self.go
 
 
 def _burst(rt, dev, n, seed):
@@ -51,10 +59,11 @@ def _burst(rt, dev, n, seed):
 def test_a_burst_of_qos1_predictions_waiting_for_their_acknowledgement_is_delivered_in_full(broker, tmp_path):
     """3,000 predictions made while the broker is busy (stopped with SIGSTOP: connected, not
     acknowledging) all wait for their PUBACK; none is refused, all arrive."""
-    rt = _runtime(broker, tmp_path, extra="[output]\nprediction_qos = 1\n")
+    gate = Gate()
+    rt = _runtime(broker, tmp_path, extra="[output]\nprediction_qos = 1\n", tick_hooks=[gate])
     try:
         dev = Device(broker)
-        go = _paused(rt)
+        go = gate.close()
         _burst(rt, dev, 3000, seed=11)
         broker.proc.send_signal(signal.SIGSTOP)
         try:
@@ -72,10 +81,11 @@ def test_a_burst_of_qos1_predictions_waiting_for_their_acknowledgement_is_delive
 
 
 def test_a_broker_outage_with_a_backlog_loses_no_prediction(broker, tmp_path):
-    rt = _runtime(broker, tmp_path, extra="[output]\nprediction_qos = 1\nerror_interval_s = 0\n")
+    gate = Gate()
+    rt = _runtime(broker, tmp_path, extra="[output]\nprediction_qos = 1\nerror_interval_s = 0\n", tick_hooks=[gate])
     try:
         dev = Device(broker)
-        go = _paused(rt)
+        go = gate.close()
         _burst(rt, dev, 3000, seed=12)
         broker.stop()
         wait_for(lambda: not rt.client.connected.is_set(), what="the runtime sees the broker gone")
@@ -96,11 +106,12 @@ def test_a_broker_outage_with_a_backlog_loses_no_prediction(broker, tmp_path):
 def test_the_worker_waits_at_the_byte_bound_and_every_prediction_arrives(broker, tmp_path):
     """A 64 KiB bound holds ~35 predictions: the worker waits for acknowledgements again and
     again, readings wait at the broker, nothing is refused."""
-    rt = _runtime(broker, tmp_path, extra="[output]\nprediction_qos = 1\nmax_backlog_bytes = 65536\n")
+    peak, clients = [], []
+    rt = _runtime(broker, tmp_path, extra="[output]\nprediction_qos = 1\nmax_backlog_bytes = 65536\n",
+                  tick_hooks=[lambda: peak.extend(c.backlog_bytes for c in clients)])
+    clients.append(rt.client)
     try:
         dev = Device(broker)
-        peak = []
-        rt.worker.tick_hooks.append(lambda: peak.append(rt.client.backlog_bytes))
         for i, (x, y) in enumerate(blobs(1500, seed=13)):
             dev.publish("d1", "reading", {"seq": i, "x": x, "y": y})
         wait_for(lambda: len(dev.predictions()) == 1500, timeout_s=60, what="1500 predictions")

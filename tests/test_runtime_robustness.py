@@ -50,12 +50,10 @@ class Recorder:
         return [p for t, p in self.published if t.endswith("/" + kind)]
 
 
-def worker(store=None, models=({"name": "nb", "kind": "gaussian_nb"},), **tables):
+def worker(store=None, models=({"name": "nb", "kind": "gaussian_nb"},), client=None, **tables):
     cfg = parse_config({"schema": {"features": list(FEATURES)}, "output": {"format": "json", "error_interval_s": 0},
                         "models": list(models), **tables})
-    w = Worker(cfg, Topics("eb", "+", "rt"), store)
-    w.client = Recorder()
-    return w
+    return Worker(cfg, Topics("eb", "+", "rt"), store, client=client or Recorder())
 
 
 def send(w, device, kind, msg, retained=False):
@@ -200,8 +198,7 @@ def test_a_model_that_raises_on_learn_from_a_label_keeps_its_state():
 
 
 def test_any_other_exception_after_parsing_is_reported_as_internal():
-    w = worker()
-    w.client = Recorder(fail_on="/prediction")
+    w = worker(client=Recorder(fail_on="/prediction"))
     send(w, "d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})
     errors = w.client.on("error")
     assert [(e["kind"], e["seq"], e["topic"]) for e in errors] == [("internal", 0, "eb/d1/reading")]
