@@ -3,12 +3,13 @@ against Home Assistant's MQTT schemas, per-device availability, attributes publi
 they change, and the last predictions published again when Home Assistant restarts."""
 
 import json
+import re
 from types import SimpleNamespace
 
 import pytest
 
 from edgebayes.runtime.config import DiscoveryConfig, parse_homeassistant
-from edgebayes.runtime.discovery import Discovery
+from edgebayes.runtime.discovery import Discovery, entity_slug
 from edgebayes.runtime.topics import Topics
 
 # The keys Home Assistant's MQTT discovery takes per platform, from home-assistant/core
@@ -31,6 +32,8 @@ AVAILABILITY_ITEM = {"topic", "payload_available", "payload_not_available", "val
 DEVICE = {"identifiers", "connections", "manufacturer", "model", "model_id", "name", "hw_version",
           "serial_number", "sw_version", "via_device", "suggested_area", "configuration_url"}
 ORIGIN = {"name", "sw_version", "support_url", "sw", "url"}  # sw, url: HA's abbreviations of the last two
+# homeassistant/core.py valid_entity_id: domain.object_id, [a-z0-9_], no "__", no "_" at either end
+VALID_ENTITY_ID = re.compile(r"^(?!.+__)(?!_)[\da-z_]+(?<!_)\.(?!_)[\da-z_]+(?<!_)$")
 
 
 class Publisher:
@@ -85,8 +88,9 @@ def test_configs_use_only_home_assistant_keys_and_set_default_entity_id(drift):
         assert all(set(a) <= AVAILABILITY_ITEM for a in cfg["availability"])
         assert set(cfg["device"]) <= DEVICE and set(cfg["origin"]) <= ORIGIN
         # HA 2025.10+ wants the full entity id; older ones know only object_id
-        assert cfg["default_entity_id"] == f"{component}.{cfg['object_id']}"
-    assert configs[d.config_topics("t-0")["sensor"]]["default_entity_id"] == "sensor.t-0_prediction"
+        assert cfg["default_entity_id"] == f"{component}.{entity_slug(cfg['object_id'])}"
+        assert VALID_ENTITY_ID.match(cfg["default_entity_id"]), cfg["default_entity_id"]
+    assert configs[d.config_topics("t-0")["sensor"]]["default_entity_id"] == "sensor.t_0_prediction"
 
 
 def test_availability_needs_the_runtime_and_the_device_and_goes_offline_after_silence():

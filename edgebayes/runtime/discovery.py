@@ -12,7 +12,7 @@ For every device the runtime serves, retained config messages (QoS 1) on
   ``<topics prefix>/<device>/drift``, event types ``warning`` and ``drift``, the alert's fields
   as event attributes; or ``binary_sensor`` (``drift = "binary_sensor"``): on at a drift
   alert, off ``drift_off_delay_s`` later;
-- each with ``default_entity_id`` (``<component>.<object_id>``, HA 2025.10+) and the deprecated
+- each with ``default_entity_id`` (``<component>.<object_id slugified>``, HA 2025.10+) and the deprecated
   ``object_id`` (older HA; newer ones ignore it when ``default_entity_id`` is set), a ``device``
   block per edgebayes device, and two availability topics that must both say ``online``
   (``availability_mode: all``): the runtime's retained status topic, and the device's own
@@ -46,6 +46,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import time
 
 from edgebayes.runtime.config import DiscoveryConfig
@@ -236,6 +237,14 @@ class Discovery:
 
 
 def _entity_id(component: str, object_id: str) -> dict[str, str]:
-    """Both ways to suggest the entity id: ``default_entity_id`` (HA 2025.10+, the full id) and
-    ``object_id`` (deprecated there, its support ends in 2026.4; older HA knows only it)."""
-    return {"object_id": object_id, "default_entity_id": f"{component}.{object_id}"}
+    """Both ways to suggest the entity id: ``default_entity_id`` (HA 2025.10+, the full id, so
+    already in HA's entity-id alphabet: `entity_slug`) and ``object_id`` (deprecated there, its
+    support ends in 2026.4; older HA knows only it, and slugifies it itself)."""
+    return {"object_id": object_id, "default_entity_id": f"{component}.{entity_slug(object_id)}"}
+
+
+def entity_slug(text: str) -> str:
+    """``text`` as the object part of a Home Assistant entity id (HA's ``valid_entity_id``:
+    lowercase letters, digits and single underscores, none at either end): ``t-0_prediction``
+    -> ``t_0_prediction``."""
+    return "_".join(re.findall(r"[a-z0-9]+", text.lower())) or "edgebayes"
