@@ -41,8 +41,8 @@ from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.broker import Broker  # noqa: E402
-from tests.runtime_client import Publisher, wait_for, write_config  # noqa: E402
+from tests.broker import Broker
+from tests.runtime_client import Publisher, wait_for, write_config
 
 PERSIST_EVERY_CHANGE = "autosave_interval 1\nautosave_on_changes true\n"
 

@@ -129,9 +129,11 @@ def table(res: np.ndarray, variant: str) -> list[str]:
             cells = [f"{r[..., 0].mean():5.1f}+-{sd[0]:4.1f} / {r[..., 1].mean():5.1f}+-{sd[1]:4.1f}"]
             for t in CHECKPOINTS:
                 c = r[:, min(t, last) - 1]
-                cells.append(f"{c[:, 2].mean():5.1f}+-{c[:, 2].std():4.1f} / {c[:, 3].mean():5.1f}+-{c[:, 3].std():4.1f}")
+                cells.append(f"{c[:, 2].mean():5.1f}+-{c[:, 2].std():4.1f} / "
+                             f"{c[:, 3].mean():5.1f}+-{c[:, 3].std():4.1f}")
             move = np.abs(r[:, 19:, 2] - r[:, -1:, 2]).max(axis=1).mean() if last > 20 else float("nan")
-            lines.append(f"{draw:<12}{int(fraction * 100):>4}%  " + "  ".join(f"{c:>24}" for c in cells) + f"  {move:>13.1f}%")
+            row = "  ".join(f"{c:>24}" for c in cells)
+            lines.append(f"{draw:<12}{int(fraction * 100):>4}%  {row}  {move:>13.1f}%")
     return lines
 
 

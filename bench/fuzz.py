@@ -43,9 +43,9 @@ from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from edgebayes.naive_bayes import GaussianNB  # noqa: E402
-from edgebayes.runtime.messages import ProtocolError  # noqa: E402
-from tests import test_fuzz as F  # noqa: E402
+from edgebayes.naive_bayes import GaussianNB
+from edgebayes.runtime.messages import ProtocolError
+from tests import test_fuzz as F
 
 KEYS = ("f0", "f1", "f2", "x", "y", "seq", "ts", "", "kind")
 
@@ -136,7 +136,7 @@ def adapter_input(r: random.Random) -> tuple[str, str, bytes]:
     topic = entry["topic"].replace("%topic%", "dev1").replace("<name>", "dev1")
     doc = entry["payload"]
     for _ in range(r.randrange(4)):
-        doc = F._set_somewhere(doc, jsonable(rand_doc(r)), lambda n: r.randrange(n))
+        doc = F._set_somewhere(doc, jsonable(rand_doc(r)), r.randrange)
     payload = F.as_payload(doc)
     return name, topic, F.mutate_bytes(payload, r) if r.random() < 0.3 else payload
 

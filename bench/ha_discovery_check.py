@@ -106,7 +106,7 @@ def check(topic: str, raw: str, prefix: str = "homeassistant") -> dict:
     try:
         payload = json.loads(raw)
         if not isinstance(payload, dict):
-            raise ValueError("not a JSON object")  # noqa: TRY004 (reported as any bad JSON)
+            raise ValueError("not a JSON object")
         config = expand(payload)
         platform = PLATFORMS[component]
         platform.DISCOVERY_SCHEMA(json.loads(json.dumps(config)))

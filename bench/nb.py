@@ -68,7 +68,8 @@ def main() -> None:
     names = [f.name for f in stream.schema.features]
     dicts = [dict(zip(names, row)) for row in X.tolist()]
     n, d = X.shape
-    print(f"{args.data}: {n:,} samples, {d} features (dropped: {', '.join(args.drop) or 'none'}), best of {args.repeats}")
+    dropped = ", ".join(args.drop) or "none"
+    print(f"{args.data}: {n:,} samples, {d} features (dropped: {dropped}), best of {args.repeats}")
     core_built = built_by("compiled", edgebayes.backend)() == "compiled"
     backends = ["compiled", "python"] if core_built else ["python"]
     print(f"backend: {edgebayes.backend_description()}")

@@ -210,7 +210,7 @@ def run_row(system: str, stream: str, n: int, curve_every: int = 0) -> dict:
 def spawn_row(system: str, stream: str, n: int, curve_every: int) -> dict:
     """`run_row` in a fresh Python process (its own peak RSS); errors come back as ``error``."""
     cmd = [sys.executable, "-m", "bench.report", "--row", system, stream, str(n), str(curve_every)]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -364,7 +364,8 @@ def fmt_bytes(b) -> str:
 
 
 def table(header, rows) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    rule = "|".join("---" if i == 0 else "---:" for i in range(len(header)))
+    lines = ["| " + " | ".join(header) + " |", "|" + rule + "|"]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return lines
 

@@ -165,7 +165,8 @@ def main() -> int:
         print("runtime counters:", {k: m.get(k) for k in ("n_readings", "n_predictions", "n_dropped",
               "n_malformed", "n_duplicates", "n_publish_failed", "queue_depth", "errors")})
         done = max(col.n, col.n_runtime)
-        print(f"models={args.models} budget={args.budget} format={args.format}  burst of {args.n} readings: published in {t_pub:.1f} s, "
+        print(f"models={args.models} budget={args.budget} format={args.format}  "
+              f"burst of {args.n} readings: published in {t_pub:.1f} s, "
               f"{done} predicted in {elapsed:.1f} s (+-0.25 s) -> {done / elapsed:,.0f} readings/s end to end "
               f"({col.n} prediction messages reached the QoS 0 collector)")
         print(f"runtime CPU: {cpu:.1f} s for the burst = {cpu / max(done, 1) * 1e6:.0f} us per reading "

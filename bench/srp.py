@@ -135,7 +135,8 @@ def write_arff(path: Path, X, y, schema) -> None:
             else:
                 f.write(f"@attribute {feat.name} numeric\n")
         f.write(f"@attribute class {{{','.join(str(c) for c in classes)}}}\n\n@data\n")
-        f.writelines(",".join(str(int(v)) if j in nominal else repr(v) for j, v in enumerate(xi)) + f",{yi}\n" for xi, yi in zip(X.tolist(), y))
+        for xi, yi in zip(X.tolist(), y):
+            f.write(",".join(str(int(v)) if j in nominal else repr(v) for j, v in enumerate(xi)) + f",{yi}\n")
 
 
 def run_moa(X, y, schema, seed, tmp: Path) -> dict:
@@ -179,7 +180,8 @@ def moa_available(tmp: Path) -> str | None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=100_000, help="samples per stream (ELEC: its first n rows, 45,312 at most)")
+    ap.add_argument("--n", type=int, default=100_000,
+                    help="samples per stream (ELEC: its first n rows, 45,312 at most)")
     ap.add_argument("--streams", nargs="+", default=list(STREAMS), choices=STREAMS)
     ap.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     ap.add_argument("--seed", type=int, default=1)

@@ -23,7 +23,8 @@ from edgebayes.streams import open_stream
 from edgebayes.tree import HoeffdingTreeClassifier
 
 ELEC = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "elec2" / "elec2.csv.gz"
-SETTINGS = {"vfdt": dict(grace_period=200, delta=1e-7, tau=0.05), "srp": dict(grace_period=50, delta=0.01, tau=0.05)}
+SETTINGS = {"vfdt": {"grace_period": 200, "delta": 1e-7, "tau": 0.05},
+            "srp": {"grace_period": 50, "delta": 0.01, "tau": 0.05}}
 
 
 def load(name: str, n: int):
@@ -76,7 +77,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     print("storage access, ns per read-modify-write:",
           ", ".join(f"{k} {v:.0f}" for k, v in storage_access().items()))
-    head = f"{'stream':7} {'setting':5} {'model':6} {'acc%':>6} {'samples/s':>10} {'bytes':>10} {'nodes':>6} {'depth':>5}"
+    head = (f"{'stream':7} {'setting':5} {'model':6} {'acc%':>6} {'samples/s':>10} {'bytes':>10} "
+            f"{'nodes':>6} {'depth':>5}")
     print(head)
     for name in args.streams:
         X, y = load(name, args.n_samples)

@@ -21,12 +21,14 @@ beyond 64 bits, a str label that is not valid Unicode) raises ``ValueError`` (fo
 values the `InputError` of `to_float`, the rule the runtime's parser applies too) and leaves
 the model unchanged; so does a malformed state given to ``from_state``.
 Labels are dict keys, compared by Python equality: ``True``, ``1`` and ``1.0`` are one class
-(the first one seen names it), as are ``0``, ``0.0`` and ``False``. The registry maps the config's ``kind`` names to classes, so the
-runtime, the budget tool and checkpoints build learners without importing them all.
+(the first one seen names it), as are ``0``, ``0.0`` and ``False``. The registry maps the
+config's ``kind`` names to classes, so the runtime, the budget tool and checkpoints build
+learners without importing them all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
@@ -247,10 +249,8 @@ def to_floats(values: list, names=None, limit: float = MAX_ABS_X) -> tuple[list,
     if types <= _FLOAT:
         xs = values
     elif types <= _INT_FLOAT:
-        try:
+        with contextlib.suppress(OverflowError):  # a huge int: named below
             xs = list(map(float, values))
-        except OverflowError:
-            pass
     if xs is None:  # other types or a huge int: value by value, naming the first refused
         xs = [to_float(v, _name(names, j), limit) for j, v in enumerate(values)]
     s = sum(xs)

@@ -107,7 +107,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--target", metavar="COLUMN", help="label column of --data (default: the last)"
     )
     parser.add_argument(
-        "--drop", nargs="*", metavar="COLUMN", help="columns of --data that are not features (default: date for the built-in data set)"
+        "--drop", nargs="*", metavar="COLUMN",
+        help="columns of --data that are not features (default: date for the built-in data set)"
     )
     parser.add_argument(
         "--broker",
@@ -323,7 +324,7 @@ class DemoBroker:
             asyncio.set_event_loop(self._loop)
             try:
                 self._loop.run_until_complete(start())
-            except Exception as exc:  # surfaced below, not lost in the thread
+            except Exception as exc:  # noqa: BLE001 - surfaced below, not lost in the thread
                 errors.append(exc)
             started.set()
             if not errors:

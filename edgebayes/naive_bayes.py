@@ -752,13 +752,13 @@ class GaussianNB(Learner):
         feats = [[float(v) for v in state[key]] for key in ("feature_counts", "feature_means", "feature_variances")]
         priors = [float(p) for p in state["priors"]]
         n = float(state["n"])
-        if (d is None) != (K == 0) or not (d is None or type(d) is int and d >= 1):
+        if (d is None) != (K == 0) or not (d is None or (type(d) is int and d >= 1)):
             raise ValueError(f"invalid gaussian_nb state: n_features_in {d!r} with {K} classes")
         if len(priors) != K or len(rows) != 3 * K or any(len(r) != d for r in rows + (feats if K else [])):
             raise ValueError("invalid gaussian_nb state: shapes do not match classes and n_features_in")
         for c in classes:
             check_label(c)
-        if len({c: None for c in classes}) != K:
+        if len(dict.fromkeys(classes)) != K:
             raise ValueError("invalid gaussian_nb state: two classes are equal labels")
         check_finite("n", n, 0.0)
         check_finite("priors", priors, 0.0)
@@ -767,7 +767,8 @@ class GaussianNB(Learner):
         # the bounds of learning (edgebayes.base.MAX_ABS_X): a mean or variance past them
         # would overflow at the next update
         bounds = ((0.0, _INF), (-MAX_ABS_X, MAX_ABS_X), (0.0, 4.0 * MAX_ABS_X * MAX_ABS_X))
-        for name, rs, (low, high) in zip(("counts", "means", "variances"), (rows[:K], rows[K:2 * K], rows[2 * K:]), bounds):
+        parts = (rows[:K], rows[K:2 * K], rows[2 * K:])
+        for name, rs, (low, high) in zip(("counts", "means", "variances"), parts, bounds):
             for r in rs:
                 check_finite(name, r, low, high)
         if K:

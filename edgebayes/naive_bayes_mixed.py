@@ -144,7 +144,8 @@ class MixedNB(Learner):
             raise ValueError(f"zero_frequency must be one of {ZERO_FREQUENCY}, got {zero_frequency!r}")
         if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < math.inf:
             raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
-        if isinstance(borrow_factor, bool) or not isinstance(borrow_factor, numbers.Real) or not 0.0 < borrow_factor < 1.0:
+        if (isinstance(borrow_factor, bool) or not isinstance(borrow_factor, numbers.Real)
+                or not 0.0 < borrow_factor < 1.0):
             raise ValueError(f"borrow_factor must be in (0, 1), got {borrow_factor!r}")
         self.nominal_attributes = nominal_attributes
         self.learning_rate = learning_rate
@@ -498,14 +499,16 @@ class MixedNB(Learner):
         lists = sum(len(rows) for rows in self._counts) + 3 * len(self._counts) + 4
         dicts = sum(sys.getsizeof(v) + FLOAT_IN_LIST_BYTES * len(v) for v in self._values) + sys.getsizeof(self._index)
         tables = sum(t.nbytes + 112 for t in self._tables) if self._tables is not None else 0
-        return int(sys.getsizeof(self) + self._gnb.memory_bytes() + FLOAT_IN_LIST_BYTES * floats + LIST_BYTES * lists + dicts + tables)
+        held = FLOAT_IN_LIST_BYTES * floats + LIST_BYTES * lists + dicts + tables
+        return int(sys.getsizeof(self) + self._gnb.memory_bytes() + held)
 
     def state(self) -> dict:
         """Plain, msgpack-serialisable state with ``"kind": "mixed_nb"`` (see `from_state`)."""
         return {
             "kind": "mixed_nb",
             "params": {
-                "nominal_attributes": None if self.nominal_attributes is None else [int(i) for i in self.nominal_attributes],
+                "nominal_attributes": (None if self.nominal_attributes is None
+                                       else [int(i) for i in self.nominal_attributes]),
                 "learning_rate": self.learning_rate,
                 "var_smoothing": self.var_smoothing,
                 "zero_frequency": self.zero_frequency,

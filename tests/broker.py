@@ -90,7 +90,7 @@ class Broker:
             wait_port(self.host, self.port)
         except TimeoutError:
             self.stop()
-            raise RuntimeError(f"mosquitto did not start: {self.log.read_text() if self.log.exists() else ''}")
+            raise RuntimeError(f"mosquitto did not start: {self.log.read_text() if self.log.exists() else ''}") from None
         return self
 
     def stop(self) -> None:

@@ -107,7 +107,7 @@ def _member_weights(sampling, fraction, n=1000, n_models=20):
 def test_bootstrap_weights_are_poisson(fraction):
     K = _member_weights("bootstrap", fraction)
     n = K.size  # 20000 draws
-    assert np.all(K == np.round(K))
+    assert np.all(np.round(K) == K)
     assert abs(K.mean() - fraction) < 4 * math.sqrt(fraction / n)
     p0 = math.exp(-fraction)
     assert abs((K == 0).mean() - p0) < 4 * math.sqrt(p0 * (1 - p0) / n)

@@ -115,16 +115,16 @@ def test_unit_passes_systemd_analyze_verify(tmp_path):
     stub.chmod(0o755)
     unit = tmp_path / "edgebayes.service"
     unit.write_text(UNIT.read_text().replace("/opt/edgebayes/venv/bin/edgebayes", str(stub)))
-    r = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True)
+    r = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, check=False)
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
     unit.write_text(unit.read_text().replace("PrivateTmp=yes", "PrivateTmp=yes\nMemoryMaxx=1M"))
-    r = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True)
+    r = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, check=False)
     assert "Unknown key 'MemoryMaxx'" in r.stderr  # a typo would be caught
 
 
 def dry_run(*args: str) -> list[str]:
     r = subprocess.run(
-        ["bash", str(INSTALL), "--dry-run", *args], capture_output=True, text=True, timeout=60
+        ["bash", str(INSTALL), "--dry-run", *args], capture_output=True, text=True, timeout=60, check=False
     )
     assert r.returncode == 0, r.stderr
     return r.stdout.splitlines()
@@ -186,11 +186,11 @@ def test_uninstall_dry_run_keeps_config_and_checkpoints_unless_purged():
 
 def test_install_refuses_unknown_options():
     r = subprocess.run(
-        ["bash", str(INSTALL), "--dry-run", "--frobnicate"], capture_output=True, text=True
+        ["bash", str(INSTALL), "--dry-run", "--frobnicate"], capture_output=True, text=True, check=False
     )
     assert r.returncode == 1 and "unknown option --frobnicate" in r.stderr
     r = subprocess.run(
-        ["bash", str(INSTALL), "--dry-run", "--purge"], capture_output=True, text=True
+        ["bash", str(INSTALL), "--dry-run", "--purge"], capture_output=True, text=True, check=False
     )
     assert r.returncode == 1 and "--purge goes with --uninstall" in r.stderr
 
@@ -200,7 +200,7 @@ def test_install_refuses_unknown_options():
     reason="shellcheck not installed (apt-get install shellcheck)",
 )
 def test_install_script_is_shellcheck_clean():
-    r = subprocess.run(["shellcheck", str(INSTALL)], capture_output=True, text=True)
+    r = subprocess.run(["shellcheck", str(INSTALL)], capture_output=True, text=True, check=False)
     assert (r.returncode, r.stdout) == (0, "")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -134,7 +135,7 @@ def test_faulty_devices_deliver_exactly_their_script(broker, collector):
     for device, s in stats.devices.items():
         seqs = [decode(p)["seq"] for p in collector.by_topic()[f"edgebayes/{device}/reading"]
                 if _decodes_with_int_seq(p)]
-        restarts = sum(b < a for a, b in zip(seqs, seqs[1:]))
+        restarts = sum(b < a for a, b in itertools.pairwise(seqs))
         assert restarts == s.reboots  # seq starts again from 0 after each reboot
 
 
@@ -230,7 +231,7 @@ def test_fault_rates_are_honoured_within_sampling_error():
 def test_label_fraction_and_burst_timing_in_the_script():
     config = SimConfig("synth:SEA", limit=4000, rate_hz=100, labels="inline", label_fraction=0.3,
                        faults=FaultRates(burst_rate=0.05, burst_size=3), seed=2)
-    readings = [m for m in build_devices(config)[0].events()]
+    readings = list(build_devices(config)[0].events())
     labelled = sum(m.labelled for m in readings)
     assert abs(labelled - 1200) <= 4 * math.sqrt(4000 * 0.3 * 0.7)
     starts = [i for i, m in enumerate(readings) if m.burst_start]

@@ -585,7 +585,7 @@ def restore_outcome(data: bytes) -> str:
         assert w.n_internal_errors == 0 and not w.errors["learner_error"]
         predicted = [p["seq"] for p in w.client.on("prediction")]
         refused = [e["kind"] for e in w.client.on("error")]
-        assert (predicted, refused) == ([12], []) or not aside and predicted == [] and len(refused) == 1
+        assert (predicted, refused) == ([12], []) or (not aside and predicted == [] and len(refused) == 1)
         assert w.checkpoint(all_devices=True) == 1 and store.read("d1")["device"] == "d1"
     return "moved aside" if aside else "restored"
 

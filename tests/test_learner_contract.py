@@ -22,7 +22,7 @@ from edgebayes.tree import HoeffdingTreeClassifier
 pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
 
 LEARNERS = {
-    "gaussian_nb": lambda: GaussianNB(),
+    "gaussian_nb": GaussianNB,
     "gaussian_nb_lr": lambda: GaussianNB(learning_rate=0.01),
     "mixed_nb": lambda: MixedNB(nominal_attributes=[3]),
     "mixed_nb_borrow_lr": lambda: MixedNB([2, 3], learning_rate=0.01, zero_frequency="borrow"),

@@ -343,11 +343,13 @@ def test_a_device_whose_models_outgrow_their_charge_leaves_less_room(agr_2000):
             self.learner = learner
 
     class Dev:
-        slots = [Slot(learned(GaussianNB(), [(x[:3], i % 100) for i, (x, _) in enumerate(agr_2000[:400])]))]
+        def __init__(self, slots):
+            self.slots = slots
 
-    big = Dev.slots[0].learner.memory_bytes()
+    dev = Dev([Slot(learned(GaussianNB(), [(x[:3], i % 100) for i, (x, _) in enumerate(agr_2000[:400])]))])
+    big = dev.slots[0].learner.memory_bytes()
     assert big > 12_000  # 100 classes: more than the device's charge
-    assert plan.refusal("d2", {"d1": Dev()}) == (
+    assert plan.refusal("d2", {"d1": dev}) == (
         f"device d2 refused: the model budget of 24000 bytes ([memory] model_budget_bytes) has "
         f"{24_000 - big} bytes left after 1 devices, a device needs 12000")
 

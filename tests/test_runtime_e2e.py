@@ -282,7 +282,7 @@ def test_a_rebooted_device_that_counts_again_from_0_is_served(broker, make_runti
     assert sorted(e["kind"] for e in dev.got("error")) == ["duplicate"] * 5 + ["unknown_seq"]
     for name in ("d1", "d2"):
         off = GaussianNB()
-        for device, seq, ts, k, inline in accepted:
+        for device, _seq, _ts, k, inline in accepted:
             if device == name and inline:
                 off.learn_one(*data[k])
         assert rt.worker.devices[name].slots[0].learner.state() == off.state()

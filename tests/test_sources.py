@@ -332,7 +332,7 @@ def test_homeassistant_fixtures_statestream_and_discovery_configs():
 
 
 def test_sparkplug_is_refused_with_a_reason():
-    with pytest.raises(ConfigError, match="sparkplug' is not supported .*protobuf"):
+    with pytest.raises(ConfigError, match=r"sparkplug' is not supported .*protobuf"):
         config(["x"], [{"kind": "sparkplug", "topic": "spBv1.0/#", "features": {"x": "x"}}])
     ad = adapters(["x"], [{"kind": "json", "topic": "spBv1.0/#", "device_level": -1, "features": {"x": "value"}}])[0]
     assert {outcome(ad.extract(e["topic"], wire(e["payload"]))) for e in fixtures("sparkplug")} == {("rejected", "decode")}

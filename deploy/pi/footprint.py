@@ -143,7 +143,7 @@ def main() -> int:
     report("python -c pass (best of 3)", startup_s())
     t = time.perf_counter()
     import msgpack  # noqa: F401
-    import numpy  # noqa: F401
+    import numpy
     import paho.mqtt.client  # noqa: F401
 
     import edgebayes

@@ -318,7 +318,8 @@ class NaiveBayesCommittee(Learner):
                 "sampling": self.sampling,
                 "sample_fraction": self.sample_fraction,
                 "learning_rate": self.learning_rate,
-                "nominal_attributes": None if self.nominal_attributes is None else [int(i) for i in self.nominal_attributes],
+                "nominal_attributes": (None if self.nominal_attributes is None
+                                       else [int(i) for i in self.nominal_attributes]),
                 "zero_frequency": self.zero_frequency,
                 "seed": self.seed,
                 "max_size_bytes": self.max_size_bytes,
@@ -366,8 +367,8 @@ class NaiveBayesCommittee(Learner):
         if (
             len(known) != len(out.classes_)
             or (d is None) != (not known)
-            or not (d is None or type(d) is int and d >= 1)
-            or not 0 <= out._n_learned
+            or not (d is None or (type(d) is int and d >= 1))
+            or not out._n_learned >= 0
             or not 0 <= out._tie_key < 1 << 32  # a SeedSequence word
             or any(m.classes_ and (not set(m.classes_) <= known or m.n_features_in_ != d) for m in members)
         ):

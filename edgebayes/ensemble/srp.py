@@ -96,7 +96,7 @@ def combine_votes(votes: list, weights: list, classes: list, index: dict) -> dic
     if total > 0.0:
         return {c: a / total for c, a in zip(classes, acc)}
     u = 1.0 / len(classes)
-    return {c: u for c in classes}
+    return dict.fromkeys(classes, u)
 
 
 def _error_signal(proto):
@@ -223,8 +223,8 @@ class SRPClassifier(Learner):
             and background learners: detectors and bookkeeping get a fixed reserve (ADWIN
             windows sized for 2**32 inputs: 3.4 kB per signal, 68 kB for 10 members with
             warning and drift detectors; the bookkeeping grows at the first sample when the
-            subspaces' index arrays need more than 512 bytes per member) and each learner slot (n_models, twice that with
-            background learners) its share, passed down as the learner's own
+            subspaces' index arrays need more than 512 bytes per member) and each learner
+            slot (n_models, twice that with background learners) its share, passed down as the learner's own
             ``max_size_bytes``: members `MEMBER_FRACTION` of the rest, background learners
             what is left (for 1 MB and 10 members: 82.7 kB per member, 9.2 kB per background
             learner, raised to a member's share when it is swapped in). The base learner must

@@ -9,7 +9,8 @@ adapters and the assembler), ``pending`` (readings waiting for delayed labels), 
 (the seqs a device has accepted), ``device`` (one device's model set: accuracy, best-model
 choice, drift signals), ``memory`` (the memory budget), ``checkpoint`` (atomic msgpack
 checkpoints) and ``journal`` (the write-ahead journal), ``mqtt`` (the paho-mqtt 2.x
-wrapper) and ``paho_client`` (its one override of paho's private API), ``tls`` (the broker's TLS context, handshake failures in words), ``worker`` (the
-thread that owns all model state), ``discovery`` (Home Assistant MQTT discovery),
+wrapper) and ``paho_client`` (its one override of paho's private API), ``tls`` (the
+broker's TLS context, handshake failures in words), ``worker`` (the thread that owns all
+model state), ``discovery`` (Home Assistant MQTT discovery),
 ``service`` (the pieces wired together), ``systemd`` (service notifications) and ``cli``.
 """

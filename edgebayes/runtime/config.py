@@ -730,7 +730,8 @@ def parse_homeassistant(raw: Any, output_format: str, problems: list[str]) -> Di
         if key == "discovery":
             ok = isinstance(v, bool)
         elif key == "prefix":
-            ok = isinstance(v, str) and bool(v) and all(lvl and "+" not in lvl and "#" not in lvl for lvl in v.split("/"))
+            ok = isinstance(v, str) and bool(v) and all(
+                lvl and "+" not in lvl and "#" not in lvl for lvl in v.split("/"))
         elif key == "node_id":
             ok = isinstance(v, str) and bool(NAME_RE.match(v))
         elif key == "drift":
@@ -795,7 +796,7 @@ def parse_config(raw: dict, source: str = "config") -> Config:
         problems.append('[broker] ws_path needs transport = "websockets"')
     if problems:
         raise ConfigError(problems, source)
-    return Config(models=models, **{k: v for k, v in tables.items()})
+    return Config(models=models, **dict(tables.items()))
 
 
 def load_config(path: str | Path) -> Config:

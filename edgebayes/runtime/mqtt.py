@@ -53,6 +53,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import inspect
 import logging
 import select
@@ -325,10 +326,8 @@ class MqttClient:
         """Wake the network thread if it sleeps in select (any thread; cheap when it is busy)."""
         if self._idle and not self._wake_sent:
             self._wake_sent = True
-            try:
+            with contextlib.suppress(BlockingIOError):  # a wake-up is already pending
                 self._wake_w.send(b"w")
-            except BlockingIOError:  # a wake-up is already pending
-                pass
 
     # --- outgoing ---------------------------------------------------------------------------
     def publish(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False) -> paho.MQTTMessageInfo | None:

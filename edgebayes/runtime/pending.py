@@ -111,7 +111,7 @@ class PendingLabels:
         for seq, t, x, yp in state["items"]:
             if type(seq) is not int or not 0 <= seq < SEQ_LIMIT or not math.isfinite(t):
                 raise ValueError(f"pending entry: seq {seq!r} at time {t!r}")
-            if type(yp) is not list or n_models is not None and len(yp) != n_models:
+            if type(yp) is not list or (n_models is not None and len(yp) != n_models):
                 raise ValueError(f"pending entry {seq}: predictions {yp!r:.80} are not {n_models}")
             items[seq] = Pending(float(t), as_floats(x, n_features, learning=True)[0], yp)
         n_overflow = check_count("n_overflow", state["n_overflow"])

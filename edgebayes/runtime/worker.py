@@ -347,7 +347,8 @@ class Worker:
         y_preds, best, proba = dev.predict(r.x)
         # str keys: JSON has no others, and msgpack's default decoder refuses int map keys
         msg = {"seq": r.seq, "ts": r.ts, "y_pred": y_preds[best],
-               "proba": {str(c): p for c, p in proba.items()}, "model": self._names[best], "models": dict(zip(self._names, y_preds)),
+               "proba": {str(c): p for c, p in proba.items()}, "model": self._names[best],
+               "models": dict(zip(self._names, y_preds)),
                "latency_ms": (time.perf_counter() - t_recv) * 1000.0}
         payload = encode(msg, self._fmt)
         self.client.publish(self.topics.device_topic(r.device, "prediction"), payload, qos=self._pred_qos)

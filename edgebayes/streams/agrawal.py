@@ -42,7 +42,7 @@ def group_a(function: int, X: np.ndarray) -> np.ndarray:
     X: float64 (n, 9) in `FEATURES` order, before perturbation.
     """
     s, c, age, e, hv, hy, loan = (X[:, i] for i in (SALARY, COMMISSION, AGE, ELEVEL, HVALUE, HYEARS, LOAN))
-    elevel_band = _by_age(age, e <= 1, (1 <= e) & (e <= 3), (2 <= e) & (e <= 4))
+    elevel_band = _by_age(age, e <= 1, (e >= 1) & (e <= 3), (e >= 2) & (e <= 4))
     if function == 1:
         return (age < 40) | (age >= 60)
     if function == 2:

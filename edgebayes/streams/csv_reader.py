@@ -57,8 +57,9 @@ class CSVStream(Stream):
     Raises:
         FileNotFoundError: no such file (at construction).
         ValueError: at construction, an empty file, a target or dropped column absent from
-            the header, the target among the dropped columns; while iterating, a row with the wrong number of fields, an empty label
-            or a non-numeric feature value (the message names the file, line and column).
+            the header, the target among the dropped columns; while iterating, a row with the
+            wrong number of fields, an empty label or a non-numeric feature value (the message
+            names the file, line and column).
     """
 
     def __init__(self, path, *, target: str | None = None, drop: Iterable[str] = ()):

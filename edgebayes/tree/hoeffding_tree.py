@@ -195,9 +195,9 @@ class HoeffdingTreeClassifier(Learner):
                 total = sum(xl)
             except (TypeError, OverflowError):
                 total = None
-            if type(total) is float and total - total == 0.0:
-                if not learning or -MAX_ABS_X <= min(xl) <= max(xl) <= MAX_ABS_X:
-                    return xl
+            finite = type(total) is float and total - total == 0.0
+            if finite and (not learning or -MAX_ABS_X <= min(xl) <= max(xl) <= MAX_ABS_X):
+                return xl
         return as_floats(x, self.n_features_in_, learning)[0]
 
     def _init_features(self, n: int) -> None:

@@ -153,7 +153,8 @@ class Adapter:
         absent = []
         try:
             for name, spec in items:
-                if spec.topic is None and not on_main or spec.topic is not None and not topic_matches_sub(spec.topic, topic):
+                if (spec.topic is None and not on_main) or (
+                        spec.topic is not None and not topic_matches_sub(spec.topic, topic)):
                     continue
                 if spec.paths:
                     if doc is _ABSENT:

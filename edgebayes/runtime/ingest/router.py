@@ -181,7 +181,8 @@ class SourceRouter:
         try:
             if not NAME_RE.match(device):
                 raise ProtocolError("device_id", f"device id {device[:80]!r} is not 1-64 characters from [A-Za-z0-9_-]")
-            item = self.parser.parse_reading(device, payload) if kind == "reading" else self.parser.parse_label(device, payload)
+            parse = self.parser.parse_reading if kind == "reading" else self.parser.parse_label
+            item = parse(device, payload)
         except ProtocolError as exc:
             self._refuse(device if NAME_RE.match(device) else None, topic, exc.kind, str(exc), exc.seq)
             return
