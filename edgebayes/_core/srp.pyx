@@ -30,7 +30,7 @@ cdef class Sample:
         cdef Py_ssize_t j, d = len(xs)
         self.xs, self.v = xs, v
         self.xd = <double*>malloc(max(d, 1) * sizeof(double))
-        self.scratch = <double*>malloc(max(n_classes, 1) * sizeof(double))
+        self.scratch = <double*>malloc(max(2 * n_classes, 1) * sizeof(double))  # the tree's 2 K
         if self.xd == NULL or self.scratch == NULL:
             raise MemoryError()
         for j in range(d):

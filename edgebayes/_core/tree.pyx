@@ -22,7 +22,7 @@ from libc.stdlib cimport free, malloc
 
 from edgebayes._core.inputs cimport read_x
 from edgebayes.base import MAX_ABS_X, MAX_WEIGHT, check_label, check_weight
-from edgebayes.tree import arena, criterion, learning, observers
+from edgebayes.tree import arena, criterion, leaves, learning, observers
 from edgebayes.tree.hoeffding_tree import HoeffdingTreeClassifier as _Reference
 
 # the layouts and constants of the reference, checked rather than retyped
@@ -37,6 +37,7 @@ assert (arena.THR, arena.NW, arena.SINCE, arena.MCOK, arena.NBOK, arena.N_FLOATS
 assert (observers.W, observers.MEAN, observers.M2, observers.MIN, observers.MAX,
         observers.LOGNORM, observers.INV2VAR, observers.N_FIELDS) == (0, 1, 2, 3, 4, 5, 6, 7)
 cdef double LOG_2PI = observers._LOG_2PI
+cdef double TINY_PRODUCT = leaves.TINY_PRODUCT
 cdef double SQRT2 = observers._SQRT2
 cdef double MIN_BRANCH_FRACTION = criterion.MIN_BRANCH_FRACTION
 cdef double MAX_SHARE_TO_SPLIT = criterion.MAX_SHARE_TO_SPLIT
@@ -79,7 +80,7 @@ cdef class Fields:
             if not self._n_nodes:
                 return {}
             K = len(self.classes_)
-            out = <double*>malloc(K * sizeof(double))
+            out = <double*>malloc(2 * K * sizeof(double))
             if out == NULL:
                 raise MemoryError()
             if not predict_proba(self, xs, out):
@@ -95,7 +96,7 @@ cdef class Fields:
 
 cdef Py_ssize_t predict_index(Fields t, const double* xs, double* scratch) except -2:
     """The class index the reference's ``predict_one`` names (the first most probable), -1
-    for no prediction; ``scratch`` holds at least len(classes_) doubles."""
+    for no prediction; ``scratch`` holds at least 2 len(classes_) doubles."""
     if not t._n_nodes:
         return -1
     cdef Py_ssize_t K = len(t.classes_), k, best = 0
@@ -121,25 +122,60 @@ cdef int learn_sample(Fields t, const double* xs, object y, double w) except -1:
     if c is None or new:
         xl = [xs[k] for k in range(t.n_features_in_)]
         c, codes = learning.make_room(t, y, c is None, xl, codes)
-    _learn(t, xs, c, w, codes)
+    cdef Codes gc = Codes(t)
+    for k in range(n_nom):
+        gc.at[<Py_ssize_t>t._gnom[k]] = codes[k]
+    _learn(t, xs, gc.at, c, w)
     return 0
+
+
+cdef class Codes:
+    """Per global feature, the code of a sample's nominal value (-1: missing or unseen),
+    looked up once per call and read by routing, naive Bayes votes and observers."""
+
+    cdef Py_ssize_t* at
+    cdef Py_ssize_t stack[32]
+
+    def __cinit__(self, Fields t):
+        cdef Py_ssize_t d = t.n_features_in_
+        self.at = &self.stack[0]
+        if d > 32:
+            self.at = <Py_ssize_t*>malloc(d * sizeof(Py_ssize_t))
+            if self.at == NULL:
+                raise MemoryError()
+
+    def __dealloc__(self):
+        if self.at != &self.stack[0]:
+            free(self.at)
+
+
+cdef Codes _value_codes(Fields t, const double* xs):
+    """The codes of ``xs``'s nominal values (`Codes`), as the reference's ``vocab.get(v, -1)``."""
+    cdef Codes gc = Codes(t)
+    cdef Py_ssize_t k, g
+    cdef double v
+    for k in range(len(t._gnom)):
+        g = t._gnom[k]
+        v = xs[g]
+        gc.at[g] = (<dict>t._vocab[k]).get(v, -1) if v == v else -1
+    return gc
 
 
 # ---------------------------------------------------------------- learning (`learning`)
 
 
-cdef int _learn(Fields t, const double* xs, Py_ssize_t c, double w, list codes) except -1:
+cdef int _learn(Fields t, const double* xs, const Py_ssize_t* codes, Py_ssize_t c, double w) except -1:
     """`learning.learn`: route adding ``w`` on the way, score nba, observe, attempt a split
     every grace period, rank the leaves every `REBALANCE_PERIOD` samples (bounded trees)."""
     cdef Py_ssize_t parent
-    cdef Py_ssize_t node = _route(t, xs, w, &parent)
+    cdef Py_ssize_t node = _route(t, xs, codes, w, &parent)
     cdef double* nf = t._nf.data.as_doubles
     cdef Py_ssize_t s = t._ni.data.as_ints[node * N_INTS + SLOT]
     cdef double since
     if s >= 0:
         if t.leaf_prediction == "nba":
-            _score_nba(t, node, s, xs, c, w)
-        _observe(t, s, xs, c, w, codes)
+            _score_nba(t, node, s, xs, codes, c, w)
+        _observe(t, s, xs, codes, c, w)
     t._cc.data.as_doubles[node * t._ccap + c] += w
     t._n_learned += 1
     if s >= 0:
@@ -154,7 +190,8 @@ cdef int _learn(Fields t, const double* xs, Py_ssize_t c, double w, list codes) 
     return 0
 
 
-cdef Py_ssize_t _route(Fields t, const double* xs, double w, Py_ssize_t* parent) except -1:
+cdef Py_ssize_t _route(Fields t, const double* xs, const Py_ssize_t* codes, double w,
+                       Py_ssize_t* parent) except -1:
     """`learning.route`: the leaf ``xs`` reaches, its parent (-1 for the root) in
     ``parent[0]``; ``w`` (0 to predict) added to each node's weight seen as it is passed
     (the reference adds it after routing: the same, as routing compares only children not
@@ -176,7 +213,7 @@ cdef Py_ssize_t _route(Fields t, const double* xs, double w, Py_ssize_t* parent)
         nbr = ni[b + NBR]
         parent[0] = node
         if nbr:
-            code = (<dict>t._vocab_of[g]).get(v, -1) if v == v else -1
+            code = codes[g]
             node = ch + code if 0 <= code < nbr else _heaviest_branch(nf, ch, nbr)
         else:
             thr = nf[node * N_FLOATS + THR]
@@ -197,7 +234,8 @@ cdef inline Py_ssize_t _heaviest_branch(const double* nf, Py_ssize_t ch, Py_ssiz
     return ch + best
 
 
-cdef int _observe(Fields t, Py_ssize_t s, const double* xs, Py_ssize_t c, double w, list codes) except -1:
+cdef int _observe(Fields t, Py_ssize_t s, const double* xs, const Py_ssize_t* codes, Py_ssize_t c,
+                  double w) except -1:
     """`observers.observe`: weighted Welford per numeric feature, counts per nominal one."""
     cdef double* st = t._st.data.as_doubles
     cdef Py_ssize_t n_num = len(t._gnum), j, k = (s * t._ccap + c) * n_num * N_FIELDS, code, vcap
@@ -229,8 +267,8 @@ cdef int _observe(Fields t, Py_ssize_t s, const double* xs, Py_ssize_t c, double
                 st[k + 5] = -0.5 * (LOG_2PI + log(var))
                 st[k + 6] = 0.5 / var
         k += N_FIELDS
-    for j in range(len(codes)):
-        code = codes[j]
+    for j in range(len(t._gnom)):
+        code = codes[<Py_ssize_t>t._gnom[j]]
         if code >= 0:
             vcap = t._vcaps[j]
             (<array.array>t._nc[j]).data.as_doubles[(s * t._ccap + c) * vcap + code] += w
@@ -483,10 +521,11 @@ cdef void _clear_slot(Fields t, Py_ssize_t s):
 
 
 cdef bint predict_proba(Fields t, const double* xs, double* out) except -1:
-    """`leaves.predict` at the leaf ``xs`` reaches: probabilities into ``out[:K]``; False for
-    no prediction (no class has weight there)."""
+    """`leaves.predict` at the leaf ``xs`` reaches: probabilities into ``out[:K]`` (``out``
+    holds 2 K doubles, the rest scratch); False for no prediction (no class has weight there)."""
     cdef Py_ssize_t parent
-    cdef Py_ssize_t node = _route(t, xs, 0.0, &parent), K = len(t.classes_), c, s
+    cdef Codes codes = _value_codes(t, xs)
+    cdef Py_ssize_t node = _route(t, xs, codes.at, 0.0, &parent), K = len(t.classes_), c, s
     cdef double* nf = t._nf.data.as_doubles
     cdef double total, top
     if nf[node * N_FLOATS + NW] <= 0.0 and parent >= 0:
@@ -496,7 +535,7 @@ cdef bint predict_proba(Fields t, const double* xs, double* out) except -1:
     mode = t.leaf_prediction
     if (s >= 0 and mode != "mc" and nf[fb + NW] >= <double>t.nb_threshold
             and not (mode == "nba" and nf[fb + MCOK] > nf[fb + NBOK])):
-        _nb_log_votes(t, node, s, xs, out)
+        _nb_log_votes(t, node, s, xs, codes.at, out)
         top = -INFINITY
         for c in range(K):
             if out[c] > top:
@@ -520,8 +559,8 @@ cdef bint predict_proba(Fields t, const double* xs, double* out) except -1:
     return True
 
 
-cdef int _score_nba(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs, Py_ssize_t c,
-                    double w) except -1:
+cdef int _score_nba(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs, const Py_ssize_t* codes,
+                    Py_ssize_t c, double w) except -1:
     """`leaves.score_nba`: credit mc and nb with ``w`` where each predicted class ``c``."""
     cdef Py_ssize_t K = len(t.classes_), k, arg = -1
     cdef double* nf = t._nf.data.as_doubles
@@ -532,11 +571,11 @@ cdef int _score_nba(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs, P
             best, arg = cc[k], k
     if arg == c:
         nf[node * N_FLOATS + MCOK] += w
-    cdef double* votes = <double*>malloc(K * sizeof(double))
+    cdef double* votes = <double*>malloc(2 * K * sizeof(double))
     if votes == NULL:
         raise MemoryError()
     try:
-        _nb_log_votes(t, node, s, xs, votes)
+        _nb_log_votes(t, node, s, xs, codes, votes)
         best, arg = -INFINITY, -1
         for k in range(K):
             if votes[k] > best:
@@ -548,14 +587,15 @@ cdef int _score_nba(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs, P
     return 0
 
 
-cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs,
+cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs, const Py_ssize_t* codes,
                        double* votes) except -1:
-    """`leaves.nb_log_votes` into ``votes[:K]``."""
+    """`leaves.nb_log_votes` into ``votes[:K]``; ``votes[K:2K]`` is scratch (the products)."""
     cdef double* st = t._st.data.as_doubles
     cdef double* cc = t._cc.data.as_doubles + node * t._ccap
     cdef Py_ssize_t K = len(t.classes_), n_num = len(t._gnum), nfe = n_num * N_FIELDS
     cdef Py_ssize_t c, j, k, i, b, vcap, code, n_values
-    cdef double n_c, ll, d, iv, v, total
+    cdef Py_ssize_t g
+    cdef double n_c, ll, d, iv, total
     cdef double* counts
     cdef bint zero
     for c in range(K):
@@ -581,15 +621,17 @@ cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs
                         break
             k += N_FIELDS
         votes[c] = ll
+    cdef double* prods = votes + K
+    for c in range(K):
+        prods[c] = 1.0
     for j in range(len(t._gnom)):
-        v = xs[<Py_ssize_t>t._gnom[j]]
-        if v != v:
+        g = t._gnom[j]
+        if xs[g] != xs[g]:
             continue
         vcap = t._vcaps[j]
         counts = (<array.array>t._nc[j]).data.as_doubles
-        vocab = <dict>t._vocab[j]
-        code = vocab.get(v, -1)
-        n_values = len(vocab)
+        code = codes[g]
+        n_values = len(<dict>t._vocab[j])
         for c in range(K):
             if votes[c] == -INFINITY:
                 continue
@@ -598,7 +640,13 @@ cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs
             for i in range(vcap):
                 total += counts[b + i]
             if total > 0.0:
-                votes[c] += log(((counts[b + code] if code >= 0 else 0.0) + 1.0) / (total + n_values))
+                if prods[c] < TINY_PRODUCT:
+                    votes[c] += log(prods[c])
+                    prods[c] = 1.0
+                prods[c] *= ((counts[b + code] if code >= 0 else 0.0) + 1.0) / (total + n_values)
+    for c in range(K):
+        if prods[c] != 1.0 and votes[c] != -INFINITY:
+            votes[c] += log(prods[c])
     return 0
 
 
