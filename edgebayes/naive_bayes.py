@@ -1,17 +1,22 @@
 """Gaussian naive Bayes learned one sample at a time, exactly or with a constant learning rate.
 
 Seed paper 001 (Wu and Xiong 2023): Algorithm 1 updates the prior, mean and standard deviation
-of each class so that they equal the offline estimates on the same samples; Algorithm 2 replaces
-the step 1/(i+1) by a constant learning rate alpha so that recent samples keep weight alpha
-(concept drift). DESIGN.md 2.1 folds both into one update rule, used here for the priors, for the
-per-class statistics and for the all-class per-feature statistics that scale ``var_smoothing``:
+of each class by Eqs. (8)-(10), with step 1/(i+1), so that they equal the offline estimates on
+the same samples; Algorithm 2 replaces that step by a constant learning rate alpha, Eqs.
+(12)-(14), so that recent samples keep weight alpha (concept drift). DESIGN.md 2.1 folds both
+into one update rule, used here for the priors, for the per-class statistics and for the
+all-class per-feature statistics that scale ``var_smoothing``:
 
     r = max(alpha, 1/n)      mean: d = x - mu ; mu <- mu + r d ;  variance: var <- (1 - r)(var + r d^2)
 
-with n the weight seen by that estimate including this sample (alpha = 0 is Algorithm 1). Each
-update mixes the old distribution (weight 1 - r) with a point mass at x (weight r), so the
+with n the weight seen by that estimate including this sample (alpha = 0 is Algorithm 1). The
+1/n of the first 1/alpha samples is a *warm-up*: each estimate is the plain average of its
+samples until it has seen 1/alpha of them (100 at the paper's alpha = 0.01), and forgets only
+after. ``warm_up=False`` is Algorithm 2 as the paper writes it: r = 1 for an estimate's first
+sample (Eqs. (8)-(10) at i = 0: the first sample sets the estimate), alpha for every later one.
+Each update mixes the old distribution (weight 1 - r) with a point mass at x (weight r), so the
 variance can never go negative (casebook C03) and the first sample sets the estimate (r = 1,
-casebook C04/C05). A sample weight w equals w repeated updates (see `_rate`).
+casebook C04/C05). A sample weight w equals w repeated updates (see `update_rate`).
 """
 
 from __future__ import annotations
@@ -55,19 +60,20 @@ _ZERO = array("d", [0.0])
 _ARRAY_BYTES = sys.getsizeof(array("d"))  # header of an empty array; items are 8 bytes each
 _POINTER_BYTES = struct.calcsize("P")
 #: the model object in `GaussianNB.memory_bytes`, the same on both backends: a header, a
-#: pointer per attribute (17) and the four floats (_n, _eps, _top, _log_keep) as objects
-OBJECT_BYTES = sys.getsizeof(object()) + 17 * _POINTER_BYTES + 4 * sys.getsizeof(0.0)
+#: pointer per attribute (18) and the four floats (_n, _eps, _top, _log_keep) as objects
+OBJECT_BYTES = sys.getsizeof(object()) + 18 * _POINTER_BYTES + 4 * sys.getsizeof(0.0)
 
 
 def update_rate(m: float, w: float, top: float, log_keep: float) -> float:
     """The rate of one update of weight ``w`` on an estimate that has seen weight ``m``.
 
     DESIGN.md 2.1 with the rule applied to w unit steps: the steps that take the count to at
-    most ``top`` = floor(1/alpha) have rate 1/n (their retentions telescope to m/(m+t)), the
-    others alpha (retention (1-alpha) each), so the total rate is
-    1 - m/(m+t) (1-alpha)^(w-t) with t = clip(top - m, 0, w). ``top`` is inf in the exact mode
-    (rate w/(m+w)); ``log_keep`` = log(1 - alpha). For w = 1 this is max(alpha, 1/n); for any
-    weights, learning w1 then w2 equals learning w1 + w2.
+    most ``top`` have rate 1/n (their retentions telescope to m/(m+t)), the others alpha
+    (retention (1-alpha) each), so the total rate is 1 - m/(m+t) (1-alpha)^(w-t) with
+    t = clip(top - m, 0, w). ``top`` is floor(1/alpha) with the warm-up (for w = 1 the rate is
+    then max(alpha, 1/n)), 1 without it (the paper's Algorithm 2: rate 1 for the first unit of
+    weight, alpha after) and inf in the exact mode (rate w/(m+w), Algorithm 1);
+    ``log_keep`` = log(1 - alpha). For any weights, learning w1 then w2 equals learning w1 + w2.
     """
     n = m + w
     if n <= top:
@@ -211,8 +217,15 @@ class GaussianNB(Learner):
     Args:
         learning_rate: None (or 0) for the exact mode: priors n_k/n, means and population
             variances equal the offline estimates on the same samples. A float alpha in (0, 1)
-            (the paper uses 0.01) for the constant rate: each estimate moves by
-            max(alpha, 1/n) towards a new sample, so old samples fade as (1 - alpha)^age.
+            (the paper uses 0.01) for the constant rate (Algorithm 2): each estimate moves by
+            alpha towards a new sample, so old samples fade as (1 - alpha)^age.
+        warm_up: with a learning rate, how an estimate starts. True (default): it moves by
+            max(alpha, 1/n), the plain average of its first 1/alpha samples (DESIGN.md 2.1),
+            so a class seen a few times is not a copy of its last sample and one seen fewer
+            than 1/alpha times is the exact model's. False: the paper's Algorithm 2 as
+            written, Eqs. (12)-(14) from the second sample on: the first sample sets the
+            estimate (Eqs. (8)-(10) at i = 0) and every later one moves it by alpha. Must stay
+            True in the exact mode, which has no rate to warm up.
         var_smoothing: added to every variance at prediction, times the largest per-feature
             variance over all classes (as scikit-learn; that variance follows the same rule, so
             it forgets in the learning-rate mode), floored at `EPS_FLOOR` so that constant
@@ -257,7 +270,7 @@ class GaussianNB(Learner):
     """
 
     def __init__(self, learning_rate: float | None = None, var_smoothing: float = 1e-9,
-                 max_size_bytes: int | None = None):
+                 max_size_bytes: int | None = None, warm_up: bool = True):
         if learning_rate is not None and (
             isinstance(learning_rate, bool)
             or not isinstance(learning_rate, numbers.Real)
@@ -270,10 +283,18 @@ class GaussianNB(Learner):
             or not 0.0 <= var_smoothing < _INF
         ):
             raise ValueError(f"var_smoothing must be finite and >= 0, got {var_smoothing!r}")
+        if type(warm_up) is not bool:
+            raise ValueError(f"warm_up must be True or False, got {warm_up!r}")
+        alpha = float(learning_rate or 0.0)
+        if not warm_up and alpha == 0.0:
+            raise ValueError("warm_up=False needs a learning_rate in (0, 1): the exact mode "
+                             "(Algorithm 1) has no constant rate to warm up")
         self.learning_rate = learning_rate
         self.var_smoothing = var_smoothing
-        alpha = float(learning_rate or 0.0)
-        self._top = float(math.floor(1.0 / alpha)) if alpha > 0 else _INF
+        self.warm_up = warm_up
+        # the count up to which the rate is 1/n (`update_rate`): the warm-up's 1/alpha, the
+        # first sample only in Algorithm 2 as written, every sample in the exact mode
+        self._top = (float(math.floor(1.0 / alpha)) if warm_up else 1.0) if alpha > 0 else _INF
         self._log_keep = math.log1p(-alpha)
         self.classes_: list = []
         self.n_features_in_: int | None = None
@@ -291,7 +312,7 @@ class GaussianNB(Learner):
         check_size_bound(max_size_bytes, self.memory_bytes(), "the empty model")
 
     def __new__(cls, learning_rate: float | None = None, var_smoothing: float = 1e-9,
-                max_size_bytes: int | None = None):
+                max_size_bytes: int | None = None, warm_up: bool = True):
         """The compiled GaussianNB (`edgebayes._core.naive_bayes`, a subclass that replaces
         ``learn_one`` and ``predict_proba_one``) when `edgebayes.backend()` is ``"compiled"``,
         this reference otherwise; ``__init__`` then checks and stores the arguments (named
@@ -725,6 +746,7 @@ class GaussianNB(Learner):
             "feature_means": self._fmeans.tolist(),
             "feature_variances": self._fvars.tolist(),
             "max_size_bytes": self.max_size_bytes,
+            "warm_up": self.warm_up,
         }
 
     @classmethod
@@ -745,7 +767,9 @@ class GaussianNB(Learner):
 
     @classmethod
     def _from_state(cls, state: dict) -> GaussianNB:
-        model = cls(state["learning_rate"], state["var_smoothing"], state.get("max_size_bytes"))  # absent before bounds
+        # max_size_bytes and warm_up are absent from states older than them
+        model = cls(state["learning_rate"], state["var_smoothing"], state.get("max_size_bytes"),
+                    state.get("warm_up", True))
         classes = list(state["classes"])
         K, d = len(classes), state["n_features_in"]
         rows = [[float(v) for v in r] for key in ("counts", "means", "variances") for r in state[key]]

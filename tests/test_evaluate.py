@@ -155,6 +155,39 @@ def test_cli_text_output(capsys):
     assert "accuracy" in out and "kappa" in out and "(last 50)" in out
 
 
+def test_cli_same_command_same_figure_with_the_default_seed_printed(capsys):
+    """No --seed: seed 1, printed; twice the same command, the same figures (a synthetic stream
+    and SRP both draw from the seed)."""
+    argv = ("--model", "srp", "--data", "synth:AGR_A", "--samples", "1500", "--json")
+    first, second = (json.loads(_run(capsys, *argv)[1]) for _ in range(2))
+    assert first["seed"] == 1 and "seed=1" in first["learner"]
+    for key in ("accuracy", "kappa", "window_accuracy", "model_bytes"):
+        assert first[key] == second[key], key
+    code, out, _ = _run(capsys, *argv[:-1])
+    assert code == 0 and "seed             1\n" in out
+
+
+def test_cli_declares_the_streams_nominal_features_as_the_benchmarks_do(capsys):
+    """AGRAWAL's elevel, car and zipcode (schema indices 3, 4, 5) are nominal for the tree and
+    SRP's trees: the CLI's SRP is bench/srp.py's configuration, to the sample."""
+    from bench.srp import PAPER, TREE
+    from edgebayes.ensemble import SRPClassifier
+    from edgebayes.streams import open_stream
+    from edgebayes.tree import HoeffdingTreeClassifier
+
+    out = json.loads(_run(capsys, "--model", "srp", "--data", "synth:AGR_A", "--samples", "1500", "--json")[1])
+    assert "nominal_attributes=[3, 4, 5]" in out["learner"]
+    stream = open_stream("synth:AGR_A", n_samples=1500, seed=1)
+    assert stream.schema.nominal == [3, 4, 5]
+    bench = SRPClassifier(model=HoeffdingTreeClassifier(**TREE, nominal_attributes=stream.schema.nominal),
+                          seed=1, **PAPER)
+    assert prequential(bench, stream).accuracy == out["accuracy"]
+    tree = json.loads(_run(capsys, "--model", "ht", "--data", "synth:AGR_A", "--samples", "500", "--json")[1])
+    assert "nominal_attributes=[3, 4, 5]" in tree["learner"]
+    nb = json.loads(_run(capsys, "--model", "nb", "--data", "synth:AGR_A", "--samples", "500", "--json")[1])
+    assert nb["learner"].startswith("GaussianNB(")  # no nominal features in a Gaussian model
+
+
 def test_console_script_end_to_end():
     done = subprocess.run(
         [sys.executable, "-m", "edgebayes", "evaluate", "--model", "nb", "--data", str(ELEC), "--drop", "date", "--samples", "3000"],

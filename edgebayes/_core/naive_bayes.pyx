@@ -8,6 +8,11 @@ is read into doubles once (`edgebayes._core.inputs`), with the reference's error
 below is the reference function or method of the same name, loop for loop and in the same
 operation order (built with ``-ffp-contract=off`` so that no multiply-add is fused): every
 float of ``state()`` and every probability is bit-identical to the reference's.
+
+The three modes of the reference (exact, Algorithm 1; learning rate with the warm-up; the
+paper's Algorithm 2 as written, ``warm_up=False``) differ only in ``_top``, the count up to
+which a step is 1/n (inf, floor(1/alpha), 1), set by the reference's ``__init__`` and read by
+`update_rate` below exactly as the reference reads it: every mode runs these same loops.
 """
 
 from cpython cimport array
@@ -95,7 +100,10 @@ cdef double* _read_x(Estimates self, object x, double limit, Py_ssize_t* n,
 
 
 cdef inline double update_rate(double m, double w, double top, double log_keep):
-    """The reference's `edgebayes.naive_bayes.update_rate`."""
+    """The reference's `edgebayes.naive_bayes.update_rate`: rate w/n while the count stays
+    within ``top`` (inf: exact, Algorithm 1 Eqs. (8)-(10); floor(1/alpha): the warm-up; 1: the
+    first sample of Algorithm 2 as written), 1 - (1-alpha)^w past it (Eqs. (12)-(14)), and the
+    telescoped mix of both when the weight straddles it."""
     cdef double n = m + w, t
     if n <= top:
         return w / n
