@@ -277,11 +277,11 @@ def cross_validation(n_folds: int = 10) -> list[dict]:
         y = np.asarray(y, dtype=object)
         order = np.random.default_rng(SEED).permutation(len(y))
         acc = {"offline": [], **{k: [] for k in NB_MODELS}}
-        differ = {k: 0 for k in NB_MODELS}  # test predictions unlike the offline model's
+        differ = dict.fromkeys(NB_MODELS, 0)  # test predictions unlike the offline model's
         largest = 0  # the most samples one class has in a training fold
         for test in np.array_split(order, n_folds):
             train = order[~np.isin(order, test)]  # shuffled order kept (np.setdiff1d would sort)
-            largest = max(largest, max(np.unique(y[train], return_counts=True)[1]))
+            largest = max(largest, int(np.unique(y[train], return_counts=True)[1].max()))
             offline = offline_nb_predict(X[train], y[train], X[test])
             acc["offline"].append(np.mean(np.array(offline, dtype=object) == y[test]))
             for key, params in NB_MODELS.items():
@@ -385,7 +385,8 @@ def seed001_claims(cv: list[dict], drifts: list[dict]) -> list[str]:
         slower = sum(inf(a) > inf(e) for a, e in zip(rec["alg2"], rec["exact"]))
         L.append(f"3. *Under concept drift the learning rate adapts faster than Algorithm 1.* "
                  f"{'Holds' if faster > slower else 'Does not hold'}: Algorithm 2 as written recovers sooner "
-                 f"after {faster} drifts, later after {slower}, on the drifting streams above ({len(drifts)} streams x {len(rec['exact']) // len(drifts)} drifts, "
+                 f"after {faster} drifts, later after {slower}, on the drifting streams above "
+                 f"({len(drifts)} streams x {len(rec['exact']) // len(drifts)} drifts, "
                  f"{len(drifts[0]['seeds'])} seeds): samples to recover after each drift, exact "
                  f"{', '.join(fmt(v) for v in rec['exact'])}; Algorithm 2 "
                  f"{', '.join(fmt(v) for v in rec['alg2'])}; warm-up {', '.join(fmt(v) for v in rec['lr'])}. "
@@ -410,7 +411,8 @@ def seed001_section(cv: list[dict], drifts: list[dict], command: str, out: Path)
     """Section 3 of results.md (seed 001), its plots written to ``out``."""
     pm = lambda t: f"{100 * t[0]:.2f} ± {100 * t[1]:.2f}"
     L = ["## 3. Naive Bayes: online exact = offline, and a constant learning rate under drift (seed 001)", "",
-         (f"Reproduce: `{command}` (run on {datetime.date.today().isoformat()}). Three online models: *exact* = `GaussianNB()` (the paper's Algorithm 1); "
+         (f"Reproduce: `{command}` (run on {datetime.date.today().isoformat()}). Three online models: "
+          "*exact* = `GaussianNB()` (the paper's Algorithm 1); "
          "*warm-up* = `GaussianNB(learning_rate=0.01)`, edgebayes's default rate rule: each estimate moves by "
          "max(0.01, 1/n), the plain average until it has seen 100 samples; *Alg. 2* = "
          "`GaussianNB(learning_rate=0.01, warm_up=False)`, the paper's Algorithm 2 as written: an estimate's "
