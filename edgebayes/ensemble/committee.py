@@ -56,8 +56,9 @@ class NaiveBayesCommittee(Learner):
     Args:
         n_models: number of members, int >= 1 (the paper's iterations). The default stays 20,
             not the paper's 50: 50 is the length of the paper's experiment, and its finding is
-            that the vote is stable from about 20 members, even on 10 % draws (docs/results.md,
-            section "Seed 002", measures it with 50, ``python -m bench.committee``). On the
+            that the vote is stable from about 20 members, even on 10 % draws, which holds for
+            these members' product rules (docs/results.md, section "Seed 002", measured with 50
+            by ``python -m bench.committee``). On the
             device every member costs: 50 members hold and take 2.5 times the bytes and the
             time per sample of 20 (Australian credit, 8 nominal and 6 numeric features:
             about 640 kB against 260 kB), and under ``max_size_bytes`` (the runtime's
