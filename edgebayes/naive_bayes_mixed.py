@@ -10,7 +10,7 @@ product into 0) is handled by one of two rules:
 - ``"laplace"`` (default): P(v | k) = (n_kv + alpha) / (n_k + alpha V), V the number of
   distinct values of the feature seen in training (scikit-learn's CategoricalNB with the
   categories seen so far; River's MultinomialNB ``alpha``).
-- ``"borrow"``: seed 002's rule. A zero frequency in class k takes the smallest non-zero
+- ``"borrow"``: seed 002's first rule (section 2). A zero frequency in class k takes the smallest non-zero
   frequency of that value among the other classes, lowered by ``borrow_factor``; every class
   with a zero gets that same value.
 
@@ -28,7 +28,7 @@ likelihoods, in log space (``"product"``). ``"paper_sum"`` is seed 002's own cla
 one its experiments use: section 2's sum, "in practice, it is also acceptable to use sums
 instead of products",
 
-    Param_k = P(d = k) * sum_m P(b_m = a_m(v) | d = k)                       (seed 002, eq. 2)
+    Param_k = P(d = k) * sum_m P(b_m = a_m(v) | d = k)     (seed 002, eq. 2, as section 2.1 computes it)
 
 with the zero frequencies of its worked example (section 2.1, test object x2): where value v
 of a nominal feature has frequency 0 in some class, the counter of every class that holds v

@@ -96,6 +96,8 @@ def test_paper_sum_worked_example_by_hand():
     up by one, 2/3; Param_2 = 1/2 (2/3 + 0/3 + 1/3 + 3/3) = 1, Param_4 = 1/2 (0/3 + 0/3 + 1/3 +
     2/3) = 1/2 -> 2.
     x3, x4: no value seen in any class: Param = 0 for both, a tie (the paper draws at random).
+    (The paper's text gives x2 the decision 4 yet calls the decision 2 correct, and calls x4's
+    random 4 wrong: its decisions' labels are garbled, its scores are the ones checked here.)
     """
     nb = _paper_model(scoring="paper_sum")
     X = np.array([x for x, _ in PAPER_TEST], dtype=float)
