@@ -17,6 +17,9 @@ Writes ``docs/results.md`` (``--out``), and PNG plots next to it when matplotlib
    recovery after each drift).
 4. Cost of every row of 1: samples/s, model bytes, peak RSS, speed as a ratio to River in the
    same run.
+5. Seed 002 (committees of naive Bayes): not run here but by ``python -m bench.committee
+   --results docs/results.md`` (its own command, a few minutes); this report keeps that section
+   of the results.md it rewrites as it stands.
 
 Every row of 1 and 4 runs in its own process (``--row``), so that its peak RSS is its own.
 """
@@ -39,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import committee
 from edgebayes.streams import PRESETS, open_stream, srp_stream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -636,6 +640,9 @@ def write_report(out: Path, args, command: str, rows, cv, drifts, moa_note, elap
             body.append([st, s, f"{100 * r['accuracy']:.2f}", f"{r['samples_per_s']:,.0f}", ratio,
                          fmt_bytes(r["model_bytes"]), f"{r['peak_rss_mb']:.0f} MB ({r['rss_growth_mb']:+.0f})"])
     L += table(["stream", "system", "acc %", "samples/s", "x River", "bytes", "peak RSS"], body)
+
+    # Seed 002: its own command (bench.committee --results), kept as it stands
+    L += ["", *committee.kept_section(out / "results.md")]
 
     # Behind
     L += ["", "## Where edgebayes is behind", ""] + behind(acc, res, streams, columns) + [""]

@@ -10,7 +10,7 @@ product into 0) is handled by one of two rules:
 - ``"laplace"`` (default): P(v | k) = (n_kv + alpha) / (n_k + alpha V), V the number of
   distinct values of the feature seen in training (scikit-learn's CategoricalNB with the
   categories seen so far; River's MultinomialNB ``alpha``).
-- ``"borrow"``: seed 002's rule. A zero frequency in class k takes the smallest non-zero
+- ``"borrow"``: seed 002's first rule (section 2). A zero frequency in class k takes the smallest non-zero
   frequency of that value among the other classes, lowered by ``borrow_factor``; every class
   with a zero gets that same value.
 
@@ -21,8 +21,21 @@ like GaussianNB's estimates (see `MixedNB._learn_nominal`).
 
 Our choices where the paper is silent: V counts the values seen in any class (a value seen in
 no class is not counted, since it is disregarded); a class that never saw a feature gets the
-uniform 1/V from Laplace and a borrowed frequency under ``"borrow"``; products, not the sums
-the paper also allows (its worked example sums; its four decisions come out the same here).
+uniform 1/V from Laplace and a borrowed frequency under ``"borrow"``.
+
+Scoring (``scoring``): by default the classes are scored by the product of the prior and the
+likelihoods, in log space (``"product"``). ``"paper_sum"`` is seed 002's own classifier, the
+one its experiments use: section 2's sum, "in practice, it is also acceptable to use sums
+instead of products",
+
+    Param_k = P(d = k) * sum_m P(b_m = a_m(v) | d = k)     (seed 002, eq. 2, as section 2.1 computes it)
+
+with the zero frequencies of its worked example (section 2.1, test object x2): where value v
+of a nominal feature has frequency 0 in some class, the counter of every class that holds v
+goes up by one, P(v | k) = (n_kv + 1) / n_k ("we increase counter by 1 because
+P(a1 | c = 4) = 0, so finally P(a1 = 1 | c = 2) = 2/3"); the classes without v keep 0, and a
+value in no class adds 0 to every class (the paper's "we cannot handle it"). See
+`MixedNB` for the numeric features and the probabilities under ``"paper_sum"``.
 """
 
 from __future__ import annotations
@@ -49,9 +62,13 @@ from edgebayes.base import (
 from edgebayes.naive_bayes import GaussianNB, update_rate
 from edgebayes.sizes import insert_bytes
 
-__all__ = ["ZERO_FREQUENCY", "MixedNB", "split_columns"]
+__all__ = ["SCORING", "ZERO_FREQUENCY", "MixedNB", "split_columns"]
 
 ZERO_FREQUENCY = ("laplace", "borrow")
+#: ``"product"``: log P(k) + sum_j log P(x_j | k) (default); ``"paper_sum"``: seed 002's
+#: P(k) sum_j P(x_j | k) with its worked example's counter increment (see `MixedNB`).
+SCORING = ("product", "paper_sum")
+_LOG_2PI = math.log(2.0 * math.pi)
 _NAN = float("nan")
 
 
@@ -109,6 +126,18 @@ class MixedNB(Learner):
             of the empty model: a sample whose new class or new nominal values would take
             the model past it (cached log tables counted) is refused with
             `edgebayes.base.ClassLimitError`, the model unchanged.
+        scoring: ``"product"`` (default) or ``"paper_sum"``: seed 002's symbolic naive Bayes,
+            section 2, eq. 2, Param_k = P(k) sum_m P(v_m | k), zero frequencies by the
+            counter increment of its worked example (section 2.1; see the module doc).
+            ``zero_frequency``, ``alpha`` and ``borrow_factor`` are then unused. A numeric
+            feature adds its Gaussian density N(x; mu_k, var_k + eps) to the sum, as section 2
+            says for numerical data (a density, not a probability: its scale depends on the
+            feature's unit, so the paper's experiments, and ours, declare every feature
+            nominal). The probabilities are the Param_k normalised to sum 1; when every
+            Param_k is 0 (no value of x seen in any class) they are uniform, the paper's tie
+            resolved at random. With 3 or more classes a class holding v gets +1 however
+            many classes lack v (the paper's example has two classes, where the readings
+            coincide).
 
     Attributes:
         classes_: labels in order of first appearance.
@@ -137,6 +166,7 @@ class MixedNB(Learner):
         alpha: float = 1.0,
         borrow_factor: float = 0.9,
         max_size_bytes: int | None = None,
+        scoring: str = "product",
     ):
         self._gnb = GaussianNB(learning_rate, var_smoothing)  # validates both
         _check_nominal(nominal_attributes)
@@ -147,12 +177,15 @@ class MixedNB(Learner):
         if (isinstance(borrow_factor, bool) or not isinstance(borrow_factor, numbers.Real)
                 or not 0.0 < borrow_factor < 1.0):
             raise ValueError(f"borrow_factor must be in (0, 1), got {borrow_factor!r}")
+        if scoring not in SCORING:
+            raise ValueError(f"scoring must be one of {SCORING}, got {scoring!r}")
         self.nominal_attributes = nominal_attributes
         self.learning_rate = learning_rate
         self.var_smoothing = var_smoothing
         self.zero_frequency = zero_frequency
         self.alpha = alpha
         self.borrow_factor = borrow_factor
+        self.scoring = scoring
         a = float(learning_rate or 0.0)
         self._top = math.floor(1.0 / a) if a > 0 else math.inf  # as GaussianNB: 1/n up to 1/alpha
         self._log_keep = math.log1p(-a)
@@ -166,7 +199,8 @@ class MixedNB(Learner):
         self._counts: list[list[list[float]]] = []
         self._totals: list[list[float]] = []
         self._seen: list[list[float]] = []
-        self._tables = None  # per nominal feature, per value column: K log-probabilities
+        self._tables = None  # per nominal feature, per value column: K log-probabilities (or, for
+        # "paper_sum", K frequencies)
         self.max_size_bytes = max_size_bytes
         check_size_bound(max_size_bytes, self.memory_bytes(), "the empty model")
 
@@ -397,6 +431,46 @@ class MixedNB(Learner):
         out[:, :V][:, seen] = np.log(P[:, seen])
         return out
 
+    def _frequency_tables(self) -> list[np.ndarray]:
+        """``"paper_sum"``: per nominal feature, P(v | k) as an array (K, V + 1), the counter
+        increment of seed 002's section 2.1 applied; the last column (unseen value) is 0."""
+        if self._tables is None:
+            self._tables = [self._frequency_table(i) for i in range(len(self._nominal))]
+        return self._tables
+
+    def _frequency_table(self, i: int) -> np.ndarray:
+        K, V = len(self._index), len(self._values[i])
+        C = np.array(self._counts[i], dtype=float).reshape(K, V)
+        n = np.array(self._totals[i], dtype=float)[:, None]
+        out = np.zeros((K, V + 1))
+        held = C > 0.0  # a class holding v has n_k >= n_kv > 0
+        # seed 002, x2: "we increase counter by 1 because P(a1 | c = 4) = 0"
+        bump = held & (~held).any(axis=0)
+        out[:, :V] = np.where(held, (C + bump) / np.where(n > 0.0, n, 1.0), 0.0)
+        return out
+
+    def _paper_proba(self, X: np.ndarray) -> np.ndarray:
+        """``"paper_sum"``: `_paper_scores` normalised per row; uniform where every Param_k is 0."""
+        S = self._paper_scores(X)
+        total = S.sum(axis=1, keepdims=True)
+        return np.where(total > 0.0, S / np.where(total > 0.0, total, 1.0), 1.0 / S.shape[1])
+
+    def _paper_scores(self, X: np.ndarray) -> np.ndarray:
+        """``"paper_sum"``: seed 002's Param_k = P(k) (sum of the nominal frequencies + sum of
+        the numeric densities), (n, K), for the rows of the checked ``X`` (n, n_features_in_)."""
+        gnb = self._gnb
+        S = np.zeros((len(X), len(self._index)))
+        for table, cols in zip(self._frequency_tables(), self._nominal_columns(X)):
+            S += table[:, cols].T
+        if self._numeric:
+            Xn = X[:, self._numeric][:, None, :]  # (n, 1, d) against (K, d)
+            v = gnb.variances_ + gnb.epsilon_
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                dens = np.exp(-0.5 * ((Xn - gnb.means_) ** 2 / v + _LOG_2PI + np.log(v)))
+            use = (gnb.counts_ > 0.0) & ~np.isnan(Xn)  # a missing value, or a class that never saw
+            S += np.where(use, dens, 0.0).sum(axis=2)  # the feature, adds nothing
+        return S * gnb.class_prior_
+
     def _nominal_columns(self, X: np.ndarray) -> list[np.ndarray]:
         """Per nominal feature, the table column of each row's value (V for unseen/missing)."""
         out = []
@@ -417,6 +491,8 @@ class MixedNB(Learner):
         if not self._index:
             return {}
         xs, _ = as_floats(x, self.n_features_in_)
+        if self.scoring == "paper_sum":
+            return dict(zip(self.classes_, self._paper_proba(np.array([xs], dtype=float))[0].tolist()))
         post = self._gnb.predict_proba_one(self._numeric_part(xs, self._numeric))
         if not self._nominal:
             return post
@@ -445,6 +521,8 @@ class MixedNB(Learner):
         X = X.astype(np.float64, copy=False)
         if np.isinf(X).any():
             raise ValueError("X holds +/-inf: features must be finite (NaN marks a missing value)")
+        if self.scoring == "paper_sum":
+            return self._paper_proba(X)
         P = self._gnb.predict_proba_many(X[:, self._numeric] if self._numeric else np.full((len(X), 1), _NAN))
         if not self._nominal:
             return P
@@ -515,6 +593,7 @@ class MixedNB(Learner):
                 "alpha": self.alpha,
                 "borrow_factor": self.borrow_factor,
                 "max_size_bytes": self.max_size_bytes,
+                "scoring": self.scoring,
             },
             "gaussian": self._gnb.state(),
             "n_features_in": self.n_features_in_,

@@ -155,6 +155,25 @@ def test_members_follow_the_parameters():
     assert all(isinstance(m, GaussianNB) and m.learning_rate is None for m in NaiveBayesCommittee(n_models=2).members)
 
 
+def test_paper_sum_members():
+    """scoring="paper_sum" reaches every member (MixedNB, even without nominal_attributes), the
+    single-member committee decides the paper's x1 and x2 as the paper, and it survives a state
+    round trip; a state without "scoring" (older) loads as "product"."""
+    nbc = NaiveBayesCommittee(3, "monte_carlo", 1.0, nominal_attributes=ALL_NOMINAL, scoring="paper_sum", seed=1)
+    assert all(type(m) is MixedNB and m.scoring == "paper_sum" for m in nbc.members)
+    assert all(type(m) is MixedNB and m.scoring == "paper_sum"
+               for m in NaiveBayesCommittee(n_models=2, scoring="paper_sum").members)  # fmt: skip
+    _fit(nbc, PAPER_TRAIN)
+    (x1, _), (x2, _), _, _ = PAPER_TEST
+    assert nbc.predict_proba_one(x1) == {2: 1.0, 4: 0.0} and nbc.predict_proba_one(x2) == {2: 1.0, 4: 0.0}
+    restored = learner_from_state(decode(encode(nbc.state())))
+    assert restored.scoring == "paper_sum" and all(m.scoring == "paper_sum" for m in restored.members)
+    assert [restored.predict_one(x) for x, _ in PAPER_TEST] == [nbc.predict_one(x) for x, _ in PAPER_TEST]
+    state = _paper_committee(2, n_models=2).state()
+    del state["params"]["scoring"]
+    assert learner_from_state(state).scoring == "product"
+
+
 def test_casebook_c30_pickle():
     nbc = _paper_committee(3, n_models=5)
     copy = pickle.loads(pickle.dumps(nbc))
@@ -176,6 +195,7 @@ def test_casebook_c30_pickle():
         {"learning_rate": 2.0},
         {"nominal_attributes": [1, 1]},
         {"zero_frequency": "zero"},
+        {"scoring": "sum"},
         {"seed": -1},
     ],
 )

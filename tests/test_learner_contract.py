@@ -26,6 +26,7 @@ LEARNERS = {
     "gaussian_nb_lr": lambda: GaussianNB(learning_rate=0.01),
     "mixed_nb": lambda: MixedNB(nominal_attributes=[3]),
     "mixed_nb_borrow_lr": lambda: MixedNB([2, 3], learning_rate=0.01, zero_frequency="borrow"),
+    "mixed_nb_paper_sum": lambda: MixedNB([2, 3], scoring="paper_sum"),
     "hoeffding_tree": lambda: HoeffdingTreeClassifier(grace_period=20, delta=0.01, seed=1),
     "srp": lambda: SRPClassifier(n_models=3, seed=1),
     "nb_committee": lambda: NaiveBayesCommittee(n_models=5, seed=1),
