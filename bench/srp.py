@@ -166,7 +166,12 @@ def moa_available(tmp: Path) -> str | None:
     """None when MOA can run, else why not (printed with the results)."""
     agent = sizeof_agent(tmp)
     if agent is not None and "CAPYMOA_JVM_ARGS" not in os.environ:
-        os.environ["CAPYMOA_JVM_ARGS"] = f"-Xmx8g -Xss10M -javaagent:{agent}"
+        # Java 17 denies reflection into java.base (ArrayList, HashMap, ...) unless opened: without
+        # these the agent's fullSizeOf silently skips every collection's contents and measures
+        # MOA's SRP ~150x too small (tens of kB where the opened measure gives MBs).
+        opens = " ".join(f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
+                         for pkg in ("java.lang", "java.util", "java.util.concurrent", "java.util.concurrent.atomic"))
+        os.environ["CAPYMOA_JVM_ARGS"] = f"-Xmx8g -Xss10M -javaagent:{agent} {opens}"
     try:
         import capymoa  # noqa: F401  (starts the JVM)
         from capymoa.classifier import StreamingRandomPatches  # noqa: F401
