@@ -146,9 +146,9 @@ cp "$core"/*.so edgebayes/_core/
 "$VENV/bin/python" -c 'import edgebayes; print("    backend from the checkout:", edgebayes.backend_description())'
 t0=$SECONDS
 if [ "$ARCH" = armhf ]; then
-  # cryptography (test extra) needs cffi, which has no armv7 wheel on PyPI either (pip would
-  # build it and fail on the missing ffi.h): Debian's, seen through the venv like numpy
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-cffi >/dev/null
+  # cryptography (test extra) needs cffi >= 2.0, which has no armv7 wheel on PyPI (Debian's
+  # python3-cffi is 1.15): pip builds it with the compiler install.sh brought, given libffi's headers
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libffi-dev >/dev/null
 fi
 # the test extra's requirements only: `pip install .[test]` would build edgebayes again
 mapfile -t test_reqs < <("$VENV/bin/python" -c '
