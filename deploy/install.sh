@@ -9,9 +9,9 @@
 #   sudo deploy/install.sh --uninstall --purge   # ... and the config, checkpoints, user, passwords
 #
 # What it does: apt packages (python3-venv, mosquitto, and build-essential and python3-dev to
-# build the compiled core: if these two cannot be installed, edgebayes installs and runs on its
-# pure-Python reference, with a warning); a system user "edgebayes"; a venv under
-# /opt/edgebayes with edgebayes pip-installed from this checkout; the config in /etc/edgebayes
+# build the compiled core: without them it goes on, and edgebayes runs on its pure-Python
+# reference); a system user "edgebayes"; a venv under /opt/edgebayes with edgebayes
+# pip-installed from this checkout, and which backend it got; the config in /etc/edgebayes
 # (an existing one is never overwritten); the local Mosquitto configured from deploy/mosquitto
 # (no anonymous access, a generated password for the runtime, and an ACL made from the config
 # by `edgebayes acl`, which admits its [[sources]] topics); the systemd unit
@@ -113,10 +113,10 @@ install_packages() {
   [ "$ARCH" = armhf ] && packages+=(python3-numpy python3-msgpack)
   run apt-get update -qq
   run env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
-  # the compiled core (setup.py) needs a C compiler and Python's headers; without them pip
-  # installs the pure-Python reference (the same results, slower), so the install goes on
+  # the compiled core's build (setup.py): optional, as without a compiler pip installs the
+  # pure-Python reference (report_backend says which one the service runs)
   run env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential python3-dev ||
-    say "warning: build-essential and python3-dev could not be installed: edgebayes will run on its pure-Python reference (the same results, slower)"
+    say "warning: build-essential and python3-dev not installed: edgebayes will run on its pure-Python reference"
 }
 
 check_python() {
@@ -146,14 +146,30 @@ create_venv() {
   fi
 }
 
-# edgebayes from this checkout (a regular install, not editable: the checkout may go away);
-# says which implementation its learners got: "compiled", or "python (why)".
+# edgebayes from this checkout (a regular install, not editable: the checkout may go away).
 pip_install_edgebayes() {
   run "$VENV/bin/pip" install --quiet --upgrade pip
   run "$VENV/bin/pip" install --quiet --upgrade "$REPO"
   run install -m 0644 "$REPO/README.md" "$PREFIX/README.md"
-  [ "$DRY_RUN" = 1 ] && return 0
-  say "learners: $("$VENV/bin/python" -c 'import edgebayes; print(edgebayes.backend_description())')"
+  report_backend
+}
+
+# Which implementation the service gets: pip hides the build's warnings when the compiled core
+# cannot be built (no C compiler), so say it here.
+report_backend() {
+  local description
+  if [ "$DRY_RUN" = 1 ]; then
+    printf '+ %s\n' "$VENV/bin/python -c 'import edgebayes; print(edgebayes.backend_description())'"
+    return 0
+  fi
+  description="$(cd / && "$VENV/bin/python" -c 'import edgebayes; print(edgebayes.backend_description())')" ||
+    die "edgebayes does not import from $VENV"
+  if [ "$description" = compiled ]; then
+    say "backend: compiled (edgebayes._core built for this machine)"
+  else
+    say "warning: backend $description"
+    say "warning: edgebayes runs on its pure-Python reference (same results, slower); for the compiled core: apt-get install build-essential python3-dev, then run this again"
+  fi
 }
 
 install_config() {

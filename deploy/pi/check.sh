@@ -17,8 +17,8 @@
 #
 # Needs root and: apt-get install -y debootstrap qemu-user-static binfmt-support
 # Environment: EDGEBAYES_PI_CACHE (default /var/cache/edgebayes-pi), EDGEBAYES_PI_MIRROR (Debian
-# mirror), EDGEBAYES_PI_NICE (niceness of the emulated work, default 19), EDGEBAYES_PI_E2E and
-# EDGEBAYES_PI_EXCLUDE (override the selection below), EDGEBAYES_PI_FOOTPRINT=0 (skip the
+# mirror), EDGEBAYES_PI_NICE (niceness of the emulated work, default 19), EDGEBAYES_PI_E2E,
+# EDGEBAYES_PI_EXCLUDE and EDGEBAYES_PI_ONLY (override the selection below), EDGEBAYES_PI_FOOTPRINT=0 (skip the
 # footprint measurement, deploy/pi/footprint.py, run after the tests), EDGEBAYES_PI_KEEP=1 (keep
 # the run's overlay for a look afterwards).
 set -euo pipefail
@@ -36,6 +36,9 @@ EXCLUDE_DEFAULT="tests/test_deploy_mosquitto.py::* tests/test_report.py::*
   tests/test_demo.py::test_demo_learning_beats_the_baselines_once_the_label_sensor_is_gone
   tests/test_memory.py::test_srp_of_10_stays_in_256_kib_over_agr_a_within_3_points_of_unbounded"
 EXCLUDE="${EDGEBAYES_PI_EXCLUDE-$EXCLUDE_DEFAULT}"
+# ONLY, when not empty, narrows the broker-free part to the tests matching one of its patterns
+# (e.g. the learners': "tests/test_naive_bayes.py::* tests/test_tree.py::* ...").
+ONLY="${EDGEBAYES_PI_ONLY-}"
 
 SUITE=bookworm
 CACHE="${EDGEBAYES_PI_CACHE:-/var/cache/edgebayes-pi}"
@@ -106,11 +109,55 @@ set -euo pipefail
 say() { printf '[pi-check %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 cd /srv/edgebayes/main
 say "$ARCH: $(python3 --version), $(uname -m), glibc $(ldd --version | head -1 | awk '{print $NF}')"
+stamp() { while IFS= read -r line; do printf '%(%s)T %s\n' -1 "$line"; done; }
+# seconds between pip's "WHAT: started" and "WHAT: finished" lines in the stamped install log
+span() {
+  awk -v what="$1" 'index($0, what ": started") && !s { s = $1 }
+    index($0, what ": finished") && s && !e { e = $1 }
+    END { if (s && e) print e - s; else print "?" }' /tmp/install.log
+}
 t0=$SECONDS
-# what a Pi user runs (sudo deploy/install.sh); no systemd in the root: the unit is only installed
-deploy/install.sh 2>&1 | sed 's/^/    /'
-"$VENV/bin/pip" install --quiet ".[test]"
-say "$ARCH: deploy/install.sh + pip install .[test] in $((SECONDS - t0)) s"
+# what a Pi user runs (sudo deploy/install.sh); no systemd in the root: the unit is only installed.
+# PIP_VERBOSE=1 cancels install.sh's --quiet: pip's "started"/"finished" lines time the build.
+PIP_VERBOSE=1 deploy/install.sh 2>&1 | stamp | tee /tmp/install.log | cut -d' ' -f2- |
+  grep -v -e '^ *\(Downloading\|Requirement already\|Using cached\|Looking in\|Collecting\)' |
+  sed 's/^/    /'
+say "$ARCH: deploy/install.sh in $((SECONDS - t0)) s (apt packages, compiler included; venv; edgebayes built and installed)"
+say "$ARCH: building edgebayes inside it: build dependencies (setuptools, Cython) $(span 'Installing build dependencies') s, cythonize $(span 'Getting requirements to build wheel') s, compile and link $(span 'Building wheel for edgebayes (pyproject.toml)') s"
+# the installed package, seen from outside the checkout: the compiled core must be there
+cd /
+if ! "$VENV/bin/python" - <<'PY'
+import edgebayes, pathlib, sys
+core = pathlib.Path(edgebayes.__file__).parent / "_core"
+print("    installed:", edgebayes.__file__)
+print("    compiled core:", " ".join(sorted(p.name for p in core.glob("*.so"))) or "none")
+print("    backend:", edgebayes.backend_description())
+sys.exit(edgebayes.backend() != "compiled")
+PY
+then
+  say "$ARCH: FAIL: deploy/install.sh did not give the compiled backend (see above)"
+  exit 1
+fi
+core=$("$VENV/bin/python" -c 'import edgebayes._core, os; print(os.path.dirname(edgebayes._core.__file__))')
+cd /srv/edgebayes/main
+# pytest imports edgebayes from the checkout (its folder is on sys.path): give it the extension
+# modules install.sh built, so that the tests run the installed binaries
+cp "$core"/*.so edgebayes/_core/
+"$VENV/bin/python" -c 'import edgebayes; print("    backend from the checkout:", edgebayes.backend_description())'
+t0=$SECONDS
+if [ "$ARCH" = armhf ]; then
+  # cryptography (test extra) needs cffi >= 2.0, which has no armv7 wheel on PyPI (Debian's
+  # python3-cffi is 1.15): pip builds it with the compiler install.sh brought, given libffi's headers
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libffi-dev >/dev/null
+fi
+# the test extra's requirements only: `pip install .[test]` would build edgebayes again
+mapfile -t test_reqs < <("$VENV/bin/python" -c '
+import importlib.metadata as md
+for r in md.requires("edgebayes") or []:
+    if "extra == \"test\"" in r:
+        print(r.split(";")[0].strip())')
+"$VENV/bin/pip" install --quiet "${test_reqs[@]}"
+say "$ARCH: the test extra (${test_reqs[*]}) in $((SECONDS - t0)) s"
 if [ "$ARCH" = armhf ]; then
   # why install.sh takes Debian's numpy and msgpack there: pip's own answer, printed as is
   platform=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_platform())')
@@ -127,8 +174,10 @@ print("    installed:", ", ".join(f"{n} {md.version(n)}" for n in names), "on", 
 PY
 t0=$SECONDS
 rc=0
+# EDGEBAYES_REQUIRE_COMPILED=1: the compiled half of the backend-parametrised tests fails, not
+# skips, if the core is missing; select_tests prints the outcomes per backend at the end
 PYTHONPATH=/srv/edgebayes/main/deploy/pi EDGEBAYES_PI_E2E_COUNT_FILE=/tmp/e2e-count \
-  "$VENV/bin/python" -m pytest -p select_tests -p no:cacheprovider -q -rA --durations=5 tests ||
+  EDGEBAYES_REQUIRE_COMPILED=1 "$VENV/bin/python" -m pytest -p select_tests -p no:cacheprovider -q -rA --durations=5 tests ||
   rc=$?
 say "$ARCH: tests in $((SECONDS - t0)) s (pytest exit $rc)"
 n_e2e=$(cat /tmp/e2e-count 2>/dev/null || echo 0)
@@ -167,6 +216,7 @@ run_inside() {
     ARCH="$arch" VENV="$VENV" \
     PIP_CERT=/etc/ssl/host-ca-bundle.crt PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
     PIP_DEFAULT_TIMEOUT=120 EDGEBAYES_PI_E2E="$E2E" EDGEBAYES_PI_EXCLUDE="$EXCLUDE" \
+    EDGEBAYES_PI_ONLY="$ONLY" \
     FOOTPRINT="${EDGEBAYES_PI_FOOTPRINT:-1}" \
     /bin/bash -s
 }
