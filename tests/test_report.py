@@ -26,7 +26,8 @@ def test_quick_report_has_every_table_and_sane_numbers(tmp_path):
     depth = re.search(r"^\| 300 \| ([-\d.]+) \| ([\d.]+) \|$", text, re.MULTILINE)
     assert -1.0 <= float(depth.group(1)) <= 1.0 and float(depth.group(2)) >= 1.0  # SRP's kappa and depth
 
-    cv = re.findall(r"^\| (\w+) \| \d+ \| \d+ \| \d+ \| ([\d.]+) ± [\d.]+ \| ([\d.]+) ± [\d.]+ \| (\d+) \|", text, re.MULTILINE)
+    # data, n, features, classes, largest class, offline, exact, its differ, warm-up, ..., Alg. 2, ...
+    cv = re.findall(r"^\| (\w+) \| \d+ \| \d+ \| \d+ \| \d+ \| ([\d.]+) ± [\d.]+ \| ([\d.]+) ± [\d.]+ \| (\d+) \|", text, re.MULTILINE)
     assert len(cv) == len(report.UCI)
     assert all(offline == exact and differ == "0" for _, offline, exact, differ in cv)  # online exact = offline
 

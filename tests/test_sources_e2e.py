@@ -143,7 +143,7 @@ def test_home_assistant_discovery(broker, tmp_path):
             assert cfg["device"]["identifiers"] == ["edgebayes_rt-src_t-0"]
             assert cfg["origin"]["name"] == "edgebayes"
         assert sensor["unique_id"] != event["unique_id"]
-        assert (sensor["default_entity_id"], event["default_entity_id"]) == ("sensor.t-0_prediction", "event.t-0_drift")
+        assert (sensor["default_entity_id"], event["default_entity_id"]) == ("sensor.t_0_prediction", "event.t_0_drift")
         assert sensor["state_topic"] == "eb/t-0/prediction" and "value_json.y_pred" in sensor["value_template"]
         assert sensor["json_attributes_topic"] == "eb/t-0/attributes"
         assert event["state_topic"] == "eb/t-0/drift" and event["event_types"] == ["warning", "drift"]
