@@ -42,6 +42,7 @@ cdef double SQRT2 = observers._SQRT2
 cdef double MIN_BRANCH_FRACTION = criterion.MIN_BRANCH_FRACTION
 cdef double MAX_SHARE_TO_SPLIT = criterion.MAX_SHARE_TO_SPLIT
 cdef Py_ssize_t REBALANCE_PERIOD = learning.REBALANCE_PERIOD
+cdef Py_ssize_t UNSEEN = -2  # a nominal value the tree's vocabulary lacks (learning makes room)
 cdef double LIMIT = MAX_ABS_X
 cdef double WEIGHT_LIMIT = MAX_WEIGHT
 
@@ -111,20 +112,18 @@ cdef Py_ssize_t predict_index(Fields t, const double* xs, double* scratch) excep
 cdef int learn_sample(Fields t, const double* xs, object y, double w) except -1:
     """The reference's ``learn_one`` after its checks (schema fixed, ``w`` > 0): a new class
     or nominal value first makes room (`learning.make_room`), then `learn`."""
-    cdef Py_ssize_t n_nom = len(t._gnom), k
+    cdef Py_ssize_t k, g
     cdef bint new = False
     c = t._cidx.get(y)
-    codes = [None] * n_nom
-    for k in range(n_nom):
-        v = xs[<Py_ssize_t>t._gnom[k]]
-        codes[k] = (<dict>t._vocab[k]).get(v) if v == v else -1
-        new = new or codes[k] is None
-    if c is None or new:
+    cdef Codes gc = _value_codes(t, xs, UNSEEN)
+    for g in t._gnom:
+        new = new or gc.at[g] == UNSEEN
+    if c is None or new:  # the reference's value codes (None: new), then the codes make_room gave
         xl = [xs[k] for k in range(t.n_features_in_)]
+        codes = [None if gc.at[g] == UNSEEN else gc.at[g] for g in t._gnom]
         c, codes = learning.make_room(t, y, c is None, xl, codes)
-    cdef Codes gc = Codes(t)
-    for k in range(n_nom):
-        gc.at[<Py_ssize_t>t._gnom[k]] = codes[k]
+        for k in range(len(codes)):
+            gc.at[<Py_ssize_t>t._gnom[k]] = codes[k]
     _learn(t, xs, gc.at, c, w)
     return 0
 
@@ -149,15 +148,17 @@ cdef class Codes:
             free(self.at)
 
 
-cdef Codes _value_codes(Fields t, const double* xs):
-    """The codes of ``xs``'s nominal values (`Codes`), as the reference's ``vocab.get(v, -1)``."""
+cdef Codes _value_codes(Fields t, const double* xs, Py_ssize_t unseen):
+    """The codes of ``xs``'s nominal values (`Codes`): -1 for a missing value, ``unseen`` for a
+    value the vocabulary lacks (-1 to predict, as the reference's ``vocab.get(v, -1)``;
+    `UNSEEN` to learn, where the reference's ``learning.value_codes`` says None)."""
     cdef Codes gc = Codes(t)
     cdef Py_ssize_t k, g
     cdef double v
     for k in range(len(t._gnom)):
         g = t._gnom[k]
         v = xs[g]
-        gc.at[g] = (<dict>t._vocab[k]).get(v, -1) if v == v else -1
+        gc.at[g] = (<dict>t._vocab[k]).get(v, unseen) if v == v else -1
     return gc
 
 
@@ -524,7 +525,7 @@ cdef bint predict_proba(Fields t, const double* xs, double* out) except -1:
     """`leaves.predict` at the leaf ``xs`` reaches: probabilities into ``out[:K]`` (``out``
     holds 2 K doubles, the rest scratch); False for no prediction (no class has weight there)."""
     cdef Py_ssize_t parent
-    cdef Codes codes = _value_codes(t, xs)
+    cdef Codes codes = _value_codes(t, xs, -1)
     cdef Py_ssize_t node = _route(t, xs, codes.at, 0.0, &parent), K = len(t.classes_), c, s
     cdef double* nf = t._nf.data.as_doubles
     cdef double total, top
