@@ -164,3 +164,25 @@ def test_a_state_written_by_one_backend_continues_identically_in_the_other(
     where = f"{config} on {stream}, written by {writer}, read by {reader}"
     _assert_same_state({writer: original, reader: copy}, f"{where}, when read")
     _lockstep({writer: original, reader: copy}, X[n:], y[n:], n, where)
+
+
+def test_nominal_values_get_the_same_codes_from_small_and_large_vocabularies():
+    """The compiled tree scans a small vocabulary and hashes a large one: on a feature that
+    grows past 16 values, one with 0.0 and -0.0, and a state whose vocabulary holds ints (a
+    checkpoint may), both backends give the same predictions and states."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    n = 1500
+    many = rng.integers(0, 40, n).astype(float)  # passes from scanned to hashed
+    signed = rng.choice([0.0, -0.0, 1.0], n)
+    noise = rng.normal(size=n)
+    X = np.column_stack([many, signed, noise])
+    y = [int(m) % 3 if s == 0.0 else int(m) % 2 for m, s in zip(many, signed)]
+    build = lambda: make_learner("hoeffding_tree", nominal_attributes=[0, 1], grace_period=50, seed=1)
+    sides = {name: _Side(name, build) for name in BACKENDS}
+    _lockstep(sides, X[:1000], y[:1000], 0, "nominal vocabularies")
+    state = sides[BACKENDS[0]].state()
+    state["vocab"] = [[int(v) for v in values] for values in state["vocab"]]
+    copies = {name: _Side(name, lambda: learner_from_state(state)) for name in BACKENDS}
+    _lockstep(copies, X[1000:], y[1000:], 1000, "nominal vocabularies with int values")

@@ -17,6 +17,9 @@ split, a ranking of the leaves) calls the reference functions themselves.
 """
 
 from cpython cimport array
+from cpython.dict cimport PyDict_Next
+from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
+from cpython.object cimport PyObject
 from libc.math cimport INFINITY, erf, exp, isfinite, log, log2, sqrt
 from libc.stdlib cimport free, malloc
 
@@ -43,6 +46,7 @@ cdef double MIN_BRANCH_FRACTION = criterion.MIN_BRANCH_FRACTION
 cdef double MAX_SHARE_TO_SPLIT = criterion.MAX_SHARE_TO_SPLIT
 cdef Py_ssize_t REBALANCE_PERIOD = learning.REBALANCE_PERIOD
 cdef Py_ssize_t UNSEEN = -2  # a nominal value the tree's vocabulary lacks (learning makes room)
+cdef Py_ssize_t SCAN_MAX = 16  # vocabularies up to this size are scanned, larger ones hashed
 cdef double LIMIT = MAX_ABS_X
 cdef double WEIGHT_LIMIT = MAX_WEIGHT
 
@@ -158,8 +162,25 @@ cdef Codes _value_codes(Fields t, const double* xs, Py_ssize_t unseen):
     for k in range(len(t._gnom)):
         g = t._gnom[k]
         v = xs[g]
-        gc.at[g] = (<dict>t._vocab[k]).get(v, unseen) if v == v else -1
+        gc.at[g] = _code_of(<dict>t._vocab[k], v, unseen) if v == v else -1
     return gc
+
+
+cdef Py_ssize_t _code_of(dict vocab, double v, Py_ssize_t unseen) except? -3:
+    """``vocab.get(v, unseen)`` for a number ``v``: a small vocabulary of float keys is scanned
+    with C's ``==`` (the same key as the dict's hash lookup finds: a float equals a float key
+    exactly when their doubles compare equal), which spares a float object and its hash."""
+    cdef Py_ssize_t pos = 0
+    cdef PyObject* key
+    cdef PyObject* code
+    if len(vocab) <= SCAN_MAX:
+        while PyDict_Next(vocab, &pos, &key, &code):
+            if not PyFloat_CheckExact(<object>key):
+                return vocab.get(v, unseen)
+            if PyFloat_AS_DOUBLE(<object>key) == v:
+                return <Py_ssize_t>(<object>code)
+        return unseen
+    return vocab.get(v, unseen)
 
 
 # ---------------------------------------------------------------- learning (`learning`)
