@@ -7,6 +7,7 @@ import json
 import math
 import pickle
 import random
+import struct
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 import edgebayes
 from edgebayes import codec
 from edgebayes.drift import ADWIN, DriftDetector, ErrorDetector, detector_from_state
+from edgebayes.drift import adwin as adwin_module
 from tests.conftest import BACKENDS, use_backend
 
 pytestmark = pytest.mark.usefixtures("backend")  # every test, on each backend
@@ -446,9 +448,22 @@ def test_docstring_examples():
 
 
 def held_by_buffers(adwin):
-    """What the detector object and its four buffers really allocate (arrays: header + items)."""
+    """What the four buffers really allocate (arrays: header + items), plus the object counted
+    as `adwin.OBJECT_BYTES` (checked against the object by the test below)."""
     bufs = (adwin._totals, adwin._variances, adwin._counts, adwin._pending)
-    return sys.getsizeof(adwin) + sum(sys.getsizeof(b) for b in bufs)
+    return adwin_module.OBJECT_BYTES + sum(sys.getsizeof(b) for b in bufs)
+
+
+def test_the_object_bytes_counted_are_the_object_on_64_bit_and_a_bound_on_32_bit():
+    """Both backends count the same constant: exactly either object where pointers are 8 bytes
+    (the compiled fields are 8 bytes each there too), at least either object elsewhere."""
+    for name in BACKENDS:
+        with use_backend(name):
+            size = sys.getsizeof(ADWIN())
+        if struct.calcsize("P") == 8:
+            assert size == adwin_module.OBJECT_BYTES, name
+        else:
+            assert size <= adwin_module.OBJECT_BYTES, name
 
 
 @pytest.mark.parametrize("max_buckets", [2, 5])
