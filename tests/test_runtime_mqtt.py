@@ -1,5 +1,6 @@
 """The MQTT wrapper against the casebook's client failures (C31, C34, C35, C37)."""
 
+import collections
 import logging
 import socket
 import threading
@@ -201,4 +202,43 @@ def test_reading_pauses_while_the_consumer_cannot_take_and_writing_goes_on(broke
     assert handled == [0, 1, 2, 3, 4]
     for client in (pub, sub):
         client.loop_stop()
+    assert c.stop() is True
+
+
+def test_messages_held_while_the_consumer_waits_stay_within_the_receive_maximum(broker):
+    """Once acknowledgements flow, Mosquitto 2.0 sends more unacknowledged messages than the
+    Receive Maximum. While the consumer waits for room in the backlog the network thread reads
+    on and holds what the consumer cannot take: at most Receive Maximum messages (the rest stays
+    at the broker), and every message is handled once, in order."""
+    queued, handled, held, box = collections.deque(), [], [], {}
+    c = box["c"] = _client(broker.host, broker.port, "held", lambda *message: queued.append(message),
+                           can_take=lambda: len(queued) < 10, receive_maximum=20,
+                           max_backlog_bytes=0)  # never room: the consumer waits before each message
+    c.start()
+    wait_for(c.subscribed.is_set, what="subscription")
+    done = threading.Event()
+
+    def consumer():  # a worker that goes on after each wait, acknowledging as it handles
+        while not done.is_set():
+            c.wait_for_room(0.002)
+            held.append(c.n_held)
+            if queued:
+                _topic, payload, mid, qos = queued.popleft()
+                handled.append(int(payload))
+                c.ack(mid, qos)
+
+    waiter = threading.Thread(target=consumer)
+    waiter.start()
+    pub = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="held-pub")
+    pub.max_inflight_messages_set(0)
+    pub.connect(broker.host, broker.port)
+    pub.loop_start()
+    for i in range(3000):
+        pub.publish("c/in", b"%d" % i, qos=1)
+    wait_for(lambda: len(handled) == 3000, timeout_s=60, what="every message")
+    done.set()
+    waiter.join()
+    assert handled == list(range(3000))
+    assert 0 < max(held) <= 20
+    pub.loop_stop()
     assert c.stop() is True

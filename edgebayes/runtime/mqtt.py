@@ -8,8 +8,12 @@
 - Manual acknowledgement: a message is acknowledged by ``ack`` once the consumer is done with
   it, so a message still queued when the process dies is delivered again. The MQTT 5 Receive
   Maximum is set to the consumer's queue size, so the broker should never have more
-  unacknowledged messages in flight than the queue can hold (Mosquitto was seen sending a few
-  more: ``can_take`` pauses reading then).
+  unacknowledged messages in flight than the queue can hold. Mosquitto 2.0 does not keep to it
+  once acknowledgements flow (tens of thousands seen in flight): ``can_take`` pauses reading
+  then, and the messages read while the consumer waits for room in the backlog are held as
+  (topic, payload, mid, qos) tuples, at most Receive Maximum of them (a paho message object
+  with its properties takes kilobytes); at that bound reading stops too, unless a QoS 1
+  message of ours waits for its acknowledgement (reading is then the only way on).
 - The network thread is ours, driving paho's external-loop API (``loop_read``/``loop_write``/
   ``loop_misc`` around one ``select``). With ``loop_start`` every ``publish`` and ``ack`` from
   the worker wrote a byte to paho's wake-up socket pair, and each of those syscalls handed the
@@ -162,10 +166,13 @@ class MqttClient:
         self._out_lock = threading.Lock()
         self._out: dict[int, tuple[int, int]] = {}
         self._out_done_early: set[int] = set()
+        self._n_out_qos1 = 0  # entries of _out waiting for the broker's acknowledgement
         self.backlog_bytes = 0
         self._room = threading.Event()  # set by the network thread when room is made
         self._waiting = False  # the consumer waits in wait_for_room
-        self._held: collections.deque = collections.deque()  # messages the consumer could not take
+        # (topic, payload, mid, qos) of messages the consumer could not take, at most _max_held
+        self._held: collections.deque = collections.deque()
+        self._max_held = max(1, min(receive_maximum, 65535))
         self._connected_at: float | None = None
         self._n_quick_losses = 0  # connections in a row lost within TAKEOVER_WINDOW_S
         self._hold_off = False  # a takeover: the next reconnect waits reconnect_max_s
@@ -303,7 +310,10 @@ class MqttClient:
             self._wake_sent = False
         if sock in readable or buffered:
             c.loop_read()
-            while c.n_buffered() and c.socket() is not None and self._reading():  # the chunk's rest
+            while c.n_buffered() and c.socket() is not None:  # the chunk's rest
+                self._deliver_held()
+                if not self._reading():
+                    break
                 if c.want_write():  # what the worker made meanwhile: one send a packet either way
                     c.loop_write()
                 c.loop_read()
@@ -314,13 +324,15 @@ class MqttClient:
 
     def _reading(self) -> bool:
         """Whether to read the socket: the consumer takes messages, or it waits for
-        acknowledgements that free the backlog (what it cannot take is then held)."""
+        acknowledgements that free the backlog (what it cannot take is then held). With
+        ``_max_held`` messages held, only while it waits for an acknowledgement of ours."""
+        if len(self._held) >= self._max_held:
+            return self._waiting and self._n_out_qos1 > 0
         return self._waiting or self._can_take()
 
     def _deliver_held(self) -> None:
         while self._held and self._can_take():
-            deliver, msg = self._held.popleft()
-            deliver(msg)
+            self._deliver(*self._held.popleft())
 
     def _wake(self) -> None:
         """Wake the network thread if it sleeps in select (any thread; cheap when it is busy)."""
@@ -351,6 +363,7 @@ class MqttClient:
                 self._out_done_early.discard(mid)
                 return
             self._out[mid] = (nbytes, qos)
+            self._n_out_qos1 += qos > 0
             self.backlog_bytes += nbytes
 
     def _done_out(self, mid: int) -> None:
@@ -360,6 +373,7 @@ class MqttClient:
                 self._out_done_early.add(mid)
                 return
             self.backlog_bytes -= entry[0]
+            self._n_out_qos1 -= entry[1] > 0
         if self._waiting and self.has_room():
             self._room.set()
 
@@ -369,6 +383,12 @@ class MqttClient:
         with self._out_lock:
             for mid in [m for m, (_, qos) in self._out.items() if qos == 0]:
                 self.backlog_bytes -= self._out.pop(mid)[0]
+
+    @property
+    def n_held(self) -> int:
+        """Messages read while the consumer could not take them, held for it in order (at most
+        the Receive Maximum, unless reading must go on for an acknowledgement: module docstring)."""
+        return len(self._held)
 
     @property
     def backlog_messages(self) -> int:
@@ -548,20 +568,23 @@ class MqttClient:
             self._callback_error("on_publish")
 
     def _on_message(self, client, userdata, msg) -> None:
-        self._take(self._deliver, msg)
-
-    def _take(self, deliver: Callable, msg) -> None:
-        if self._held or not self._can_take():  # in order, after the ones held before it
-            self._held.append((deliver, msg))
-        else:
-            deliver(msg)
-
-    def _deliver(self, msg) -> None:
         try:
-            self._handler(msg.topic, Retained(msg.payload) if msg.retain else msg.payload, msg.mid, msg.qos)
+            item = (msg.topic, Retained(msg.payload) if msg.retain else msg.payload, msg.mid, msg.qos)
+        except Exception:  # noqa: BLE001 (a topic that is not UTF-8: counted, logged, acknowledged)
+            self._callback_error("on_message")
+            self.ack(msg.mid, msg.qos)
+            return
+        if self._held or not self._can_take():  # in order, after the ones held before it
+            self._held.append(item)
+        else:
+            self._deliver(*item)
+
+    def _deliver(self, topic: str, payload: bytes, mid: int, qos: int) -> None:
+        try:
+            self._handler(topic, payload, mid, qos)
         except Exception:  # noqa: BLE001 (counted and logged: casebook C31)
             self._callback_error("on_message")
-            self.ack(msg.mid, msg.qos)  # counted and logged: do not leave it in flight
+            self.ack(mid, qos)  # counted and logged: do not leave it in flight
 
     def _callback_error(self, where: str) -> None:
         self.n_callback_errors += 1
