@@ -23,7 +23,7 @@ with defaults (``-`` = no default, ``None`` = unset)::
                   before it is acknowledged)
     [labels]      max_pending=1000 (per device) max_age_s=3600
     [output]      format="json" ("json" | "msgpack") prediction_qos=0 metrics_interval_s=10
-                  error_interval_s=1 max_backlog_bytes=8388608 (outgoing messages not yet
+                  error_interval_s=1 max_backlog_bytes=1048576 (outgoing messages not yet
                   written or acknowledged; at the bound the runtime stops taking readings)
     [queue]       max_size=10000 policy="block" ("block" | "drop_oldest")
                   max_payload_bytes=65536
@@ -176,7 +176,7 @@ class OutputConfig:
     prediction_qos: int = 0
     metrics_interval_s: float = 10.0
     error_interval_s: float = 1.0
-    max_backlog_bytes: int = 8 * 2**20
+    max_backlog_bytes: int = 2**20
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ class MqttClient:
 
     def __init__(self, cfg: BrokerConfig, *, subscriptions: list[str], status_topic: str,
                  on_message: MessageHandler, receive_maximum: int = 65535,
-                 max_backlog_bytes: int = 8 * 2**20, on_connected: Callable[[], None] | None = None,
+                 max_backlog_bytes: int = 2**20, on_connected: Callable[[], None] | None = None,
                  can_take: Callable[[], bool] = lambda: True,
                  alert: Callable[[dict], None] | None = None):
         try:
