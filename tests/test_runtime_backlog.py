@@ -58,9 +58,11 @@ def _burst(rt, dev, n, seed):
 
 def test_a_burst_of_qos1_predictions_waiting_for_their_acknowledgement_is_delivered_in_full(broker, tmp_path):
     """3,000 predictions made while the broker is busy (stopped with SIGSTOP: connected, not
-    acknowledging) all wait for their PUBACK; none is refused, all arrive."""
+    acknowledging) all wait for their PUBACK; none is refused, all arrive (a bound of 8 MiB
+    holds them all: the worker does not wait)."""
     gate = Gate()
-    rt = _runtime(broker, tmp_path, extra="[output]\nprediction_qos = 1\n", tick_hooks=[gate])
+    rt = _runtime(broker, tmp_path, extra="[output]\nprediction_qos = 1\nmax_backlog_bytes = 8388608\n",
+                  tick_hooks=[gate])
     try:
         dev = Device(broker)
         go = gate.close()
