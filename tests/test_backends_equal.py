@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from edgebayes import codec
-from edgebayes.base import KINDS, Learner, learner_from_state, make_learner
+from edgebayes.base import KINDS, learner_from_state, make_learner
 from edgebayes.streams import open_stream
 from edgebayes.streams.presets import PRESETS, srp_stream
 from tests.conftest import BACKENDS, use_backend
@@ -67,16 +67,13 @@ class _Side:
         self.backend = backend
         with use_backend(backend):
             self.learner = build()
-        # the base class's predict_one is the first most probable label of predict_proba_one,
-        # compared already; a class with its own (the committee draws ties) is asked too
-        self.own_predict_one = type(self.learner).predict_one is not Learner.predict_one
 
     def step(self, x, y) -> dict:
         """Predict ``x`` (the probabilities as (label, p) pairs in their order, the label),
         then learn ``(x, y)``."""
         with use_backend(self.backend):
             proba = self.learner.predict_proba_one(x)
-            label = self.learner.predict_one(x) if self.own_predict_one else None
+            label = self.learner.predict_one(x)  # a learner's own (SRP compiled, the committee's ties)
             self.learner.learn_one(x, y)
         return {"proba": list(proba.items()), "label": label}
 

@@ -13,7 +13,7 @@ bit-identical to the reference's.
 
 from libc.stdlib cimport free, malloc
 
-from edgebayes._core.tree cimport Fields, learn_sample, predict_index, predict_proba
+from edgebayes._core.tree cimport Codes, Fields, learn_codes, predict_index, predict_proba, value_codes
 from edgebayes.ensemble.srp import SRPClassifier as _Reference
 
 
@@ -46,22 +46,32 @@ cdef inline bint _compiled(learner, take):
     return take is None and isinstance(learner, Fields) and (<Fields>learner).n_features_in_ is not None
 
 
-cdef object _predict_one(learner, take, Sample x):
-    """``learner.predict_one`` on the member's view of the sample."""
+cdef object _predict_one(learner, take, Sample x, Codes codes):
+    """``learner.predict_one`` on the member's view of the sample; ``codes``: the compiled
+    tree's `value_codes` of it (None for any other learner)."""
     cdef Py_ssize_t k
-    if _compiled(learner, take):
-        k = predict_index(<Fields>learner, x.xd, x.scratch)
+    if codes is not None:
+        k = predict_index(<Fields>learner, x.xd, codes.at, x.scratch)
         return None if k < 0 else (<Fields>learner).classes_[k]
     return learner.predict_one(x.xs if take is None else x.v[take])
 
 
-cdef int _learn_one(learner, take, Sample x, y, double w) except -1:
-    """``learner.learn_one(x, y, w)`` on the member's view (``w`` > 0, ``y`` checked)."""
-    if _compiled(learner, take):
-        learn_sample(<Fields>learner, x.xd, y, w)
-    else:
-        learner.learn_one(x.xs if take is None else x.v[take], y, w)
-    return 0
+cdef Codes _codes(learner, take, Sample x):
+    """The compiled tree's `value_codes` of the sample, None for any other learner."""
+    return value_codes(<Fields>learner, x.xd) if _compiled(learner, take) else None
+
+
+cdef Codes _learn_one(learner, take, Sample x, y, double w, Codes codes):
+    """``learner.learn_one(x, y, w)`` on the member's view (``w`` > 0, ``y`` checked); returns
+    the codes to test it with next (a tree's first sample fixes its schema in Python, after
+    which it is compiled)."""
+    if codes is None:
+        if not _compiled(learner, take):
+            learner.learn_one(x.xs if take is None else x.v[take], y, w)
+            return _codes(learner, take, x)
+        codes = value_codes(<Fields>learner, x.xd)
+    learn_codes(<Fields>learner, x.xd, codes, y, w)
+    return codes
 
 
 class SRPClassifier(_Reference):
@@ -74,7 +84,8 @@ class SRPClassifier(_Reference):
         cdef Sample x = Sample(xs, v, len(self.classes_))
         cdef double kw, error = 0.0
         cdef long k
-        preds = [_predict_one(m.learner, m.take, x) for m in members]
+        codes = [_codes(m.learner, m.take, x) for m in members]  # each member's, once
+        preds = [_predict_one(m.learner, m.take, x, codes[i]) for i, m in enumerate(members)]
         self._last_predictions = preds
         self.n_samples_seen_ += 1
         for i in range(n):
@@ -87,13 +98,13 @@ class SRPClassifier(_Reference):
                 continue
             kw = k * w
             learner, take = m.learner, m.take
-            _learn_one(learner, take, x, y, kw)
+            mc = _learn_one(learner, take, x, y, kw, codes[i])
             if m.drift is not None:
-                error = 0.0 if _predict_one(learner, take, x) == y else 1.0
+                error = 0.0 if _predict_one(learner, take, x, mc) == y else 1.0
             if m.bkg is not None:
-                _learn_one(m.bkg, m.bkg_take, x, y, kw)
+                _learn_one(m.bkg, m.bkg_take, x, y, kw, _codes(m.bkg, m.bkg_take, x))
             elif m.promoted:
-                _learn_one(learner, take, x, y, kw)
+                _learn_one(learner, take, x, y, kw, mc)
             if m.drift is None:
                 continue
             if m.warning is not None and m.warning.update(error):
@@ -105,42 +116,73 @@ class SRPClassifier(_Reference):
         """Weighted vote {label: probability} (see the reference's ``predict_proba_one``)."""
         if not self._members:
             return {}
-        xs, v = self._check_x(x)
-        cdef Py_ssize_t K = len(self.classes_), i, c, Kt
-        cdef Sample sample = Sample(xs, v, K)
-        cdef double* acc = <double*>malloc(max(K, 1) * sizeof(double))
-        if acc == NULL:
-            raise MemoryError()
-        cdef double s, f, wt, total = 0.0
-        cdef dict index = self._index
+        cdef Py_ssize_t K = len(self.classes_), c
+        cdef double total
+        cdef double* acc = _votes(self, x, &total)
         try:
-            for c in range(K):
-                acc[c] = 0.0
-            weights = self._weights()
-            for i, m in enumerate(self._members):
-                learner = m.learner
-                wt = weights[i]
-                if not _compiled(learner, m.take):
-                    _add_vote(acc, learner.predict_proba_one(xs if m.take is None else v[m.take]), wt, index)
-                    continue
-                if not (<Fields>learner)._n_nodes or not predict_proba(<Fields>learner, sample.xd, sample.scratch):
-                    continue
-                Kt = len((<Fields>learner).classes_)
-                s = 0.0
-                for c in range(Kt):
-                    s += sample.scratch[c]
-                if s > 0.0 and wt > 0.0:
-                    f = wt / s
-                    labels = (<Fields>learner).classes_
-                    for c in range(Kt):
-                        acc[<Py_ssize_t>index[labels[c]]] += sample.scratch[c] * f
-            for c in range(K):
-                total += acc[c]
             if total > 0.0:
                 return {self.classes_[c]: acc[c] / total for c in range(K)}
             return {label: 1.0 / K for label in self.classes_}
         finally:
             free(acc)
+
+    def predict_one(self, x):
+        """The label the reference's ``predict_one`` gives (the first most probable of
+        ``predict_proba_one``), without building the probabilities' dict."""
+        if not self._members or not self.classes_:
+            return None
+        cdef Py_ssize_t K = len(self.classes_), c, best = 0
+        cdef double total
+        cdef double* acc = _votes(self, x, &total)
+        try:
+            if total > 0.0:
+                for c in range(1, K):
+                    if acc[c] / total > acc[best] / total:  # the dict's values, compared as max does
+                        best = c
+            return self.classes_[best]
+        finally:
+            free(acc)
+
+
+cdef double* _votes(model, x, double* total) except NULL:
+    """The members' weighted votes summed per class into a new array of len(classes_)
+    doubles (the caller frees it), their sum into ``total`` (`combine_votes`)."""
+    xs, v = model._check_x(x)
+    cdef Py_ssize_t K = len(model.classes_), i, c, Kt
+    cdef Sample sample = Sample(xs, v, K)
+    cdef double* acc = <double*>malloc(max(K, 1) * sizeof(double))
+    if acc == NULL:
+        raise MemoryError()
+    cdef double s, f, wt
+    cdef dict index = model._index
+    try:
+        for c in range(K):
+            acc[c] = 0.0
+        weights = model._weights()
+        for i, m in enumerate(model._members):
+            learner = m.learner
+            wt = weights[i]
+            if not _compiled(learner, m.take):
+                _add_vote(acc, learner.predict_proba_one(xs if m.take is None else v[m.take]), wt, index)
+                continue
+            if not (<Fields>learner)._n_nodes or not predict_proba(<Fields>learner, sample.xd, sample.scratch):
+                continue
+            Kt = len((<Fields>learner).classes_)
+            s = 0.0
+            for c in range(Kt):
+                s += sample.scratch[c]
+            if s > 0.0 and wt > 0.0:
+                f = wt / s
+                labels = (<Fields>learner).classes_
+                for c in range(Kt):
+                    acc[<Py_ssize_t>index[labels[c]]] += sample.scratch[c] * f
+        total[0] = 0.0
+        for c in range(K):
+            total[0] += acc[c]
+    except BaseException:
+        free(acc)
+        raise
+    return acc
 
 
 cdef int _add_vote(double* acc, dict vote, double wt, dict index) except -1:

@@ -11,6 +11,12 @@ cdef class Fields:
     cdef public Py_ssize_t _n_nodes, _node_cap, _slot_cap, _ccap, _n_free, _n_learned
     cdef public array.array _ni, _nf, _cc, _st, _free
 
+cdef class Codes:
+    cdef Py_ssize_t* at
+    cdef Py_ssize_t stack[32]
+
+cdef Codes value_codes(Fields t, const double* xs)
 cdef bint predict_proba(Fields t, const double* xs, double* out) except -1
-cdef Py_ssize_t predict_index(Fields t, const double* xs, double* scratch) except -2
+cdef Py_ssize_t predict_index(Fields t, const double* xs, const Py_ssize_t* codes, double* scratch) except -2
 cdef int learn_sample(Fields t, const double* xs, object y, double w) except -1
+cdef int learn_codes(Fields t, const double* xs, Codes gc, object y, double w) except -1

@@ -12,8 +12,9 @@ with ``-ffp-contract=off``: every float of ``state()`` and every probability is
 bit-identical to the reference's. What changes the tree's shape (a new class or value, a
 split, a ranking of the leaves) calls the reference functions themselves.
 
-`tree.pxd` declares `predict_index` and `learn_sample` for the compiled SRP
-(`edgebayes._core.srp`), which drives its members through them.
+`tree.pxd` declares `value_codes`, `predict_index` and `learn_codes` for the compiled SRP
+(`edgebayes._core.srp`), which drives its members through them, looking a member's nominal
+codes up once per sample for its test, training and second test.
 """
 
 from cpython cimport array
@@ -99,13 +100,15 @@ cdef class Fields:
 # ---------------------------------------------------------------- the SRP's entry points
 
 
-cdef Py_ssize_t predict_index(Fields t, const double* xs, double* scratch) except -2:
+cdef Py_ssize_t predict_index(Fields t, const double* xs, const Py_ssize_t* codes, double* scratch) except -2:
     """The class index the reference's ``predict_one`` names (the first most probable), -1
-    for no prediction; ``scratch`` holds at least 2 len(classes_) doubles."""
+    for no prediction; ``codes`` from `value_codes` (an unseen value's code routes and votes
+    as a missing one, as in the reference's prediction); ``scratch`` holds at least
+    2 len(classes_) doubles."""
     if not t._n_nodes:
         return -1
     cdef Py_ssize_t K = len(t.classes_), k, best = 0
-    if not predict_proba(t, xs, scratch):
+    if not _predict_proba(t, xs, codes, scratch):
         return -1
     for k in range(1, K):
         if scratch[k] > scratch[best]:
@@ -114,12 +117,23 @@ cdef Py_ssize_t predict_index(Fields t, const double* xs, double* scratch) excep
 
 
 cdef int learn_sample(Fields t, const double* xs, object y, double w) except -1:
-    """The reference's ``learn_one`` after its checks (schema fixed, ``w`` > 0): a new class
-    or nominal value first makes room (`learning.make_room`), then `learn`."""
+    """The reference's ``learn_one`` after its checks (schema fixed, ``w`` > 0)."""
+    return learn_codes(t, xs, _value_codes(t, xs, UNSEEN), y, w)
+
+
+cdef Codes value_codes(Fields t, const double* xs):
+    """The codes of ``xs``'s nominal values in ``t``'s vocabularies, `UNSEEN` for a value
+    they lack, for `predict_index` and `learn_codes`."""
+    return _value_codes(t, xs, UNSEEN)
+
+
+cdef int learn_codes(Fields t, const double* xs, Codes gc, object y, double w) except -1:
+    """`learn_sample` with the codes of `value_codes`: a new class or nominal value first
+    makes room (`learning.make_room`), then `learn`. The codes of new values are written into
+    ``gc``, which then holds no `UNSEEN` (valid for this tree until it learns again)."""
     cdef Py_ssize_t k, g
     cdef bint new = False
     c = t._cidx.get(y)
-    cdef Codes gc = _value_codes(t, xs, UNSEEN)
     for g in t._gnom:
         new = new or gc.at[g] == UNSEEN
     if c is None or new:  # the reference's value codes (None: new), then the codes make_room gave
@@ -133,11 +147,9 @@ cdef int learn_sample(Fields t, const double* xs, object y, double w) except -1:
 
 
 cdef class Codes:
-    """Per global feature, the code of a sample's nominal value (-1: missing or unseen),
-    looked up once per call and read by routing, naive Bayes votes and observers."""
-
-    cdef Py_ssize_t* at
-    cdef Py_ssize_t stack[32]
+    """Per global feature, the code of a sample's nominal value (-1: missing; for a value the
+    vocabulary lacks -1 or `UNSEEN`, see `_value_codes`), looked up once and read by routing,
+    naive Bayes votes and observers (fields in tree.pxd)."""
 
     def __cinit__(self, Fields t):
         cdef Py_ssize_t d = t.n_features_in_
@@ -545,9 +557,14 @@ cdef void _clear_slot(Fields t, Py_ssize_t s):
 cdef bint predict_proba(Fields t, const double* xs, double* out) except -1:
     """`leaves.predict` at the leaf ``xs`` reaches: probabilities into ``out[:K]`` (``out``
     holds 2 K doubles, the rest scratch); False for no prediction (no class has weight there)."""
+    cdef Codes codes = _value_codes(t, xs, -1)  # held while its buffer is read
+    return _predict_proba(t, xs, codes.at, out)
+
+
+cdef bint _predict_proba(Fields t, const double* xs, const Py_ssize_t* codes, double* out) except -1:
+    """`predict_proba` with the codes of ``xs``'s nominal values (negative: missing or unseen)."""
     cdef Py_ssize_t parent
-    cdef Codes codes = _value_codes(t, xs, -1)
-    cdef Py_ssize_t node = _route(t, xs, codes.at, 0.0, &parent), K = len(t.classes_), c, s
+    cdef Py_ssize_t node = _route(t, xs, codes, 0.0, &parent), K = len(t.classes_), c, s
     cdef double* nf = t._nf.data.as_doubles
     cdef double total, top
     if nf[node * N_FLOATS + NW] <= 0.0 and parent >= 0:
@@ -557,7 +574,7 @@ cdef bint predict_proba(Fields t, const double* xs, double* out) except -1:
     mode = t.leaf_prediction
     if (s >= 0 and mode != "mc" and nf[fb + NW] >= <double>t.nb_threshold
             and not (mode == "nba" and nf[fb + MCOK] > nf[fb + NBOK])):
-        _nb_log_votes(t, node, s, xs, codes.at, out)
+        _nb_log_votes(t, node, s, xs, codes, out)
         top = -INFINITY
         for c in range(K):
             if out[c] > top:
