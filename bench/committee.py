@@ -53,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import sections
 from edgebayes.naive_bayes_mixed import MixedNB
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,6 +76,8 @@ VARIANTS = {
              "products (`MixedNB` defaults)",
 }  # fmt: skip
 SECTION = "## Seed 002: committees of naive Bayes over bootstraps and Monte Carlo splits"
+#: What stands in for the section in a results.md that has none (``{path}``: that file).
+NOT_RUN = "Not run: `python -m bench.committee --results {path}` writes this section."
 
 
 def load(path: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -361,16 +364,9 @@ def write_section(path: Path, lines: list[str]) -> None:
 
 
 def kept_section(path: Path) -> list[str]:
-    """The "Seed 002" section of the markdown file ``path`` as it stands (for `bench.report`,
-    which does not rerun this experiment), or a line saying how to make it."""
-    old = path.read_text().split("\n") if path.exists() else []
-    start = next((i for i, s in enumerate(old) if s.startswith(SECTION)), None)
-    if start is None:
-        return [SECTION, "", f"Not run: `python -m bench.committee --results {path}` writes this section."]
-    end = next((i for i in range(start + 1, len(old)) if old[i].startswith("## ")), len(old))
-    while end > start and not old[end - 1].strip():
-        end -= 1
-    return old[start:end]
+    """The "Seed 002" section of the markdown file ``path`` as it stands (`bench.report`, which
+    does not rerun this experiment, keeps it so), or a line saying how to make it."""
+    return sections.kept_section(path, SECTION, NOT_RUN)
 
 
 def plot(results: dict, path: str) -> bool:

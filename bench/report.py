@@ -17,9 +17,13 @@ Writes ``docs/results.md`` (``--out``), and PNG plots next to it when matplotlib
    recovery after each drift).
 4. Cost of every row of 1: samples/s, model bytes, peak RSS, speed as a ratio to River in the
    same run.
-5. Seed 002 (committees of naive Bayes): not run here but by ``python -m bench.committee
+5. The components one by one (bench/nb.py, tree.py, srp.py, adwin.py, runtime.py, memory.py),
+   each beside River (SRP also beside MOA): not run here; each row's command prints its figures,
+   entered in that section by hand. This report keeps that section of the results.md it rewrites
+   as it stands.
+6. Seed 002 (committees of naive Bayes): not run here but by ``python -m bench.committee
    --results docs/results.md`` (its own command, a few minutes); this report keeps that section
-   of the results.md it rewrites as it stands.
+   (unnumbered in results.md) as it stands too (`KEPT`).
 
 Every row of 1 and 4 runs in its own process (``--row``), so that its peak RSS is its own.
 """
@@ -42,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import committee
+from bench import committee, sections
 from edgebayes.streams import PRESETS, open_stream, srp_stream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,6 +90,18 @@ PAPER = {
     "ELEC": (73.362, 79.195, 88.82, 89.4, 89.502), "ADS": (68.161, 85.91, 99.756, 98.445, 99.665),
     "NOMAO": (86.865, 92.128, 97.232, 96.451, 97.064),
 }
+#: Section 5: each component alone beside River (SRP also beside MOA), figures entered by hand
+#: from the output of the scripts its rows name.
+COMPONENTS = "## 5. Components, each beside River and MOA"
+#: The sections of results.md this report does not compute, in their order after section 4, each
+#: kept as it stands in the results.md it rewrites: (heading, what stands in for a missing one;
+#: ``{path}``: that file).
+KEPT = (
+    (COMPONENTS, "Not in this file yet: each row of this section's table is the output of its command "
+                 "(`python bench/nb.py`, `bench/tree.py`, `bench/srp.py`, `bench/adwin.py`, `bench/runtime.py`, "
+                 "`bench/memory.py`), entered by hand; `python -m bench.report` keeps the section as it stands."),
+    (committee.SECTION, committee.NOT_RUN),
+)
 
 
 # ------------------------------------------------------------------------------ streams
@@ -641,8 +657,9 @@ def write_report(out: Path, args, command: str, rows, cv, drifts, moa_note, elap
                          fmt_bytes(r["model_bytes"]), f"{r['peak_rss_mb']:.0f} MB ({r['rss_growth_mb']:+.0f})"])
     L += table(["stream", "system", "acc %", "samples/s", "x River", "bytes", "peak RSS"], body)
 
-    # Seed 002: its own command (bench.committee --results), kept as it stands
-    L += ["", *committee.kept_section(out / "results.md")]
+    # 5. (by hand, from bench/*.py) and Seed 002 (bench.committee --results): kept as they stand
+    for heading, missing in KEPT:
+        L += ["", *sections.kept_section(out / "results.md", heading, missing)]
 
     # Behind
     L += ["", "## Where edgebayes is behind", ""] + behind(acc, res, streams, columns) + [""]

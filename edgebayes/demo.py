@@ -911,8 +911,8 @@ def format_summary(r: dict) -> str:
         (
             f"latency in the runtime, {_ms(lat['in_runtime'])}: reading received -> prediction "
             f"ready (its queue, then {' and '.join(models)} predict; each learns after the "
-            "publish). The README's figures (bench/runtime.py) are through the broker, one "
-            "device, no monitor"
+            "publish). The figures of bench/runtime.py (docs/results.md, section 5) are through "
+            "the broker, one device, no monitor"
         ),
     ):
         lines.append(textwrap.fill(text, 100, subsequent_indent="    "))
