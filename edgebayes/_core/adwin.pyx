@@ -21,15 +21,8 @@ cdef double TWO_THIRDS = 2.0 / 3  # MOA's ``(double) 2 / 3``
 
 
 cdef class Window:
-    """The window's fields (those of the reference's ``__slots__``) and its per-input path."""
-
-    cdef public double delta
-    cdef public Py_ssize_t clock, max_buckets, min_window_length, grace_period
-    cdef public long long _width, _n_detections
-    cdef public double _total, _variance, _estimation_before_drift
-    cdef public Py_ssize_t _ticks, _top
-    cdef public bint _drifted
-    cdef public array.array _totals, _variances, _counts, _pending
+    """The window's fields (those of the reference's ``__slots__``, declared in adwin.pxd)
+    and its per-input path."""
 
     def update(self, x):
         """Add one input; True when it made the window shrink (see the reference's ``update``)."""
@@ -38,19 +31,24 @@ cdef class Window:
             v = x
         else:
             v = as_input(x)
-        if v - v != 0.0:  # NaN for NaN and +/-inf
-            raise ValueError(f"ADWIN input must be finite, got {v}")
-        cdef Py_ssize_t ticks = self._ticks - 1
-        self._pending.data.as_doubles[ticks] = v
-        self._ticks = ticks
-        if ticks:
-            return False
-        return _check(self)
+        return window_update(self, v)
 
     def _flush(self):
         """Insert the pending inputs (read-outs and ``state()`` call this first)."""
         cdef double width_before, total_before
         _fold(self, &width_before, &total_before)
+
+
+cdef bint window_update(Window self, double v) except -1:
+    """`Window.update` for a double (the compiled SRP feeds its members' errors here)."""
+    if v - v != 0.0:  # NaN for NaN and +/-inf
+        raise ValueError(f"ADWIN input must be finite, got {v}")
+    cdef Py_ssize_t ticks = self._ticks - 1
+    self._pending.data.as_doubles[ticks] = v
+    self._ticks = ticks
+    if ticks:
+        return False
+    return _check(self)
 
 
 cdef bint _check(Window self) except -1:

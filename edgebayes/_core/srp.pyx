@@ -3,17 +3,23 @@
 training and votes.
 
 :class:`SRPClassifier` here is :class:`edgebayes.ensemble.SRPClassifier` (parameters, input
-checks, Poisson draws, warnings and drifts, state, memory) with ``_learn_members`` and
-``predict_proba_one`` replaced. The sample is read into doubles once; members whose learner
-is the compiled tree (`edgebayes._core.tree`) and sees the whole ``x`` are tested, trained
-and polled through the tree's C entry points, any other learner through its Python methods.
+checks, Poisson draws, warnings and drifts, state, memory) with ``_learn_members``,
+``predict_proba_one`` and ``predict_one`` replaced. The sample is read into doubles once;
+members whose learner is the compiled tree (`edgebayes._core.tree`) and sees the whole ``x``
+are tested, trained and polled through the tree's C entry points, any other learner through
+its Python methods; detectors that are an `ErrorDetector` over the compiled ADWIN are fed
+through ADWIN's C entry point.
 The loops are the reference's, in the same order: ``state()`` and every probability are
 bit-identical to the reference's.
 """
 
 from libc.stdlib cimport free, malloc
 
+from edgebayes._core.adwin cimport Window, window_update
 from edgebayes._core.tree cimport Codes, Fields, learn_codes, predict_index, predict_proba, value_codes
+
+from edgebayes._core.adwin import ADWIN as _ADWIN
+from edgebayes.drift.base import ErrorDetector
 from edgebayes.ensemble.srp import SRPClassifier as _Reference
 
 
@@ -54,6 +60,20 @@ cdef object _predict_one(learner, take, Sample x, Codes codes):
         k = predict_index(<Fields>learner, x.xd, codes.at, x.scratch)
         return None if k < 0 else (<Fields>learner).classes_[k]
     return learner.predict_one(x.xs if take is None else x.v[take])
+
+
+cdef bint _signal(detector, double error) except -1:
+    """``detector.update(error)``; an `ErrorDetector` over the compiled ADWIN is fed in C, its
+    rule the same (True when the window cut and its estimate rose across the input)."""
+    if type(detector) is not ErrorDetector or type(detector.detector) is not _ADWIN:
+        return detector.update(error)
+    d = detector.detector
+    cdef bint rose = window_update(<Window>d, error) and d.estimation > (<Window>d)._estimation_before_drift
+    if rose:
+        detector._n_detections += 1
+    if rose or detector.drift_detected:
+        detector.drift_detected = rose
+    return rose
 
 
 cdef Codes _codes(learner, take, Sample x):
@@ -107,9 +127,9 @@ class SRPClassifier(_Reference):
                 _learn_one(learner, take, x, y, kw, mc)
             if m.drift is None:
                 continue
-            if m.warning is not None and m.warning.update(error):
+            if m.warning is not None and _signal(m.warning, error):
                 self._on_warning(i, m)
-            if m.drift.update(error):
+            if _signal(m.drift, error):
                 self._on_drift(i, m)
 
     def predict_proba_one(self, x):
