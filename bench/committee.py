@@ -110,7 +110,8 @@ def run_draw(make, Xtr, ytr, Xte, yte, fraction, draw, iterations, rng):
     out = np.empty((iterations, 4))
     for t in range(iterations):
         if draw == "bootstrap":
-            w = np.bincount(rng.integers(0, len(ytr), m), minlength=len(ytr)).astype(float)
+            draws = rng.integers(0, len(ytr), m).astype(np.intp)  # bincount takes intp: int32 on 32-bit
+            w = np.bincount(draws, minlength=len(ytr)).astype(float)
         else:
             w = np.zeros(len(ytr))
             w[rng.choice(len(ytr), m, replace=False)] = 1.0
