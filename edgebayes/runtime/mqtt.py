@@ -123,7 +123,8 @@ class MqttClient:
             handler blocked on a full queue would also hold back the acknowledgements and
             predictions waiting to be written. While the consumer waits in ``wait_for_room``
             reading goes on (acknowledgements free the backlog) and messages it cannot take
-            are held here, in order, until it can.
+            are held here, in order, until it can: at most ``receive_maximum`` of them
+            (module docstring).
         alert: called (network thread) with a ``session_taken_over`` alert (a dict) on a
             session takeover; it is published on the next connect.
 
