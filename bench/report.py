@@ -1,15 +1,22 @@
 """The published comparison: edgebayes against River and MOA on the same streams, in one run.
 
-    python -m bench.report                   # full: 100,000 samples a stream (about an hour or more)
-    python -m bench.report --quick           # small: 5,000 samples, 3 streams (a few minutes)
-    python -m bench.report --samples 20000 --streams AGR_G LED_A ELEC --jobs 2 --out /tmp/r
+    python -m bench.report --jobs 2          # full: per `PLAN` (estimated 2.4 h on 2 cores)
+    python -m bench.report --plan --jobs 2   # the full run's rows, samples, seeds and estimated time; no run
+    python -m bench.report --quick           # small: 5,000 samples, 3 streams, one seed (a few minutes)
+    python -m bench.report --samples 20000 --seeds 2 --streams AGR_G LED_A ELEC --jobs 2 --out /tmp/r
+    python -m bench.report --measure --samples 20000 --systems "River SRP"   # the plan's speeds
 
 Writes ``docs/results.md`` (``--out``), and PNG plots next to it when matplotlib is installed:
 
-1. Seed 000, Table I in miniature: prequential accuracy of NB, HT, SRP, SRS, BAG (10 members)
-   and of River's SRPClassifier and ARFClassifier and MOA's StreamingRandomPatches (CapyMOA,
-   when Java and capymoa are there) on the SRP paper's synthetic streams and the real sets of
-   ../shared/data; average ranks.
+1. Seed 000, Table I: prequential accuracy of NB, HT, SRP, SRS, BAG (10 members) and of River's
+   SRPClassifier and ARFClassifier and MOA's StreamingRandomPatches (CapyMOA, when Java and
+   capymoa are there) on the SRP paper's synthetic streams and the real sets of ../shared/data
+   (the paper's ELEC, with its date column, beside ELEC without it), over seeds 1, 2, ...: mean
+   ± sample standard deviation, average ranks of the means, each cell's difference to MOA's SRP
+   and MOA's beside the paper's. The full run follows `PLAN`, sized from the speeds ``--measure``
+   measured (`SPEED`): 200,000 samples of each synthetic stream for every column (the paper's
+   1,000,000 do not fit in 2 hours on 2 cores), 3 seeds (River's ensembles: 1), the real sets
+   whole.
 2. Seed 000, figures 3-6: average pairwise kappa and average tree depth over time for SRP, SRS
    and BAG on AGR_G and LED_A (`edgebayes.ensemble.diagnostics.DiversityMonitor`).
 3. Seed 001: online exact vs offline naive Bayes under 10-fold cross-validation on the UCI sets
@@ -25,7 +32,8 @@ Writes ``docs/results.md`` (``--out``), and PNG plots next to it when matplotlib
    --results docs/results.md`` (its own command, a few minutes); this report keeps that section
    (unnumbered in results.md) as it stands too (`KEPT`).
 
-Every row of 1 and 4 runs in its own process (``--row``), so that its peak RSS is its own.
+Every row of 1 and 4 (one system, one stream, one seed) runs in its own process (``--row``), so
+that its peak RSS is its own; the longest rows start first.
 """
 
 from __future__ import annotations
@@ -51,10 +59,14 @@ from edgebayes.streams import PRESETS, open_stream, srp_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data"
+#: Seed of section 3's shuffles, and the first seed of section 1's rows (the one section 2's curves come from).
 SEED = 1
 #: Real streams: file under ../shared/data and the columns that are not features (data README).
+#: ELEC is the SRP paper's ELEC: elec2 with its ``date`` column as a numeric feature, as MOA ran it
+#: (MOA gives the paper's Table I on it); ELEC_NODATE drops ``date``, another data set.
 REAL = {
-    "ELEC": ("elec2/elec2.csv.gz", ["date"]),
+    "ELEC": ("elec2/elec2.csv.gz", []),
+    "ELEC_NODATE": ("elec2/elec2.csv.gz", ["date"]),
     "WEATHER": ("weather_noaa/weather_noaa.csv.gz", []),
     "OCCUPANCY": ("occupancy_uci/occupancy.csv.gz", ["date"]),
     "POWERSUPPLY": ("powersupply/powersupply.csv.gz", []),
@@ -70,6 +82,8 @@ UCI = {
     "sonar": "uci_sonar/sonar.csv", "heart": "uci_heart_statlog/heart_statlog.csv",
     "australian": "uci_australian_statlog/australian_statlog.csv",
 }
+#: How a stream is named in the report (the key is how it is named on the command line).
+LABEL = {"ELEC": "ELEC (paper, with date)", "ELEC_NODATE": "ELEC (no date)"}
 OURS = ("NB", "HT", "SRP", "SRS", "BAG")
 METHOD = {"SRP": "patches", "SRS": "subspaces", "BAG": "resampling"}
 TABLE1 = OURS + ("River SRP", "River ARF", "MOA SRP")
@@ -77,12 +91,10 @@ TABLE1 = OURS + ("River SRP", "River ARF", "MOA SRP")
 RIVER_OF = {"NB": "River NB", "HT": "River HT", "SRP": "River SRP", "SRS": "River SRP",
             "BAG": "River SRP", "River ARF": "River SRP", "MOA SRP": "River SRP"}
 SYSTEMS = TABLE1 + ("River NB", "River HT")
-#: Rough relative cost, to start the slowest rows first.
-COST = {"River SRP": 9, "River ARF": 6, "BAG": 5, "SRP": 4, "MOA SRP": 3, "SRS": 3, "River HT": 2, "HT": 1}
 HT_PARAMS = {"grace_period": 200, "delta": 1e-7, "tau": 0.05, "leaf_prediction": "nba"}  # VFDT/MOA defaults
 FIGURE_STREAMS = ("AGR_G", "LED_A")
 DRIFT_STREAMS = ("AGR_A", "LED_A", "AGR_G", "LED_G")
-#: Seed 000, Table I (1,000,000 samples, MOA), for the same columns.
+#: Seed 000, Table I (1,000,000 samples, MOA), for the same columns (ELEC: with its date column).
 PAPER = {
     "LED_A": (53.964, 69.032, 73.588, 73.533, 73.944), "LED_G": (54.02, 68.649, 72.416, 72.296, 73.151),
     "AGR_A": (65.739, 81.045, 91.788, 91.558, 85.733), "AGR_G": (65.759, 77.374, 87.762, 88.538, 81.347),
@@ -107,10 +119,16 @@ KEPT = (
 # ------------------------------------------------------------------------------ streams
 
 
-def load(name: str, n: int):
-    """(X float64 (m, d), y list, schema) of a preset or real stream, m = min(n, rows)."""
+def label(stream: str) -> str:
+    """The report's name of a stream ("ELEC (paper, with date)" for ELEC)."""
+    return LABEL.get(stream, stream)
+
+
+def load(name: str, n: int | None, seed: int = SEED):
+    """(X float64 (m, d), y list, schema) of a preset (its generator seeded with ``seed``, m = n) or
+    a real stream (its rows in the file's order, m = min(n, rows); all of them when n is None)."""
     if name in PRESETS:
-        stream = srp_stream(name, n, seed=SEED)
+        stream = srp_stream(name, n, seed=seed)
     else:
         path, drop = REAL[name]
         stream = open_stream(DATA / path, drop=drop, n_samples=n)
@@ -134,7 +152,7 @@ def peak_rss_mb() -> float:
 # ------------------------------------------------------------------------------ one row
 
 
-def _ours(system: str, schema):
+def _ours(system: str, schema, seed: int):
     if system == "NB":
         from edgebayes.naive_bayes import GaussianNB
 
@@ -149,10 +167,10 @@ def _ours(system: str, schema):
     from edgebayes.ensemble import SRPClassifier
 
     return SRPClassifier(model=HoeffdingTreeClassifier(**TREE, nominal_attributes=nominal),
-                         training_method=METHOD[system], seed=SEED, **SRP_SETTINGS)
+                         training_method=METHOD[system], seed=seed, **SRP_SETTINGS)
 
 
-def _river(system: str, schema):
+def _river(system: str, schema, seed: int):
     from river import drift, ensemble, forest, naive_bayes, tree
 
     nominal = [schema.feature_names[j] for j in schema.nominal] or None
@@ -167,10 +185,10 @@ def _river(system: str, schema):
     if system == "River SRP":
         return ensemble.SRPClassifier(model=tree.HoeffdingTreeClassifier(**TREE, nominal_attributes=nominal),
                                       n_models=SRP_SETTINGS["n_models"], subspace_size=SRP_SETTINGS["subspace_size"],
-                                      lam=SRP_SETTINGS["lam"], seed=SEED, **detectors)
+                                      lam=SRP_SETTINGS["lam"], seed=seed, **detectors)
     # the paper's ARF: m = 60 %, lam = 6, ADWIN 1e-4 / 1e-5, grace 50, delta 0.01, nba
     return forest.ARFClassifier(n_models=10, max_features=0.6, lambda_value=6, nominal_attributes=nominal,
-                                seed=SEED, **detectors, **TREE)
+                                seed=seed, **detectors, **TREE)
 
 
 def _test_then_train(model, rows, y, monitor=None, every=0):
@@ -192,10 +210,16 @@ def _test_then_train(model, rows, y, monitor=None, every=0):
     return ok / len(y), cpu, curve
 
 
-def run_row(system: str, stream: str, n: int, curve_every: int = 0) -> dict:
-    """Test-then-train one system on one stream in this process; accuracy, speed, bytes, RSS."""
-    X, y, schema = load(stream, n)
-    out = {"system": system, "stream": stream, "n": len(y), "features": X.shape[1], "curve": []}
+def run_row(task: dict) -> dict:
+    """Test-then-train one system on one stream in this process (`task`: system, stream, samples
+    (None: a real set whole), seed, curve_every); accuracy, speed, bytes, RSS, and the process's
+    CPU seconds in all (``cpu_s``: interpreter, imports, the JVM, the stream, the learner; what
+    the plan estimates)."""
+    system, stream, seed, every = task["system"], task["stream"], task["seed"], task.get("curve_every", 0)
+    X, y, schema = load(stream, task["samples"], seed)
+    whole = stream in REAL and (task["samples"] is None or len(y) < task["samples"])
+    out = {"system": system, "stream": stream, "seed": seed, "n": len(y), "whole": whole,
+           "features": X.shape[1], "curve": []}
     if system == "MOA SRP":
         from bench.srp import moa_available, run_moa
 
@@ -204,53 +228,240 @@ def run_row(system: str, stream: str, n: int, curve_every: int = 0) -> dict:
         if problem:
             raise RuntimeError(problem)
         base_mb = rss_mb()
-        r = run_moa(X, y, schema, SEED, tmp)
+        r = run_moa(X, y, schema, seed, tmp)
         out.update(accuracy=r["accuracy"] / 100, samples_per_s=r["sps"], model_bytes=r["bytes"])
     else:
         if system in OURS:
-            model, rows = _ours(system, schema), X
+            model, rows = _ours(system, schema, seed), X
         else:
-            model = _river(system, schema)
+            model = _river(system, schema, seed)
             names = schema.feature_names
             rows = ({k: v for k, v in zip(names, xi) if v == v} for xi in X.tolist())  # NaN = absent
         monitor = None
-        if curve_every and system in METHOD:
+        if every and system in METHOD:
             from edgebayes.ensemble.diagnostics import DiversityMonitor
 
-            monitor = DiversityMonitor(model, window=curve_every)
+            monitor = DiversityMonitor(model, window=every)
         base_mb = rss_mb()
-        acc, cpu, curve = _test_then_train(model, rows, y, monitor, curve_every if monitor else 0)
+        acc, cpu, curve = _test_then_train(model, rows, y, monitor, every if monitor else 0)
         nbytes = model.memory_bytes() if system in OURS else model._raw_memory_usage
         out.update(accuracy=acc, samples_per_s=len(y) / cpu, model_bytes=nbytes, curve=curve)
     peak_mb = peak_rss_mb()
-    out.update(peak_rss_mb=peak_mb, rss_growth_mb=peak_mb - base_mb)
+    out.update(peak_rss_mb=peak_mb, rss_growth_mb=peak_mb - base_mb, cpu_s=time.process_time())
     return out
 
 
-def spawn_row(system: str, stream: str, n: int, curve_every: int) -> dict:
+def spawn_row(task: dict) -> dict:
     """`run_row` in a fresh Python process (its own peak RSS); errors come back as ``error``."""
-    cmd = [sys.executable, "-m", "bench.report", "--row", system, stream, str(n), str(curve_every)]
+    cmd = [sys.executable, "-m", "bench.report", "--row", json.dumps(task)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"system": system, "stream": stream, "error": why}
+        return {"system": task["system"], "stream": task["stream"], "seed": task["seed"], "error": why}
     return json.loads(lines[-1])
 
 
-def run_rows(systems, streams, n: int, jobs: int, curve_every: int) -> list[dict]:
-    tasks = [(s, st) for st in streams for s in systems]
-    tasks.sort(key=lambda t: -COST.get(t[0], 0))
+def run_rows(tasks: list[dict], jobs: int) -> list[dict]:
+    """`spawn_row` of every task, ``jobs`` at a time, the longest (`estimate_s`) first."""
+    tasks = sorted(tasks, key=lambda t: -estimate_s(t["system"], t["stream"], t["samples"]))
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(spawn_row, s, st, n, curve_every if st in FIGURE_STREAMS else 0)
-                   for s, st in tasks]
+        futures = [pool.submit(spawn_row, t) for t in tasks]
         rows = []
         for fut in concurrent.futures.as_completed(futures):
             row = fut.result()
             rows.append(row)
-            status = row.get("error") or f"{100 * row['accuracy']:.2f} %, {row['samples_per_s']:.0f} samples/s"
-            print(f"  {row['stream']:<12} {row['system']:<10} {status}", file=sys.stderr, flush=True)
+            status = row.get("error") or (f"{row['n']:,} samples, {100 * row['accuracy']:.2f} %, "
+                                          f"{row['samples_per_s']:.0f} samples/s, {row['cpu_s']:.0f} s CPU")
+            print(f"  {row['stream']:<12} {row['system']:<10} seed {row['seed']} {status}", file=sys.stderr,
+                  flush=True)
     return rows
+
+
+# ------------------------------------------------------------------------------ plan
+
+#: Process CPU seconds of a row of 100 samples (interpreter, imports; MOA: the JVM), per system.
+FIXED_S = {"NB": 0.3, "HT": 0.3, "SRP": 0.3, "SRS": 0.3, "BAG": 0.3, "River SRP": 2.0, "River ARF": 1.5,
+           "MOA SRP": 4.7, "River NB": 1.7, "River HT": 1.6}
+#: Samples per CPU second of a row beyond `FIXED_S` (the stream, the learner, its input dicts, MOA's
+#: ARFF file; on AGR_G and LED_A with section 2's diversity curves), per system and stream, printed
+#: by ``--measure`` (seed 1; 2026-12-01, AMD EPYC, 2 cores, one of them busy with other work):
+#: ``--samples 100000`` for ours, MOA, River NB and HT (the real sets whole); River SRP and ARF with
+#: ``--samples 20000`` on the synthetic streams and ``--samples 5000`` on the real sets (their first
+#: 5,000 rows); MOA on WISDM by one row of its own (its NaNs now written as ARFF's missing value).
+SPEED = {
+    "NB": {"LED_A": 185_000, "LED_G": 190_000, "AGR_A": 262_000, "AGR_G": 328_000, "RBF_M": 305_000,
+           "RBF_F": 298_000, "ELEC": 203_000, "ELEC_NODATE": 196_000, "WEATHER": 103_000, "OCCUPANCY": 401_000,
+           "POWERSUPPLY": 116_000, "GAS": 17_000, "WISDM": 57_600, "NOMAO": 27_400, "ADS": 2_040},
+    "HT": {"LED_A": 92_300, "LED_G": 86_400, "AGR_A": 166_000, "AGR_G": 143_000, "RBF_M": 152_000,
+           "RBF_F": 178_000, "ELEC": 184_000, "ELEC_NODATE": 180_000, "WEATHER": 167_000, "OCCUPANCY": 255_000,
+           "POWERSUPPLY": 98_400, "GAS": 22_000, "WISDM": 51_300, "NOMAO": 26_400, "ADS": 2_390},
+    "SRP": {"LED_A": 10_600, "LED_G": 11_200, "AGR_A": 15_800, "AGR_G": 13_400, "RBF_M": 13_300, "RBF_F": 12_000,
+            "ELEC": 18_900, "ELEC_NODATE": 23_300, "WEATHER": 30_000, "OCCUPANCY": 28_400, "POWERSUPPLY": 10_500,
+            "GAS": 3_840, "WISDM": 7_210, "NOMAO": 8_010, "ADS": 1_330},
+    "SRS": {"LED_A": 11_000, "LED_G": 12_100, "AGR_A": 22_100, "AGR_G": 24_200, "RBF_M": 22_500, "RBF_F": 21_100,
+            "ELEC": 29_900, "ELEC_NODATE": 32_600, "WEATHER": 43_600, "OCCUPANCY": 42_100, "POWERSUPPLY": 14_000,
+            "GAS": 5_480, "WISDM": 8_330, "NOMAO": 9_160, "ADS": 1_060},
+    "BAG": {"LED_A": 8_180, "LED_G": 9_130, "AGR_A": 13_700, "AGR_G": 9_730, "RBF_M": 10_200, "RBF_F": 11_200,
+            "ELEC": 22_900, "ELEC_NODATE": 20_400, "WEATHER": 27_800, "OCCUPANCY": 35_400, "POWERSUPPLY": 14_300,
+            "GAS": 2_740, "WISDM": 4_520, "NOMAO": 5_780, "ADS": 1_210},
+    "River SRP": {"LED_A": 134, "LED_G": 134, "AGR_A": 408, "AGR_G": 345, "RBF_M": 243, "RBF_F": 164,
+                  "ELEC": 491, "ELEC_NODATE": 552, "WEATHER": 495, "OCCUPANCY": 743, "POWERSUPPLY": 177,
+                  "GAS": 43.4, "WISDM": 95.7, "NOMAO": 88.2, "ADS": 6.52},
+    "River ARF": {"LED_A": 289, "LED_G": 289, "AGR_A": 569, "AGR_G": 590, "RBF_M": 429, "RBF_F": 539,
+                  "ELEC": 992, "ELEC_NODATE": 1_020, "WEATHER": 876, "OCCUPANCY": 2_430, "POWERSUPPLY": 638,
+                  "GAS": 93.4, "WISDM": 146, "NOMAO": 249, "ADS": 21.2},
+    "MOA SRP": {"LED_A": 2_610, "LED_G": 2_960, "AGR_A": 2_340, "AGR_G": 2_190, "RBF_M": 2_670, "RBF_F": 2_810,
+                "ELEC": 2_120, "ELEC_NODATE": 1_710, "WEATHER": 2_160, "OCCUPANCY": 8_340, "POWERSUPPLY": 2_550,
+                "GAS": 406, "WISDM": 445, "NOMAO": 884, "ADS": 138},
+    "River NB": {"LED_A": 3_130, "LED_G": 2_960, "AGR_A": 8_880, "AGR_G": 7_860, "RBF_M": 7_460, "RBF_F": 6_430,
+                 "ELEC": 10_900, "ELEC_NODATE": 11_500, "WEATHER": 13_600, "OCCUPANCY": 13_100,
+                 "POWERSUPPLY": 7_060, "GAS": 1_460, "WISDM": 4_320, "NOMAO": 2_270, "ADS": 296},
+    "River HT": {"LED_A": 2_960, "LED_G": 2_900, "AGR_A": 13_100, "AGR_G": 17_500, "RBF_M": 11_800,
+                 "RBF_F": 12_000, "ELEC": 26_800, "ELEC_NODATE": 18_000, "WEATHER": 50_000, "OCCUPANCY": 27_800,
+                 "POWERSUPPLY": 9_420, "GAS": 732, "WISDM": 2_640, "NOMAO": 2_560, "ADS": 190},
+}
+#: A system's speed over a long stream over its `SPEED`, where the short runs are far shorter than
+#: the plan's rows: River's ensembles (measured on 20,000 samples) ran AGR_A's 100,000 at 0.81x
+#: (SRP) and 0.87x (ARF) their samples/s on 20,000, their trees larger. (Our ensembles and MOA,
+#: measured on 100,000, ran AGR_G's and LED_A's 1,000,000 and AGR_A's 500,000 at 0.94-1.5x: 1 here.)
+AT_SCALE = {"River SRP": 0.81, "River ARF": 0.87}
+#: CPU seconds of section 3 (seed 001), run after the rows, alone.
+SEED001_S = 15
+#: The full run (``python -m bench.report --jobs 2``): per system, the samples of each synthetic
+#: stream (a stream's own count under its name where it needs one) and the number of seeds (1, 2,
+#: ...); the real sets run whole with the same seeds. The rule: the paper's 1,000,000 where the
+#: whole run fits in `BUDGET_S` on `PLAN_JOBS` cores, else 200,000 or more. It does not fit even at
+#: the floor: River's SRP and ARF, at 200,000 samples and one seed, take 3.7 h of CPU (1.9 h of the
+#: two cores) by themselves, SRP 3,700 s on the two LED streams and 620 s on ADS; with the rest at
+#: 200,000 samples and 3 seeds the estimate is 2.4 h (``--plan``). Every column runs the same
+#: 200,000 samples, so that each cell has a difference to MOA on the same stream; at 1,000,000
+#: (3 seeds) ours would add 0.5 h, ours and MOA 1.3 h.
+PLAN = {
+    **{system: {"samples": 200_000, "seeds": 3} for system in OURS + ("MOA SRP",)},
+    **{system: {"samples": 200_000, "seeds": 1} for system in ("River SRP", "River ARF", "River NB", "River HT")},
+}
+BUDGET_S = 2 * 3600
+PLAN_JOBS = 2
+
+
+def real_rows(stream: str) -> int:
+    """Data rows of a real set (lines of its file after the header)."""
+    if stream not in _ROWS:
+        import gzip
+
+        path = DATA / REAL[stream][0]
+        with (gzip.open(path, "rt") if path.suffix == ".gz" else open(path)) as f:
+            _ROWS[stream] = sum(1 for _ in f) - 1
+    return _ROWS[stream]
+
+
+_ROWS: dict[str, int] = {}
+
+
+def planned(system: str, stream: str) -> tuple[int | None, int]:
+    """(samples, seeds) of a row of the full run; samples None: a real set, whole."""
+    p = PLAN[system]
+    return (None if stream in REAL else p.get(stream, p["samples"])), p["seeds"]
+
+
+def estimate_s(system: str, stream: str, samples: int | None) -> float:
+    """Estimated process CPU seconds of one row: `FIXED_S` + samples / `SPEED` (a stream not
+    measured: the system's slowest)."""
+    n = samples or 0
+    if stream in REAL:
+        n = min(n, real_rows(stream)) if n else real_rows(stream)
+    speeds = SPEED.get(system, {})
+    speed = (speeds.get(stream) or min(speeds.values(), default=100.0)) * AT_SCALE.get(system, 1.0)
+    return FIXED_S.get(system, 5.0) + n / speed
+
+
+def make_tasks(systems, streams, samples: int | None = None, seeds: int | None = None) -> list[dict]:
+    """The rows of a run: every system on every stream for each seed 1..k; ``samples`` (every
+    stream, a real set's first rows) and ``seeds`` override the plan's. The first seed's rows of
+    SRP, SRS and BAG on `FIGURE_STREAMS` draw section 2's curves."""
+    tasks = []
+    for system in systems:
+        for stream in streams:
+            n, k = planned(system, stream) if system in PLAN else (None, 1)
+            n, k = samples or n, seeds or k
+            for seed in range(SEED, SEED + k):
+                curve = system in METHOD and stream in FIGURE_STREAMS and seed == SEED and n
+                tasks.append({"system": system, "stream": stream, "samples": n, "seed": seed,
+                              "curve_every": max(n // 50, 2) if curve else 0})
+    return tasks
+
+
+def makespan(seconds, jobs: int) -> float:
+    """Wall seconds of tasks of these lengths run ``jobs`` at a time, the longest first (as `run_rows`)."""
+    import heapq
+
+    free = [0.0] * max(jobs, 1)
+    for s in sorted(seconds, reverse=True):
+        heapq.heappush(free, heapq.heappop(free) + s)
+    return max(free)
+
+
+def estimate_wall_s(tasks, jobs: int) -> float:
+    """Estimated wall seconds of a run: its rows (`makespan`, at least their CPU seconds over
+    ``jobs``) and section 3 after them."""
+    return makespan([estimate_s(t["system"], t["stream"], t["samples"]) for t in tasks], jobs) + SEED001_S
+
+
+def plan_lines(tasks, jobs: int) -> list[str]:
+    """The rows of a run by system and stream: samples, seeds, samples/s used, estimated CPU
+    seconds; totals and the estimated wall time."""
+    rows = {}
+    for t in tasks:
+        key = (t["system"], t["stream"])
+        n = t["samples"]
+        shown = f"whole ({real_rows(t['stream']):,})" if t["stream"] in REAL and (
+            n is None or n >= real_rows(t["stream"])) else f"{n:,}"
+        r = rows.setdefault(key, {"samples": shown, "seeds": 0, "cpu": 0.0})
+        r["seeds"] += 1
+        r["cpu"] += estimate_s(t["system"], t["stream"], n)
+    L = [f"{'system':<10} {'stream':<12} {'samples':>16} {'seeds':>5} {'samples/s':>9} {'est. CPU s':>10}",
+         "(samples/s: `SPEED` x `AT_SCALE`; est. CPU s: `FIXED_S` + samples / samples/s, over the seeds)"]
+    by_system: dict[str, float] = {}
+    for (system, stream), r in rows.items():
+        speed = SPEED.get(system, {}).get(stream, 0.0) * AT_SCALE.get(system, 1.0)
+        L.append(f"{system:<10} {stream:<12} {r['samples']:>16} {r['seeds']:>5} "
+                 f"{(f'{speed:,.0f}' if speed else '?'):>9} {r['cpu']:>10,.0f}")
+        by_system[system] = by_system.get(system, 0.0) + r["cpu"]
+    L += [""] + [f"{system:<10} {cpu:>10,.0f} s CPU" for system, cpu in by_system.items()]
+    total = sum(by_system.values())
+    L += [f"{'all rows':<10} {total:>10,.0f} s CPU ({len(tasks)} rows; {total / jobs / 3600:.2f} h a job with "
+          f"--jobs {jobs}); section 3 after them: {SEED001_S:,.0f} s",
+          f"estimated wall time with --jobs {jobs}: {estimate_wall_s(tasks, jobs) / 3600:.2f} h "
+          f"({budget_note(tasks)}; cores not shared with other work)"]
+    return L
+
+
+def budget_note(tasks) -> str:
+    """Whether a run fits `BUDGET_S` on `PLAN_JOBS` cores."""
+    wall = estimate_wall_s(tasks, PLAN_JOBS)
+    fits = "within" if wall <= BUDGET_S else "OVER"
+    return (f"{fits} the budget of {BUDGET_S / 3600:.0f} h on {PLAN_JOBS} cores: {wall / 3600:.2f} h with "
+            f"--jobs {PLAN_JOBS}")
+
+
+def measure(systems, streams, samples: int, jobs: int) -> None:
+    """Measure `FIXED_S` and `SPEED` (one seed, ``samples`` a stream) and print them as Python."""
+    fixed = {}
+    for system in systems:
+        r = spawn_row({"system": system, "stream": "AGR_A", "samples": 100, "seed": SEED})
+        fixed[system] = round(r["cpu_s"], 1) if "cpu_s" in r else None
+    rows = run_rows(make_tasks(systems, streams, samples, 1), jobs)
+    speed: dict[str, dict[str, float]] = {s: {} for s in systems}
+    for r in sorted(rows, key=lambda r: (systems.index(r["system"]), streams.index(r["stream"]))):
+        if "error" not in r and fixed[r["system"]] is not None:
+            extra = max(r["cpu_s"] - fixed[r["system"]], 1e-3)
+            speed[r["system"]][r["stream"]] = float(f"{r['n'] / extra:.3g}")
+            print(f"# {r['system']:<10} {r['stream']:<12} {r['n']:>8,} samples {r['cpu_s']:8.1f} s CPU, learner "
+                  f"{r['samples_per_s']:9,.0f} samples/s, {fmt_bytes(r['model_bytes'])}, "
+                  f"peak {r['peak_rss_mb']:.0f} MB")
+    print(f"FIXED_S = {fixed!r}")
+    print(f"SPEED = {speed!r}")
 
 
 # ------------------------------------------------------------------------------ seed 001
@@ -326,7 +537,7 @@ def drift_curves(n: int, seeds=NB_SEEDS, window: int = NB_WINDOW) -> list[dict]:
     for name in DRIFT_STREAMS:
         per_seed = {k: [] for k in NB_MODELS}
         for seed in seeds:
-            X, y, _ = srp_load(name, n, seed)
+            X, y, _ = load(name, n, seed)
             for key, params in NB_MODELS.items():
                 model = GaussianNB(**params)
                 hits = np.empty(len(y), dtype=bool)
@@ -340,13 +551,6 @@ def drift_curves(n: int, seeds=NB_SEEDS, window: int = NB_WINDOW) -> list[dict]:
                                  for k, v in per_seed.items()},
                     "recovery": recovery(curves, window, n)})
     return out
-
-
-def srp_load(name: str, n: int, seed: int):
-    """(X, y, schema) of preset ``name`` at ``n`` samples with its own ``seed``."""
-    stream = srp_stream(name, n, seed=seed)
-    X, y = stream.to_arrays()
-    return X, list(y), stream.schema
 
 
 def recovery(curves: dict, step: int, n: int, tolerance: float = 0.02) -> list[dict]:
@@ -510,6 +714,59 @@ def machine() -> str:
             f"(the machine is shared: absolute speeds are noisy, ratios less so)")
 
 
+def cells(rows) -> dict:
+    """Section 1's cells from the rows (those without an error): ``{(system, stream): {"n":
+    samples, "whole": a real set whole, "acc": {seed: accuracy %}, "rows": the rows}}``."""
+    out: dict = {}
+    for r in rows:
+        if "error" in r:
+            continue
+        c = out.setdefault((r["system"], r["stream"]), {"n": r["n"], "whole": r.get("whole", False),
+                                                         "acc": {}, "rows": []})
+        c["acc"][r["seed"]] = 100 * r["accuracy"]
+        c["rows"].append(r)
+    for c in out.values():  # in the order of the seeds, whatever order the rows ended in
+        c["acc"] = dict(sorted(c["acc"].items()))
+    return out
+
+
+def mean_spread(values) -> tuple[float, float | None]:
+    """Mean and sample standard deviation (n - 1 in the denominator; None for a single value)."""
+    v = list(values)
+    return float(np.mean(v)), (float(np.std(v, ddof=1)) if len(v) > 1 else None)
+
+
+def fmt_cell(mean: float, spread: float | None) -> str:
+    return f"{mean:.2f}" if spread is None else f"{mean:.2f} ± {spread:.2f}"
+
+
+def moa_diff(cs: dict, system: str, stream: str) -> float | None:
+    """A cell's mean minus MOA SRP's over the seeds both ran; None without both, or when they ran
+    streams of different lengths (a synthetic stream is scaled to its length: the first 200,000
+    samples of the 1,000,000-sample stream are not the 200,000-sample stream)."""
+    c, m = cs.get((system, stream)), cs.get(("MOA SRP", stream))
+    if c is None or m is None or c["n"] != m["n"]:
+        return None
+    seeds = [s for s in c["acc"] if s in m["acc"]]
+    if not seeds:
+        return None
+    return float(np.mean([c["acc"][s] for s in seeds]) - np.mean([m["acc"][s] for s in seeds]))
+
+
+def column_runs(cs: dict, column: str, streams) -> tuple[str, str, str]:
+    """What a column of section 1 ran: (synthetic streams' samples, real sets' rows, seeds)."""
+    mine = {st: c for (s, st), c in cs.items() if s == column and st in streams}
+    synth = sorted({c["n"] for st, c in mine.items() if st in PRESETS})
+    real = [c for st, c in mine.items() if st not in PRESETS]
+    firsts = sorted({c["n"] for c in real if not c["whole"]})
+    real_text = ("whole" if all(c["whole"] for c in real) else
+                 "first " + " / ".join(f"{n:,}" for n in firsts) + " rows" + (", or whole" if any(
+                     c["whole"] for c in real) else "")) if real else "-"
+    seeds = sorted({tuple(sorted(c["acc"])) for c in mine.values()})
+    seeds_text = "; ".join(", ".join(map(str, s)) for s in seeds) or "-"
+    return (" / ".join(f"{n:,}" for n in synth) or "-"), real_text, seeds_text
+
+
 def ranks(table: dict, systems) -> dict:
     """Average rank (1 = best, ties share the mean rank) of each system over the streams where
     every system has a result."""
@@ -564,58 +821,127 @@ def reproduce_command(argv: list[str]) -> str:
     return shlex.join(["python", "-m", "bench.report", *argv])
 
 
-def write_report(out: Path, args, command: str, rows, cv, drifts, moa_note, elapsed_s) -> Path:
+#: Section 1's heading (the README links to it).
+TABLE1_HEADING = "## 1. Prequential accuracy (seed 000, Table I)"
+
+
+def section1(cs: dict, streams, columns, command: str) -> list[str]:
+    """Section 1: Table I (mean ± spread over the seeds, average ranks of the means), each cell's
+    difference to MOA SRP beside the paper's figure, and the paper's Table I."""
+    acc = {st: {s: mean_spread(cs[s, st]["acc"].values())[0] for s in columns if (s, st) in cs} for st in streams}
+    L = [TABLE1_HEADING, "",
+         f"Reproduce: `{command}`. Prequential accuracy in %: mean over the seeds ± sample standard deviation "
+         "(n - 1; a cell of one seed shows its mean alone); best mean of a row in bold. Average ranks are of the "
+         "means (1 = best, ties share the mean rank), over the streams where every column has a cell; a column run "
+         "on fewer samples than another (see the table above) is ranked on its own, shorter stream.", ""]
+    body = []
+    for st in streams:
+        best = max(acc[st].values())
+        body.append([label(st)] + [("**%s**" if acc[st][s] == best else "%s") % fmt_cell(*mean_spread(
+            cs[s, st]["acc"].values())) if s in acc[st] else "-" for s in columns])
+    synth = {s: a for s, a in acc.items() if s in PRESETS}
+    real = {s: a for s, a in acc.items() if s not in PRESETS}
+    for name, part in (("Avg rank", acc), ("Avg rank synthetic", synth), ("Avg rank real", real)):
+        rk = ranks(part, columns)
+        body.append([f"*{name}*"] + [("-" if math.isnan(rk[s]) else f"{rk[s]:.2f}") for s in columns])
+    L += table(["stream"] + columns, body)
+
+    if "MOA SRP" in columns:
+        others = [s for s in columns if s != "MOA SRP"]
+        L += ["", "**Difference to MOA**, in points: a column's mean minus MOA SRP's over the seeds both ran, on the "
+              "same samples (`-`: no MOA cell of that stream at that length). Beside it, MOA SRP's cell of this run, "
+              "the paper's SRP figure (MOA, 1,000,000 samples of each synthetic stream, the real sets whole; none for "
+              "ELEC (no date), a data set the paper did not run) and MOA's mean minus the paper's figure.", ""]
+        body = []
+        for st in streams:
+            d = [moa_diff(cs, s, st) for s in others]
+            moa = cs.get(("MOA SRP", st))
+            paper = PAPER[st][2] if st in PAPER else None
+            moa_mean = mean_spread(moa["acc"].values())[0] if moa else None
+            body.append([label(st)] + ["-" if v is None else f"{v:+.2f}" for v in d]
+                        + ["-" if moa is None else fmt_cell(*mean_spread(moa["acc"].values())),
+                           "-" if paper is None else f"{paper:.2f}",
+                           "-" if paper is None or moa_mean is None else f"{moa_mean - paper:+.2f}"])
+        L += table(["stream"] + [f"{s} - MOA" for s in others] + ["MOA SRP", "paper SRP", "MOA - paper"], body)
+
+    L += ["", "The paper's Table I (MOA, 1,000,000 samples; real sets whole; its ELEC with the date column) for the "
+          "same columns:", ""]
+    L += table(["stream", "NB", "HT", "SRP", "SRS", "BAG"],
+               [[label(s)] + [f"{v:.2f}" for v in PAPER[s]] for s in streams if s in PAPER])
+    return L
+
+
+def header(cs: dict, streams, columns) -> list[str]:
+    """What section 1 ran: the streams, the seeds, and per column its samples and seeds."""
+    L = ["Streams: the SRP paper's synthetic presets (`edgebayes.streams.srp_stream`) and the real sets of "
+         "`../shared/data` (non-feature columns dropped). The paper runs 1,000,000 samples of each synthetic stream; "
+         "a preset of n samples is the paper's stream scaled to n (drifts at n/4, n/2, 3n/4, AGR_G's and LED_G's "
+         "50,000 samples wide x n / 1,000,000, RBF's speed x 1,000,000 / n), not its first n samples. *ELEC (paper, "
+         "with date)* is "
+         "the paper's ELEC: `elec2/elec2.csv.gz` with its `date` column as a numeric feature, as MOA ran it (MOA gives "
+         "the paper's Table I on it). *ELEC (no date)* is the same file without `date`: another data set, which the "
+         "paper did not run; its figures are not comparable with the paper's ELEC. Every system sees the same samples "
+         "in the same order, test then train. Ensembles: 10 members, m = 60 %, lam = 6, ADWIN 1e-4 (warning) / 1e-5 "
+         "(drift), Hoeffding tree grace period 50, delta 0.01, nba leaves (the paper's settings). HT alone: grace "
+         "period 200, delta 1e-7, tau 0.05, nba (MOA's defaults).",
+         "",
+         "Seeds: seed s draws synthetic stream s (its generator's seed) and seeds the learner (s); on the real sets "
+         "only the learner's seed varies (the samples are the file's rows in its order; NB and HT, which draw no "
+         "random number, give the same figure for every seed there). A cell is the mean over its column's seeds ± "
+         "their sample standard deviation. Samples and seeds of each column:", ""]
+    body = [[c, *column_runs(cs, c, streams)] for c in columns]
+    return L + table(["column", "synthetic streams: samples", "real sets", "seeds"], body) + [""]
+
+
+def aggregate(cs: dict) -> dict:
+    """Per (system, stream), the figures of section 4 over the seeds: accuracy (fraction), samples/s and
+    bytes (means), peak RSS (the largest, with its growth), samples, seeds, the first seed's curve."""
+    res = {}
+    for key, c in cs.items():
+        rs = c["rows"]
+        peak = max(rs, key=lambda r: r["peak_rss_mb"])
+        first = min(rs, key=lambda r: r["seed"])
+        sizes = [r["model_bytes"] for r in rs if r["model_bytes"] is not None and r["model_bytes"] > 0]
+        res[key] = {"accuracy": float(np.mean([r["accuracy"] for r in rs])), "n": c["n"], "seeds": len(rs),
+                    "samples_per_s": float(np.mean([r["samples_per_s"] for r in rs])),
+                    "model_bytes": float(np.mean(sizes)) if sizes else -1,
+                    "peak_rss_mb": peak["peak_rss_mb"], "rss_growth_mb": peak["rss_growth_mb"],
+                    "curve": first["curve"]}
+    return res
+
+
+def write_report(out: Path, args, command: str, rows, cv, drifts, moa_note, elapsed_s, estimate_s=None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    acc, res = {}, {}
-    for r in rows:
-        if "error" not in r:
-            acc.setdefault(r["stream"], {})[r["system"]] = 100 * r["accuracy"]
-            res[(r["system"], r["stream"])] = r
+    cs = cells(rows)
+    res = aggregate(cs)
+    acc = {}
+    for (s, st), c in cs.items():
+        acc.setdefault(st, {})[s] = mean_spread(c["acc"].values())[0]
     errors = [r for r in rows if "error" in r]
     streams = [s for s in args.streams if s in acc]
     columns = [s for s in TABLE1 if any(s in a for a in acc.values())]
+    took = f"{elapsed_s / 60:.0f} min" + (f" (estimated {estimate_s / 60:.0f} min)" if estimate_s else "")
     L = [
         "# edgebayes: results against River and MOA",
         "",
-        f"Generated by `{command}` on {datetime.date.today().isoformat()} in {elapsed_s / 60:.0f} min.",
+        f"Generated by `{command}` on {datetime.date.today().isoformat()} in {took}.",
         f"Machine: {machine()}.",
         "",
-        f"Streams: the SRP paper's synthetic presets at {args.samples:,} samples (`edgebayes.streams.srp_stream`, "
-        f"seed {SEED}; the paper uses 1,000,000) and the real sets of `../shared/data` (at most {args.samples:,} rows, "
-        "non-feature columns dropped). Every system sees the same samples in the same order, test then train. "
-        "Ensembles: 10 members, m = 60 %, lam = 6, ADWIN 1e-4 (warning) / 1e-5 (drift), Hoeffding tree grace "
-        f"period 50, delta 0.01, nba leaves, seed {SEED} (the paper's settings). HT alone: grace period 200, "
-        "delta 1e-7, tau 0.05, nba (MOA's defaults).",
-        "",
+        *header(cs, streams, columns),
     ]
     if moa_note:
         L += [f"**MOA not run:** {moa_note}", ""]
     for r in errors:
-        L += [f"**{r['system']} failed on {r['stream']}:** `{r['error']}`", ""]
+        L += [f"**{r['system']} failed on {label(r['stream'])}, seed {r.get('seed', '?')}:** `{r['error']}`", ""]
 
     # 1. Table I
-    L += ["## 1. Prequential accuracy (seed 000, Table I in miniature)", "",
-          f"Reproduce: `{command}`. Accuracy in %, best of a row in bold.", ""]
-    body = []
-    for st in streams:
-        best = max(acc[st].values())
-        body.append([st] + [("**%.2f**" if acc[st].get(s) == best else "%.2f") % acc[st][s] if s in acc[st] else "-"
-                            for s in columns])
-    synth = {s: a for s, a in acc.items() if s in PRESETS}
-    real = {s: a for s, a in acc.items() if s not in PRESETS}
-    for label, part in (("Avg rank", acc), ("Avg rank synthetic", synth), ("Avg rank real", real)):
-        rk = ranks(part, columns)
-        body.append([f"*{label}*"] + [("-" if math.isnan(rk[s]) else f"{rk[s]:.2f}") for s in columns])
-    L += table(["stream"] + columns, body)
-    L += ["", "The paper's Table I (MOA, 1,000,000 samples; real sets whole) for the same columns, for scale:", ""]
-    L += table(["stream", "NB", "HT", "SRP", "SRS", "BAG"],
-               [[s] + [f"{v:.2f}" for v in PAPER[s]] for s in streams if s in PAPER])
+    L += section1(cs, streams, columns, command)
 
     # 2. Figures 3-6
     L += ["", "## 2. Diversity and tree depth over time (seed 000, figures 3-6)", "",
-          f"Reproduce: `{command}` (rows SRP, SRS, BAG on AGR_G and LED_A). Average pairwise Cohen's kappa of "
-          "the members' test predictions over the last window, and the members' average tree depth, at the end "
-          "of each window (`edgebayes.ensemble.diagnostics.DiversityMonitor`).", ""]
+          f"Reproduce: `{command}` (rows SRP, SRS, BAG on AGR_G and LED_A, seed {SEED}). Average pairwise "
+          "Cohen's kappa of the members' test predictions over the last window, and the members' average tree "
+          "depth, at the end of each window (`edgebayes.ensemble.diagnostics.DiversityMonitor`).", ""]
     for st in FIGURE_STREAMS:
         curves = {s: res[(s, st)]["curve"] for s in METHOD if (s, st) in res and res[(s, st)]["curve"]}
         if not curves:
@@ -625,7 +951,7 @@ def write_report(out: Path, args, command: str, rows, cv, drifts, moa_note, elap
         body = [[f"{curves['SRP' if 'SRP' in curves else next(iter(curves))][i][0]:,}"]
                 + [f"{curves[s][i][2]:.3f}" for s in curves] + [f"{curves[s][i][3]:.1f}" for s in curves]
                 for i in pick]
-        L += [f"**{st}**", ""]
+        L += [f"**{label(st)}**", ""]
         L += table(["samples"] + [f"kappa {s}" for s in curves] + [f"depth {s}" for s in curves], body)
         for what, k, ylabel in (("kappa", 2, "average pairwise kappa"), ("depth", 3, "average tree depth")):
             L += plot(out / f"{what}_{st}.png", f"{st}: {ylabel}",
@@ -644,7 +970,9 @@ def write_report(out: Path, args, command: str, rows, cv, drifts, moa_note, elap
           "on the same stream in this run (NB: GaussianNB, HT: HoeffdingTreeClassifier, ensembles: SRPClassifier). "
           "*bytes*: `memory_bytes()` (ours), River's `_raw_memory_usage` (a deep sizeof), MOA's `measureByteSize` "
           "(SizeOf agent). *peak RSS*: the process's peak, and in brackets its growth during the run, after "
-          "the library was imported (MOA: the JVM started) and the stream loaded.", ""]
+          "the library was imported (MOA: the JVM started) and the stream loaded. Accuracy, samples/s and bytes are "
+          "means over the seeds, peak RSS the largest; where River's counterpart ran fewer samples, *x River* "
+          "compares speeds over streams of different lengths.", ""]
     body = []
     for st in streams:
         for s in SYSTEMS:
@@ -653,9 +981,10 @@ def write_report(out: Path, args, command: str, rows, cv, drifts, moa_note, elap
                 continue
             ref = res.get((RIVER_OF.get(s, ""), st))
             ratio = f"{r['samples_per_s'] / ref['samples_per_s']:.2f}" if ref and s in RIVER_OF else "1"
-            body.append([st, s, f"{100 * r['accuracy']:.2f}", f"{r['samples_per_s']:,.0f}", ratio,
-                         fmt_bytes(r["model_bytes"]), f"{r['peak_rss_mb']:.0f} MB ({r['rss_growth_mb']:+.0f})"])
-    L += table(["stream", "system", "acc %", "samples/s", "x River", "bytes", "peak RSS"], body)
+            body.append([label(st), s, f"{r['n']:,}", r["seeds"], f"{100 * r['accuracy']:.2f}",
+                         f"{r['samples_per_s']:,.0f}", ratio, fmt_bytes(r["model_bytes"]),
+                         f"{r['peak_rss_mb']:.0f} MB ({r['rss_growth_mb']:+.0f})"])
+    L += table(["stream", "system", "samples", "seeds", "acc %", "samples/s", "x River", "bytes", "peak RSS"], body)
 
     # 5. (by hand, from bench/*.py) and Seed 002 (bench.committee --results): kept as they stand
     for heading, missing in KEPT:
@@ -676,24 +1005,24 @@ def behind(acc, res, streams, columns) -> list[str]:
         ours_best = max((a[s], s) for s in OURS if s in a)
         for peer in ("River SRP", "River ARF", "MOA SRP"):
             if peer in a and a[peer] > ours_best[0] + 0.5:
-                out.append(f"- Accuracy on {st}: {peer} {a[peer]:.2f} % vs our best ({ours_best[1]}) "
+                out.append(f"- Accuracy on {label(st)}: {peer} {a[peer]:.2f} % vs our best ({ours_best[1]}) "
                            f"{ours_best[0]:.2f} % ({a[peer] - ours_best[0]:.2f} points behind).")
         for peer in ("River SRP", "MOA SRP"):
             if peer in a and "SRP" in a and a[peer] > a["SRP"] + 0.5:
-                out.append(f"- Same algorithm on {st}: {peer} {a[peer]:.2f} % vs our SRP {a['SRP']:.2f} %.")
+                out.append(f"- Same algorithm on {label(st)}: {peer} {a[peer]:.2f} % vs our SRP {a['SRP']:.2f} %.")
         for s in SYSTEMS:
             ref = RIVER_OF.get(s)
             if s in OURS and (s, st) in res and (ref, st) in res:
                 ratio = res[(s, st)]["samples_per_s"] / res[(ref, st)]["samples_per_s"]
                 if ratio < 1:
-                    out.append(f"- Speed on {st}: our {s} runs at {ratio:.2f}x {ref}'s samples/s.")
+                    out.append(f"- Speed on {label(st)}: our {s} runs at {ratio:.2f}x {ref}'s samples/s.")
         if ("SRP", st) in res and ("MOA SRP", st) in res:
             ours, moa = res[("SRP", st)], res[("MOA SRP", st)]
             if ours["samples_per_s"] < moa["samples_per_s"]:
-                out.append(f"- Speed on {st}: our SRP {ours['samples_per_s']:,.0f} samples/s vs MOA's "
+                out.append(f"- Speed on {label(st)}: our SRP {ours['samples_per_s']:,.0f} samples/s vs MOA's "
                            f"{moa['samples_per_s']:,.0f}.")
             if moa["model_bytes"] and moa["model_bytes"] > 0 and ours["model_bytes"] > moa["model_bytes"]:
-                out.append(f"- Model size on {st}: our SRP {fmt_bytes(ours['model_bytes'])} vs MOA's "
+                out.append(f"- Model size on {label(st)}: our SRP {fmt_bytes(ours['model_bytes'])} vs MOA's "
                            f"{fmt_bytes(moa['model_bytes'])}.")
     rk = ranks(acc, columns)
     ours_rank = min((rk[s], s) for s in OURS if s in rk and not math.isnan(rk[s])) if rk else None
@@ -720,8 +1049,10 @@ def moa_problem() -> str | None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="5,000 samples on AGR_G, LED_A and ELEC")
-    ap.add_argument("--samples", type=int, help="samples per stream (default 100,000; quick 5,000)")
+    ap.add_argument("--quick", action="store_true", help="5,000 samples on AGR_G, LED_A and ELEC, one seed")
+    ap.add_argument("--samples", type=int, help="samples of every stream, a real set's first rows (default: "
+                    "the plan's, `PLAN`, real sets whole; quick 5,000)")
+    ap.add_argument("--seeds", type=int, help="seeds 1..N of every system (default: the plan's; quick 1)")
     ap.add_argument("--streams", nargs="+", choices=PRESETS + tuple(REAL), help="default: all (quick: 3)")
     ap.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     ap.add_argument("--jobs", type=int, default=1, help="rows run in parallel (each in its own process)")
@@ -730,11 +1061,14 @@ def main(argv=None) -> int:
                     "default 100,000; quick 20,000)")
     ap.add_argument("--only-seed001", action="store_true",
                     help="run section 3 (seed 001) alone and put it in place of section 3 of the existing results.md")
-    ap.add_argument("--row", nargs=4, metavar=("SYSTEM", "STREAM", "N", "CURVE_EVERY"), help=argparse.SUPPRESS)
+    ap.add_argument("--plan", action="store_true", help="print the rows of this run (by default the full run) with "
+                    "their estimated CPU seconds and the estimated wall time, and exit")
+    ap.add_argument("--measure", action="store_true", help="run every row once (seed 1, --samples, default 20,000) "
+                    "and print `FIXED_S` and `SPEED`, the plan's measured speeds, as Python")
+    ap.add_argument("--row", metavar="TASK_JSON", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.row:
-        system, stream, n, every = args.row
-        print(json.dumps(run_row(system, stream, int(n), int(every))))
+        print(json.dumps(run_row(json.loads(args.row))))
         return 0
     args.nb_samples = args.nb_samples or (20_000 if args.quick else 100_000)
     command = reproduce_command(argv if argv is not None else sys.argv[1:])
@@ -744,17 +1078,28 @@ def main(argv=None) -> int:
         replace_section(path, 3, seed001_section(cv, drifts, command, args.out))
         print(path)
         return 0
-    args.samples = args.samples or (5_000 if args.quick else 100_000)
     args.streams = args.streams or (["AGR_G", "LED_A", "ELEC"] if args.quick else list(PRESETS) + list(REAL))
-    start = time.perf_counter()
-    note = moa_problem() if "MOA SRP" in args.systems else None
+    if args.measure:
+        measure(args.systems, args.streams, args.samples or 20_000, args.jobs)
+        return 0
+    if args.quick:
+        args.samples, args.seeds = args.samples or 5_000, args.seeds or 1
+    note = moa_problem() if "MOA SRP" in args.systems and not args.plan else None
     systems = [s for s in args.systems if not (s == "MOA SRP" and note)]
-    print(f"rows: {len(systems)} systems x {len(args.streams)} streams, {args.samples:,} samples", file=sys.stderr)
-    rows = run_rows(systems, args.streams, args.samples, args.jobs, curve_every=max(args.samples // 50, 2))
+    tasks = make_tasks(systems, args.streams, args.samples, args.seeds)
+    if args.plan:
+        print("\n".join(plan_lines(tasks, args.jobs)))
+        return 0
+    start = time.perf_counter()
+    estimate = estimate_wall_s(tasks, args.jobs)
+    print(f"rows: {len(systems)} systems x {len(args.streams)} streams, {len(tasks)} rows; estimated "
+          f"{estimate / 60:.0f} min with --jobs {args.jobs} ({budget_note(tasks)}; `--plan` lists them)",
+          file=sys.stderr)
+    rows = run_rows(tasks, args.jobs)
     print("naive Bayes cross-validation and drift curves", file=sys.stderr)
     cv = cross_validation()
     drifts = drift_curves(args.nb_samples)
-    path = write_report(args.out, args, command, rows, cv, drifts, note, time.perf_counter() - start)
+    path = write_report(args.out, args, command, rows, cv, drifts, note, time.perf_counter() - start, estimate)
     print(path)
     return 0
 

@@ -136,7 +136,8 @@ def write_arff(path: Path, X, y, schema) -> None:
                 f.write(f"@attribute {feat.name} numeric\n")
         f.write(f"@attribute class {{{','.join(str(c) for c in classes)}}}\n\n@data\n")
         for xi, yi in zip(X.tolist(), y):
-            f.write(",".join(str(int(v)) if j in nominal else repr(v) for j, v in enumerate(xi)) + f",{yi}\n")
+            f.write(",".join("?" if v != v else str(int(v)) if j in nominal else repr(v)  # NaN: ARFF's missing
+                             for j, v in enumerate(xi)) + f",{yi}\n")
 
 
 def run_moa(X, y, schema, seed, tmp: Path) -> dict:

@@ -6,6 +6,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+import pytest
+
 from bench import committee, report, sections
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,6 +25,7 @@ def test_quick_report_has_every_table_and_sane_numbers(tmp_path):
                     "## 4. Cost", "## Where edgebayes is behind"):
         assert heading in text
     assert "python -m bench.report --quick --samples 300" in text  # says how to reproduce it
+    assert "| NB | 300 | - | 1 |" in text  # the header: samples of the synthetic streams, real sets, seeds
 
     row = re.search(r"^\| AGR_G \| (.+) \|$", text, re.MULTILINE).group(1).split(" | ")
     accuracies = [float(v.strip("*")) for v in row]
@@ -36,7 +39,8 @@ def test_quick_report_has_every_table_and_sane_numbers(tmp_path):
     assert len(cv) == len(report.UCI)
     assert all(offline == exact and differ == "0" for _, offline, exact, differ in cv)  # online exact = offline
 
-    cost = re.findall(r"^\| AGR_G \| (NB|SRP|River NB) \| [\d.]+ \| ([\d,]+) \| ([\d.]+) \| .+ \| (\d+) MB", text, re.MULTILINE)
+    # stream, system, samples, seeds, accuracy, samples/s, x River, bytes, peak RSS
+    cost = re.findall(r"^\| AGR_G \| (NB|SRP|River NB) \| 300 \| 1 \| [\d.]+ \| ([\d,]+) \| ([\d.]+) \| .+ \| (\d+) MB", text, re.MULTILINE)
     assert {c[0] for c in cost} == {"NB", "SRP", *PEERS}
     assert all(int(sps.replace(",", "")) > 0 and float(ratio) > 0 and int(rss) > 10 for _, sps, ratio, rss in cost)
 
@@ -99,3 +103,189 @@ def test_readme_states_no_benchmark_figure_and_points_at_sections_that_exist():
     part = readme.split("\n## Results\n", 1)[1].split("\n## ", 1)[0]
     unit = r"\d[\d,.]*\s*(?:%|µs|ns|ms|[kMG]i?B|samples/s|readings/s|M samples|x (?:MOA|River))"
     assert not re.findall(unit, part)
+
+
+# ------------------------------------------------------------------------------ seeds, spread, MOA
+
+
+def _row(system, stream, seed, accuracy, n=1_000):
+    """A row as `report.run_row` returns it, without running a learner."""
+    return {"system": system, "stream": stream, "seed": seed, "n": n, "whole": stream in report.REAL,
+            "accuracy": accuracy, "samples_per_s": 1000.0, "model_bytes": 1024, "peak_rss_mb": 50.0,
+            "rss_growth_mb": 1.0, "curve": [], "cpu_s": 1.0}
+
+
+#: Seeds 1-3 of NB, SRP and MOA at 1,000 samples on AGR_A and on the paper's ELEC (whole); River's
+#: SRP on seed 1 only.
+ROWS = [
+    _row("NB", "AGR_A", 1, 0.60), _row("NB", "AGR_A", 2, 0.62), _row("NB", "AGR_A", 3, 0.64),
+    _row("SRP", "AGR_A", 1, 0.90), _row("SRP", "AGR_A", 2, 0.91), _row("SRP", "AGR_A", 3, 0.95),
+    _row("MOA SRP", "AGR_A", 1, 0.80), _row("MOA SRP", "AGR_A", 2, 0.95), _row("MOA SRP", "AGR_A", 3, 0.95),
+    _row("River SRP", "AGR_A", 1, 0.83),
+    _row("NB", "ELEC", 1, 0.70, n=45_312), _row("NB", "ELEC", 2, 0.70, n=45_312), _row("NB", "ELEC", 3, 0.70, n=45_312),
+    _row("SRP", "ELEC", 1, 0.88, n=45_312), _row("SRP", "ELEC", 2, 0.89, n=45_312), _row("SRP", "ELEC", 3, 0.90, n=45_312),
+    _row("MOA SRP", "ELEC", 1, 0.90, n=45_312), _row("MOA SRP", "ELEC", 2, 0.89, n=45_312),
+    _row("MOA SRP", "ELEC", 3, 0.88, n=45_312),
+    _row("River SRP", "ELEC", 1, 0.86, n=45_312),
+    {"system": "River SRP", "stream": "ELEC", "seed": 2, "error": "killed"},  # left out of every cell
+]
+
+
+def test_cells_mean_sample_standard_deviation_and_diff_to_moa():
+    cs = report.cells(ROWS[::-1])  # the rows end in any order
+    assert list(cs["NB", "AGR_A"]["acc"]) == [1, 2, 3]
+    mean, sd = report.mean_spread(cs["NB", "AGR_A"]["acc"].values())
+    assert abs(mean - 62.0) < 1e-9 and abs(sd - 2.0) < 1e-9  # 60, 62, 64: sample sd (n - 1) is 2, not 1.63
+    assert report.mean_spread([81.5]) == (81.5, None)  # one seed: no spread
+    assert report.fmt_cell(62.0, 2.0) == "62.00 ± 2.00" and report.fmt_cell(81.5, None) == "81.50"
+    assert set(cs["River SRP", "ELEC"]["acc"]) == {1}  # the failed seed is no cell's
+    # the same seeds: the means' difference
+    assert abs(report.moa_diff(cs, "SRP", "AGR_A") - (92.0 - 90.0)) < 1e-9
+    assert abs(report.moa_diff(cs, "NB", "ELEC") - (70.0 - 89.0)) < 1e-9
+    # River's seed 1 against MOA's seed 1 (80 %), not MOA's mean over its three (90 %)
+    assert abs(report.moa_diff(cs, "River SRP", "AGR_A") - (83.0 - 80.0)) < 1e-9
+    assert abs(report.moa_diff(cs, "River SRP", "ELEC") - (86.0 - 90.0)) < 1e-9
+    assert report.moa_diff(cs, "MOA SRP", "AGR_A") == 0.0
+    assert report.moa_diff(cs, "HT", "AGR_A") is None  # no cell
+    # a stream of another length is another stream (drifts at n/4, ...): no difference
+    longer = report.cells([r for r in ROWS if r["system"] != "River SRP"] + [_row("River SRP", "AGR_A", 1, 0.83, n=2_000)])
+    assert report.moa_diff(longer, "River SRP", "AGR_A") is None
+
+
+def _table(lines, first_column):
+    """{first cell: [other cells]} of the markdown table whose header starts with ``first_column``."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first_column} |"))
+    out = {}
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        out[cells[0]] = cells[1:]
+    return out
+
+
+def _after(lines, prefix):
+    return lines[next(i for i, line in enumerate(lines) if line.startswith(prefix)):]
+
+
+def test_table_one_shows_mean_and_spread_ranks_of_the_means_and_the_difference_to_moa():
+    cs = report.cells(ROWS)
+    columns = ["NB", "SRP", "River SRP", "MOA SRP"]
+    lines = report.section1(cs, ["AGR_A", "ELEC"], columns, "python -m bench.report")
+    assert lines[0] == report.TABLE1_HEADING
+    t1 = _table(lines, "stream")
+    assert t1["AGR_A"] == ["62.00 ± 2.00", "**92.00 ± 2.65**", "83.00", "90.00 ± 8.66"]
+    assert t1["ELEC (paper, with date)"] == ["70.00 ± 0.00", "**89.00 ± 1.00**", "86.00", "**89.00 ± 1.00**"]  # a tie
+    # ranks of the means: AGR_A SRP 1, MOA 2, River 3, NB 4; ELEC SRP and MOA tie at 1.5, River 3, NB 4
+    assert t1["*Avg rank*"] == ["4.00", "1.25", "3.00", "1.75"]
+    assert t1["*Avg rank synthetic*"] == ["4.00", "1.00", "3.00", "2.00"]
+    assert t1["*Avg rank real*"] == ["4.00", "1.50", "3.00", "1.50"]
+    diff = _table(_after(lines, "**Difference to MOA**"), "stream")
+    assert diff["AGR_A"] == ["-28.00", "+2.00", "+3.00", "90.00 ± 8.66", "91.79", "-1.79"]
+    assert diff["ELEC (paper, with date)"] == ["-19.00", "+0.00", "-4.00", "89.00 ± 1.00", "88.82", "+0.18"]
+
+
+def test_the_date_free_elec_has_no_paper_figure_and_the_header_says_samples_and_seeds():
+    rows = [dict(r, stream="ELEC_NODATE") for r in ROWS if r["stream"] == "ELEC"] + [
+        r for r in ROWS if r["stream"] == "AGR_A"]
+    cs = report.cells(rows)
+    lines = report.section1(cs, ["AGR_A", "ELEC_NODATE"], ["NB", "SRP", "River SRP", "MOA SRP"], "cmd")
+    diff = _table(_after(lines, "**Difference to MOA**"), "stream")
+    assert diff["ELEC (no date)"][-2:] == ["-", "-"]  # not the paper's data: no figure of the paper beside it
+    assert set(_table(_after(lines, "The paper's Table I"), "stream")) == {"AGR_A"}
+    head = _table(report.header(cs, ["AGR_A", "ELEC_NODATE"], ["NB", "River SRP", "MOA SRP"]), "column")
+    assert head["NB"] == ["1,000", "whole", "1, 2, 3"]
+    assert head["River SRP"] == ["1,000", "whole", "1"]
+    cut = report.cells([dict(r, n=500, whole=False) if r["stream"] == "ELEC_NODATE" else r for r in rows])
+    head = _table(report.header(cut, ["AGR_A", "ELEC_NODATE"], ["NB"]), "column")
+    assert head["NB"] == ["1,000", "first 500 rows", "1, 2, 3"]
+
+
+# ------------------------------------------------------------------------------ the plan
+
+
+def test_the_plan_runs_every_column_of_table_one_at_200000_samples_or_more_and_the_real_sets_whole():
+    """Every column of Table I: 200,000 samples or more of each synthetic stream, the real sets
+    whole, the same length as MOA's on every stream (each cell has its difference to MOA), our
+    systems and MOA on 3 seeds; a measured speed for every row of the full run."""
+    for system in report.TABLE1:
+        assert system in report.PLAN, system
+        for stream in report.PRESETS:
+            n, seeds = report.planned(system, stream)
+            assert 200_000 <= n <= 1_000_000 and seeds >= 1, (system, stream, n)
+            assert n == report.planned("MOA SRP", stream)[0], (system, stream)
+        for stream in report.REAL:
+            assert report.planned(system, stream)[0] is None  # whole
+    assert all(report.planned(s, "AGR_A")[1] == 3 for s in report.OURS + ("MOA SRP",))
+    tasks = report.make_tasks(list(report.SYSTEMS), list(report.PRESETS) + list(report.REAL))
+    assert all(t["stream"] in report.SPEED.get(t["system"], {}) for t in tasks)  # no speed guessed
+    assert report.PLAN_JOBS == 2 and report.BUDGET_S == 2 * 3600
+    wall = report.estimate_wall_s(tasks, report.PLAN_JOBS)
+    cpu = sum(report.estimate_s(t["system"], t["stream"], t["samples"]) for t in tasks)
+    assert cpu / 2 <= wall - report.SEED001_S <= cpu / 2 + max(report.estimate_s(t["system"], t["stream"], t["samples"])
+                                                                 for t in tasks)
+    assert report.plan_lines(tasks, 2)[-1].startswith(f"estimated wall time with --jobs 2: {wall / 3600:.2f} h")
+
+
+def _plan_wall_s(plan) -> float:
+    """The estimated wall seconds of the full run under ``plan`` in place of `report.PLAN`."""
+    plan, saved = dict(plan), dict(report.PLAN)
+    try:
+        report.PLAN.clear()
+        report.PLAN.update(plan)
+        tasks = report.make_tasks(list(report.SYSTEMS), list(report.PRESETS) + list(report.REAL))
+        return report.estimate_wall_s(tasks, report.PLAN_JOBS)
+    finally:
+        report.PLAN.clear()
+        report.PLAN.update(saved)
+
+
+def test_the_plan_is_as_long_as_the_budget_allows():
+    """The rule: the paper's 1,000,000 samples where the whole run fits in the budget, else fewer,
+    down to 200,000: a system below 1,000,000 would take the run over the budget at 1,000,000, and
+    a run over the budget has every column at the floor (200,000 samples; River's ensembles one seed)."""
+    wall = _plan_wall_s(report.PLAN)
+    for system, p in report.PLAN.items():
+        if p["samples"] < 1_000_000:
+            assert _plan_wall_s({**report.PLAN, system: {**p, "samples": 1_000_000}}) > report.BUDGET_S, system
+    if wall > report.BUDGET_S:
+        assert all(report.PLAN[s]["samples"] == 200_000 for s in report.TABLE1)
+        assert report.PLAN["River SRP"]["seeds"] == report.PLAN["River ARF"]["seeds"] == 1
+
+
+@pytest.mark.xfail(strict=True, reason="measured (SPEED): River's SRP and ARF at 200,000 samples, one seed, and the "
+                   "real sets whole take 1.9 h of the two cores alone; the full run at the floor is 2.4 h")
+def test_the_full_run_fits_in_two_hours_on_two_cores():
+    assert _plan_wall_s(report.PLAN) <= report.BUDGET_S
+
+
+def test_tasks_seeds_overrides_and_curves():
+    tasks = report.make_tasks(["SRP", "River SRP"], ["AGR_G", "ELEC"])
+    srp = [t for t in tasks if t["system"] == "SRP" and t["stream"] == "AGR_G"]
+    assert [t["seed"] for t in srp] == list(range(1, report.PLAN["SRP"]["seeds"] + 1))
+    assert [t["samples"] for t in srp] == [report.PLAN["SRP"]["samples"]] * len(srp)
+    assert [t["curve_every"] > 0 for t in srp] == [True] + [False] * (len(srp) - 1)  # the curves: seed 1 only
+    assert all(t["samples"] is None and t["curve_every"] == 0 for t in tasks if t["stream"] == "ELEC")
+    small = report.make_tasks(["SRP", "River SRP"], ["AGR_G", "ELEC"], samples=3_000, seeds=2)
+    assert len(small) == 8 and {t["samples"] for t in small} == {3_000} and {t["seed"] for t in small} == {1, 2}
+
+
+def test_makespan_runs_the_longest_first():
+    """`run_rows` starts the longest rows first, each on the first free job: the estimate is that
+    schedule's end, never less than the CPU seconds over the jobs nor than the longest row."""
+    assert report.makespan([1, 1, 1, 1], 2) == 2
+    assert report.makespan([7, 1, 1], 2) == 7
+    assert report.makespan([5, 4, 3, 3, 3], 2) == 10  # 5+3, 4+3+3 (the best split, 9, is not what runs)
+    assert report.makespan([3, 3, 3, 4, 5], 1) == 18
+
+
+def test_the_papers_elec_keeps_its_date_column_and_the_other_drops_it():
+    """The paper's ELEC (MOA gives its Table I on it) has `date` as its first feature; ELEC (no date)
+    is the same rows without it."""
+    X, y, schema = report.load("ELEC", None)
+    X2, y2, schema2 = report.load("ELEC_NODATE", None)
+    assert schema.feature_names[0] == "date" and "date" not in schema2.feature_names
+    assert X.shape == (45_312, 8) and X2.shape == (45_312, 7) and y == y2
+    assert (X[:, 1:] == X2).all()
+    assert report.label("ELEC") == "ELEC (paper, with date)" and report.label("ELEC_NODATE") == "ELEC (no date)"
+    assert "ELEC" in report.PAPER and "ELEC_NODATE" not in report.PAPER
