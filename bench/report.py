@@ -262,15 +262,43 @@ def spawn_row(task: dict) -> dict:
     return json.loads(lines[-1])
 
 
-def run_rows(tasks: list[dict], jobs: int) -> list[dict]:
-    """`spawn_row` of every task, ``jobs`` at a time, the longest (`estimate_s`) first."""
+TASK_KEYS = ("system", "stream", "samples", "seed", "curve_every")
+
+
+def done_rows(path: Path, tasks: list[dict]) -> dict[tuple, dict]:
+    """The rows of ``tasks`` that the JSON-lines file ``path`` (`run_rows`'s ``resume``) already
+    holds without an error, by their task's `TASK_KEYS`; {} when there is no such file."""
+    if not path.exists():
+        return {}
+    wanted = {tuple(t.get(k, 0) for k in TASK_KEYS) for t in tasks}
+    found = {}
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        key = tuple(entry["task"].get(k, 0) for k in TASK_KEYS)
+        if key in wanted and "error" not in entry["row"]:
+            found[key] = entry["row"]
+    return found
+
+
+def run_rows(tasks: list[dict], jobs: int, resume: Path | None = None) -> list[dict]:
+    """`spawn_row` of every task, ``jobs`` at a time, the longest (`estimate_s`) first. With
+    ``resume`` (a JSON-lines file): tasks whose row it holds are not run again, and each finished
+    row is appended to it at once, so that a run stopped part-way goes on where it was."""
+    rows = []
+    if resume is not None:
+        done = done_rows(resume, tasks)
+        rows = list(done.values())
+        tasks = [t for t in tasks if tuple(t.get(k, 0) for k in TASK_KEYS) not in done]
+        print(f"{len(rows)} rows taken from {resume}, {len(tasks)} to run", file=sys.stderr)
     tasks = sorted(tasks, key=lambda t: -estimate_s(t["system"], t["stream"], t["samples"]))
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(spawn_row, t) for t in tasks]
-        rows = []
+        futures = {pool.submit(spawn_row, t): t for t in tasks}
         for fut in concurrent.futures.as_completed(futures):
             row = fut.result()
             rows.append(row)
+            if resume is not None:
+                with open(resume, "a") as f:
+                    f.write(json.dumps({"task": futures[fut], "row": row}) + "\n")
             status = row.get("error") or (f"{row['n']:,} samples, {100 * row['accuracy']:.2f} %, "
                                           f"{row['samples_per_s']:.0f} samples/s, {row['cpu_s']:.0f} s CPU")
             print(f"  {row['stream']:<12} {row['system']:<10} seed {row['seed']} {status}", file=sys.stderr,
@@ -817,8 +845,17 @@ def plot(path: Path, title: str, series: dict, ylabel: str) -> list[str]:
 
 
 def reproduce_command(argv: list[str]) -> str:
-    """The shell command that reruns this report; arguments quoted ("MOA SRP" has a space)."""
-    return shlex.join(["python", "-m", "bench.report", *argv])
+    """The shell command that reruns this report; arguments quoted ("MOA SRP" has a space),
+    ``--resume FILE`` left out (where a run keeps its rows, not what it runs)."""
+    args = list(argv)
+    for i, a in enumerate(args):
+        if a == "--resume":
+            del args[i:i + 2]
+            break
+        if a.startswith("--resume="):
+            del args[i]
+            break
+    return shlex.join(["python", "-m", "bench.report", *args])
 
 
 #: Section 1's heading (the README links to it).
@@ -910,7 +947,8 @@ def aggregate(cs: dict) -> dict:
     return res
 
 
-def write_report(out: Path, args, command: str, rows, cv, drifts, moa_note, elapsed_s, estimate_s=None) -> Path:
+def write_report(out: Path, args, command: str, rows, cv, drifts, moa_note, elapsed_s, estimate_s=None,
+                 resumed: int = 0) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     cs = cells(rows)
     res = aggregate(cs)
@@ -921,6 +959,8 @@ def write_report(out: Path, args, command: str, rows, cv, drifts, moa_note, elap
     streams = [s for s in args.streams if s in acc]
     columns = [s for s in TABLE1 if any(s in a for a in acc.values())]
     took = f"{elapsed_s / 60:.0f} min" + (f" (estimated {estimate_s / 60:.0f} min)" if estimate_s else "")
+    if resumed:
+        took += f", {resumed} of its {len(rows)} rows taken from an earlier run stopped part-way (`--resume`)"
     L = [
         "# edgebayes: results against River and MOA",
         "",
@@ -1065,6 +1105,8 @@ def main(argv=None) -> int:
                     "their estimated CPU seconds and the estimated wall time, and exit")
     ap.add_argument("--measure", action="store_true", help="run every row once (seed 1, --samples, default 20,000) "
                     "and print `FIXED_S` and `SPEED`, the plan's measured speeds, as Python")
+    ap.add_argument("--resume", type=Path, metavar="FILE", help="append each finished row to FILE (JSON lines) and "
+                    "skip the rows FILE already holds: a run stopped part-way goes on where it was")
     ap.add_argument("--row", metavar="TASK_JSON", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.row:
@@ -1095,11 +1137,13 @@ def main(argv=None) -> int:
     print(f"rows: {len(systems)} systems x {len(args.streams)} streams, {len(tasks)} rows; estimated "
           f"{estimate / 60:.0f} min with --jobs {args.jobs} ({budget_note(tasks)}; `--plan` lists them)",
           file=sys.stderr)
-    rows = run_rows(tasks, args.jobs)
+    resumed = len(done_rows(args.resume, tasks)) if args.resume else 0
+    rows = run_rows(tasks, args.jobs, args.resume)
     print("naive Bayes cross-validation and drift curves", file=sys.stderr)
     cv = cross_validation()
     drifts = drift_curves(args.nb_samples)
-    path = write_report(args.out, args, command, rows, cv, drifts, note, time.perf_counter() - start, estimate)
+    path = write_report(args.out, args, command, rows, cv, drifts, note, time.perf_counter() - start, estimate,
+                        resumed)
     print(path)
     return 0
 

@@ -3,6 +3,7 @@ the sections it does not compute are carried over as they stand, and the README 
 
 import argparse
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -289,3 +290,26 @@ def test_the_papers_elec_keeps_its_date_column_and_the_other_drops_it():
     assert (X[:, 1:] == X2).all()
     assert report.label("ELEC") == "ELEC (paper, with date)" and report.label("ELEC_NODATE") == "ELEC (no date)"
     assert "ELEC" in report.PAPER and "ELEC_NODATE" not in report.PAPER
+
+
+def test_a_resumed_run_runs_only_the_rows_its_file_lacks(tmp_path):
+    """`--resume FILE`: each finished row is appended to FILE at once; a second run with more tasks
+    takes the rows FILE holds as they are and runs the others (a row that failed is run again)."""
+    rows_file = tmp_path / "rows.jsonl"
+    first = report.make_tasks(["NB"], ["AGR_A"], samples=200, seeds=2)
+    rows = report.run_rows(first, 2, rows_file)
+    assert len(rows_file.read_text().splitlines()) == 2 and {r["seed"] for r in rows} == {1, 2}
+    with open(rows_file, "a") as f:  # a failed row of a third seed: not taken
+        f.write(json.dumps({"task": {**first[0], "seed": 3}, "row": {"error": "killed"}}) + "\n")
+    more = report.make_tasks(["NB"], ["AGR_A"], samples=200, seeds=3)
+    again = report.run_rows(more, 2, rows_file)
+    assert len(rows_file.read_text().splitlines()) == 4  # only seed 3 ran
+    assert sorted(again, key=lambda r: r["seed"])[:2] == sorted(rows, key=lambda r: r["seed"])
+    assert {r["seed"] for r in again} == {1, 2, 3} and all("error" not in r for r in again)
+
+
+def test_the_reproduce_command_leaves_out_where_rows_are_kept():
+    assert report.reproduce_command(["--jobs", "2", "--resume", "/tmp/r.jsonl", "--seeds", "2"]) == \
+        "python -m bench.report --jobs 2 --seeds 2"
+    assert report.reproduce_command(["--resume=/tmp/r.jsonl", "--systems", "MOA SRP"]) == \
+        "python -m bench.report --systems 'MOA SRP'"
