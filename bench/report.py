@@ -362,7 +362,8 @@ SEED001_S = 15
 #: whole run fits in `BUDGET_S` on `PLAN_JOBS` cores, else 200,000 or more. It does not fit even at
 #: the floor: River's SRP and ARF, at 200,000 samples and one seed, take 3.7 h of CPU (1.9 h of the
 #: two cores) by themselves, SRP 3,700 s on the two LED streams and 620 s on ADS; with the rest at
-#: 200,000 samples and 3 seeds the estimate is 2.4 h (``--plan``). Every column runs the same
+#: 200,000 samples and 3 seeds the estimate is 2.4 h (``--plan``; the run of 2026-12-02 took 147 min,
+#: 4.8 h of CPU, River's SRP and ARF 3.9 h of it). Every column runs the same
 #: 200,000 samples, so that each cell has a difference to MOA on the same stream; at 1,000,000
 #: (3 seeds) ours would add 0.5 h, ours and MOA 1.3 h.
 PLAN = {
