@@ -267,13 +267,17 @@ TASK_KEYS = ("system", "stream", "samples", "seed", "curve_every")
 
 def done_rows(path: Path, tasks: list[dict]) -> dict[tuple, dict]:
     """The rows of ``tasks`` that the JSON-lines file ``path`` (`run_rows`'s ``resume``) already
-    holds without an error, by their task's `TASK_KEYS`; {} when there is no such file."""
+    holds without an error, by their task's `TASK_KEYS`; {} when there is no such file. A line
+    cut short (the run killed while writing it) is skipped: its row runs again."""
     if not path.exists():
         return {}
     wanted = {tuple(t.get(k, 0) for k in TASK_KEYS) for t in tasks}
     found = {}
     for line in path.read_text().splitlines():
-        entry = json.loads(line)
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
         key = tuple(entry["task"].get(k, 0) for k in TASK_KEYS)
         if key in wanted and "error" not in entry["row"]:
             found[key] = entry["row"]

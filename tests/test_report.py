@@ -301,9 +301,10 @@ def test_a_resumed_run_runs_only_the_rows_its_file_lacks(tmp_path):
     assert len(rows_file.read_text().splitlines()) == 2 and {r["seed"] for r in rows} == {1, 2}
     with open(rows_file, "a") as f:  # a failed row of a third seed: not taken
         f.write(json.dumps({"task": {**first[0], "seed": 3}, "row": {"error": "killed"}}) + "\n")
+        f.write('{"task": {"system": "NB", "stre\n')  # a line cut short by a kill: skipped
     more = report.make_tasks(["NB"], ["AGR_A"], samples=200, seeds=3)
     again = report.run_rows(more, 2, rows_file)
-    assert len(rows_file.read_text().splitlines()) == 4  # only seed 3 ran
+    assert len(rows_file.read_text().splitlines()) == 5  # only seed 3 ran
     assert sorted(again, key=lambda r: r["seed"])[:2] == sorted(rows, key=lambda r: r["seed"])
     assert {r["seed"] for r in again} == {1, 2, 3} and all("error" not in r for r in again)
 
