@@ -265,20 +265,25 @@ def spawn_row(task: dict) -> dict:
 TASK_KEYS = ("system", "stream", "samples", "seed", "curve_every")
 
 
+def task_key(task: dict) -> tuple:
+    """What makes two tasks the same row: their `TASK_KEYS` (a missing one as 0)."""
+    return tuple(task.get(k, 0) for k in TASK_KEYS)
+
+
 def done_rows(path: Path, tasks: list[dict]) -> dict[tuple, dict]:
     """The rows of ``tasks`` that the JSON-lines file ``path`` (`run_rows`'s ``resume``) already
     holds without an error, by their task's `TASK_KEYS`; {} when there is no such file. A line
     cut short (the run killed while writing it) is skipped: its row runs again."""
     if not path.exists():
         return {}
-    wanted = {tuple(t.get(k, 0) for k in TASK_KEYS) for t in tasks}
+    wanted = {task_key(t) for t in tasks}
     found = {}
     for line in path.read_text().splitlines():
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
             continue
-        key = tuple(entry["task"].get(k, 0) for k in TASK_KEYS)
+        key = task_key(entry["task"])
         if key in wanted and "error" not in entry["row"]:
             found[key] = entry["row"]
     return found
@@ -292,7 +297,7 @@ def run_rows(tasks: list[dict], jobs: int, resume: Path | None = None) -> list[d
     if resume is not None:
         done = done_rows(resume, tasks)
         rows = list(done.values())
-        tasks = [t for t in tasks if tuple(t.get(k, 0) for k in TASK_KEYS) not in done]
+        tasks = [t for t in tasks if task_key(t) not in done]
         print(f"{len(rows)} rows taken from {resume}, {len(tasks)} to run", file=sys.stderr)
     tasks = sorted(tasks, key=lambda t: -estimate_s(t["system"], t["stream"], t["samples"]))
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
