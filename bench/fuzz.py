@@ -239,7 +239,8 @@ def runtime(n: int, every: int, others: int, seed: int) -> bool:
     broker = Broker(tmp / "broker").start()
     cfg = write_config(tmp / "rt.toml", broker, extra="[output]\nmetrics_interval_s = 1\nerror_interval_s = 1\n")
     log = tmp / "rt.log"
-    proc = subprocess.Popen([sys.executable, "-m", "edgebayes", "run", "--config", str(cfg), "--log-level", "WARNING"],
+    proc = subprocess.Popen([sys.executable, "-m", "edgebayes", "run", "--config", str(cfg),
+                             "--checkpoint-dir", str(tmp / "ckpt"), "--log-level", "WARNING"],
                             cwd=ROOT, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     dev = Device(broker, max_queued=1000)
     try:

@@ -68,7 +68,7 @@ def run_runtime(n: int, budget: int | None) -> dict:
                    '[topics]\nprefix = "bench"\n' + f"[schema]\nfeatures = {json.dumps(FEATURES)}\n"
                    + memory + "[output]\nmetrics_interval_s = 0.5\n" + MODELS)
     rt = subprocess.Popen([sys.executable, "-m", "edgebayes", "run", "--config", str(cfg),
-                           "--log-level", "WARNING"], cwd=ROOT)
+                           "--checkpoint-dir", str(tmp / "ckpt"), "--log-level", "WARNING"], cwd=ROOT)
     metrics, done = {}, threading.Event()
 
     def on_message(client, userdata, msg):

@@ -138,8 +138,8 @@ def main() -> int:
         '[output]\nmetrics_interval_s = 0.25\n'
         f'format = "{args.format}"\n' + MODELS[args.models]
         + (f"[memory]\nmodel_budget_bytes = {args.budget}\nmax_devices = 1\n" if args.budget else ""))
-    rt = subprocess.Popen([sys.executable, "-m", "edgebayes", "run", "--config", str(cfg), "--log-level", "WARNING"],
-                          cwd=ROOT)
+    rt = subprocess.Popen([sys.executable, "-m", "edgebayes", "run", "--config", str(cfg),
+                           "--checkpoint-dir", str(tmp / "ckpt"), "--log-level", "WARNING"], cwd=ROOT)
     col = Collector(broker)
     pub = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="bench-pub")
     pub.max_inflight_messages_set(1000)

@@ -361,7 +361,7 @@ def _wait_port(port: int, timeout_s: float = 10.0) -> None:
 # --- runtime ----------------------------------------------------------------------------------
 
 
-def runtime_config(data: DemoData, broker: DemoBroker, seed: int) -> str:
+def runtime_config(data: DemoData, broker: DemoBroker, seed: int, checkpoint_dir: Path) -> str:
     """The runtime's TOML config for the demo."""
     return (
         f'[broker]\nport = {broker.port}\nclient_id = "edgebayes-demo"\n'
@@ -370,6 +370,8 @@ def runtime_config(data: DemoData, broker: DemoBroker, seed: int) -> str:
         f"[schema]\nfeatures = {json.dumps(list(data.features))}\n"
         + MODELS.format(seed=seed)
         + "\n[output]\nmetrics_interval_s = 1\n\n[memory]\nmax_devices = 64\n"
+        # its own folder: a demo starts from fresh models, never from an earlier demo's
+        + f"\n[checkpoint]\ndir = {json.dumps(str(checkpoint_dir))}\n"
     )
 
 
@@ -571,7 +573,7 @@ def run_demo(args, out: Path, workdir: Path, say=print) -> dict:
     runtime = monitor = collector = None
     try:
         config_path = workdir / "edgebayes.toml"
-        config_path.write_text(runtime_config(data, broker, args.seed))
+        config_path.write_text(runtime_config(data, broker, args.seed, workdir / "checkpoints"))
         runtime = RuntimeProcess(config_path, workdir)
         runtime.wait_ready()
         monitor = Monitor(broker.options, client_id="edgebayes-demo-monitor").start()

@@ -42,6 +42,14 @@ def backend(request):
         yield name
 
 
+@pytest.fixture(autouse=True)
+def _private_state_dir(tmp_path, monkeypatch):
+    """Each test's runtimes keep their default checkpoints (``[checkpoint]`` without ``dir``)
+    in its own folder, never in the user's ~/.local/state nor another test's."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+
+
 @pytest.fixture
 def broker(tmp_path):
     """A running Mosquitto on a free loopback port (``.host``, ``.port``, ``.stop()``, ``.start()``)."""

@@ -112,3 +112,50 @@ def test_sigterm_drains_checkpoints_and_leaves_offline_retained(broker, tmp_path
     assert sorted(os.listdir(ck)) == ["d1.ckpt", "journal"]
     assert Journal(ck, FEATURES, 65536).recover()[1] == []  # every message is in the checkpoint
     assert "stopped" in log.read_text()
+
+
+def test_a_config_without_a_checkpoint_table_keeps_its_learning_across_a_restart(broker, tmp_path):
+    cfg = write_config(tmp_path / "rt.toml", broker)  # no [checkpoint]: the default state folder
+    where = Path(os.environ["XDG_STATE_HOME"]) / "edgebayes" / "rt-test"
+    log = tmp_path / "rt.log"
+    dev = Device(broker)
+    proc = _run(cfg, log)
+    data = blobs(31, seed=8)
+    try:
+        _wait_online(dev)
+        for i, (x, y) in enumerate(data[:30]):
+            dev.publish("d1", "reading", {"seq": i, "x": x, "y": y})
+        wait_for(lambda: len(dev.predictions()) == 30, what="30 predictions")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+        assert f"stopped; 1 of 1 devices saved in {where}" in log.read_text()
+        proc = _run(cfg, log)
+        _wait_online(dev, 1)
+        dev.publish("d1", "reading", {"seq": 30, "x": data[30][0]})
+        wait_for(lambda: len(dev.predictions()) == 31, what="the 31st prediction")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(15)
+    off = GaussianNB()
+    for x, y in data[:30]:
+        off.learn_one(x, y)
+    assert dev.predictions()[30]["proba"] == off.predict_proba_one(data[30][0])
+    text = log.read_text()
+    assert f"checkpoints and journal in {where}" in text
+    assert "restored from its checkpoint (last seq 29)" in text
+
+
+def test_checkpoints_turned_off_are_warned_of_at_start_and_at_stop(broker, tmp_path):
+    cfg = write_config(tmp_path / "rt.toml", broker, extra="[checkpoint]\nenabled = false\n")
+    log = tmp_path / "rt.log"
+    dev = Device(broker)
+    proc = _run(cfg, log)
+    _wait_online(dev)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(15) == 0
+    warnings = [line.split(" WARNING ", 1)[1] for line in log.read_text().splitlines() if " WARNING " in line]
+    assert warnings == [
+        "edgebayes.runtime: checkpoints are off ([checkpoint] enabled = false): everything learned is lost when "
+        "the runtime stops; remove that line to keep learning across restarts",
+        "edgebayes.runtime: stopped; checkpoints are off: nothing learned was saved"]
+    assert not (Path(os.environ["XDG_STATE_HOME"]) / "edgebayes").exists()

@@ -394,3 +394,18 @@ def test_a_reboot_drops_pending_readings_and_is_checkpointed():
     again.load_state(old, 1)
     assert (again.last_seq, again.last_ts, again.n_reboots, again.pending.n_rebooted) == (2, None, 0, 0)
     assert again.last_recv is None
+
+
+def test_checkpoints_go_to_the_state_folder_unless_turned_off(monkeypatch, tmp_path):
+    base = {"schema": {"features": ["a"]}, "models": [{"name": "nb", "kind": "gaussian_nb"}],
+            "broker": {"client_id": "pi-1"}}
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert parse_config(base).checkpoint.dir == tmp_path / "xdg" / "edgebayes" / "pi-1"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/ignored")
+    assert parse_config(base).checkpoint.dir == Path.home() / ".local" / "state" / "edgebayes" / "pi-1"
+    monkeypatch.setenv("STATE_DIRECTORY", "/var/lib/edgebayes:/var/lib/other")  # the unit's StateDirectory=
+    assert parse_config(base).checkpoint.dir == Path("/var/lib/edgebayes")
+    assert parse_config({**base, "checkpoint": {"dir": "/data/eb"}}).checkpoint.dir == Path("/data/eb")
+    assert parse_config({**base, "checkpoint": {"enabled": False}}).checkpoint.dir is None
+    with pytest.raises(ConfigError, match=r"\[checkpoint\] dir is set but enabled = false"):
+        parse_config({**base, "checkpoint": {"enabled": False, "dir": "/data/eb"}})

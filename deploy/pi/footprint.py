@@ -92,7 +92,8 @@ def runtime_footprint(name: str, rows: list, features: list[str], timeout_s: flo
         config = Path(tmp) / "edgebayes.toml"
         config.write_text(runtime_config(RUNTIME_MODELS[name], features))
         proc = subprocess.Popen([sys.executable, "-m", "edgebayes", "run", "--config", str(config),
-                                 "--broker", broker.address, "--log-level", "WARNING"])
+                                 "--broker", broker.address, "--checkpoint-dir", str(Path(tmp) / "ckpt"),
+                                 "--log-level", "WARNING"])
         online, done, n_pred = threading.Event(), threading.Event(), [0]
 
         def on_message(client, userdata, msg):

@@ -50,6 +50,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"edgebayes run: {exc}", file=sys.stderr)
         return 2
     log.info("backend: %s", backend_description())  # after the one-line start errors
+    where = config.checkpoint.dir
+    if where is None:
+        log.warning("checkpoints are off ([checkpoint] enabled = false): everything learned is lost "
+                    "when the runtime stops; remove that line to keep learning across restarts")
+    else:
+        log.info("checkpoints and journal in %s: learning is kept across restarts", where)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: stop.set())
@@ -63,8 +69,12 @@ def main(args: argparse.Namespace) -> int:
             runtime.stop()
             log.critical("%s; exiting", runtime.client.fatal)
             return 3
-    log.info("stopping: processing what is queued (up to 5 s), checkpointing")
+    log.info("stopping: processing what is queued (up to 5 s)%s", "" if where is None else ", checkpointing")
     notifier.stopping()
     runtime.stop()
-    log.info("stopped")
+    if where is None:
+        log.warning("stopped; checkpoints are off: nothing learned was saved")
+    else:
+        saved = runtime.worker.n_saved_at_stop
+        log.info("stopped; %d of %d devices saved in %s", saved, len(runtime.worker.devices), where)
     return 0

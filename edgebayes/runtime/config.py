@@ -18,9 +18,12 @@ with defaults (``-`` = no default, ``None`` = unset)::
     [[models]]    name=- kind=- (a ``edgebayes.base.KINDS`` name), then the learner's own
                   parameters under their API names (learning_rate, n_models, ...)
     [memory]      model_budget_bytes=None rss_limit_mb=None max_devices=64
-    [checkpoint]  dir=None (no checkpoints, no journal) interval_s=60 sync_interval_s=1
-                  (most seconds a processed message waits for the journal's group fsync
-                  before it is acknowledged)
+    [checkpoint]  enabled=true (false: no checkpoints, no journal: everything learned is
+                  lost at restart) dir=<state dir> (the systemd unit's $STATE_DIRECTORY, else
+                  $XDG_STATE_HOME/edgebayes/<[broker] client_id>, XDG_STATE_HOME defaulting to
+                  ~/.local/state; see ``default_checkpoint_dir``) interval_s=60
+                  sync_interval_s=1 (most seconds a processed message waits for the
+                  journal's group fsync before it is acknowledged)
     [labels]      max_pending=1000 (per device) max_age_s=3600
     [output]      format="json" ("json" | "msgpack") prediction_qos=0 metrics_interval_s=10
                   error_interval_s=1 max_backlog_bytes=1048576 (outgoing messages not yet
@@ -75,6 +78,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 import socket
 import tomllib
@@ -159,7 +163,11 @@ class MemoryConfig:
 
 @dataclass(frozen=True)
 class CheckpointConfig:
+    """``dir`` None: no checkpoints and no journal. ``parse_config`` fills in
+    ``default_checkpoint_dir`` unless the document says ``enabled = false``."""
+
     dir: Path | None = None
+    enabled: bool = True
     interval_s: float = 60.0
     sync_interval_s: float = 1.0
 
@@ -363,7 +371,7 @@ SPEC: dict[str, tuple[type, dict[str, tuple[tuple[type, ...], Callable | None]]]
         "rss_limit_mb": (NUM, _positive),
         "max_devices": (INT, _positive),
     }),
-    "checkpoint": (CheckpointConfig, {"dir": (STR, None), "interval_s": (NUM, _positive),
+    "checkpoint": (CheckpointConfig, {"enabled": (BOOL, None), "dir": (STR, None), "interval_s": (NUM, _positive),
                                       "sync_interval_s": (NUM, _positive)}),
     "labels": (LabelsConfig, {"max_pending": (INT, _non_negative), "max_age_s": (NUM, _positive)}),
     "output": (OutputConfig, {
@@ -794,9 +802,28 @@ def parse_config(raw: dict, source: str = "config") -> Config:
         problems.append("[broker] tls_cert_file and tls_key_file go together")
     if broker and "ws_path" in raw.get("broker", {}) and broker.transport != "websockets":
         problems.append('[broker] ws_path needs transport = "websockets"')
+    checkpoint = tables.get("checkpoint") or CheckpointConfig()
+    if not checkpoint.enabled and checkpoint.dir is not None:
+        problems.append("[checkpoint] dir is set but enabled = false: remove one of them")
     if problems:
         raise ConfigError(problems, source)
+    if checkpoint.enabled and checkpoint.dir is None:
+        client_id = (broker or BrokerConfig()).client_id
+        tables["checkpoint"] = dataclasses.replace(checkpoint, dir=default_checkpoint_dir(client_id))
     return Config(models=models, **dict(tables.items()))
+
+
+def default_checkpoint_dir(client_id: str) -> Path:
+    """Where a config that names no ``[checkpoint] dir`` keeps its checkpoints and journal: the
+    systemd unit's state directory (``$STATE_DIRECTORY``, set by ``StateDirectory=``; its first
+    entry), else ``$XDG_STATE_HOME/edgebayes/<client_id>`` (XDG Base Directory Specification
+    0.8; ``~/.local/state`` when unset or relative), one folder per runtime identity."""
+    state = os.environ.get("STATE_DIRECTORY", "").split(":")[0]
+    if state:
+        return Path(state)
+    base = os.environ.get("XDG_STATE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".local" / "state"
+    return root / "edgebayes" / client_id
 
 
 def load_config(path: str | Path) -> Config:

@@ -120,6 +120,7 @@ class Worker:
         self.n_dropped = self.n_errors_suppressed = self.n_internal_errors = self.n_drift_alerts = 0
         self.n_replayed = 0  # journal entries learned again at start
         self.n_late = 0  # readings taken below their device's last seq (Device.check_seq)
+        self.n_saved_at_stop = 0  # devices the final checkpoint round wrote (stop)
         self.started_at = time.time()
         now = time.monotonic()
         self._next_tick = now + TICK_S
@@ -200,7 +201,7 @@ class Worker:
         if not self.queue.empty():
             log.warning("stopping with %d messages queued and not processed: the broker delivers "
                         "them again to the next session", self.queue.qsize())
-        self.checkpoint(all_devices=True)
+        self.n_saved_at_stop = self.checkpoint(all_devices=True)
         if self._unacked:  # the checkpoint failed: what the journal holds is still durable
             self._commit()
 
