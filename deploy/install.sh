@@ -271,8 +271,10 @@ broker_conf_text() {
     -v acl="$THEIR_ACL" -v anon="$THEIR_ANON" '
     { why = "" }
     !keep_listener && $1 == "listener" && $2 == 1883 { why = "your " their_listener " has listener 1883" }
-    !keep_listener && ($1 == "use_username_as_clientid" || $1 == "message_size_limit") {
+    !keep_listener && $1 == "use_username_as_clientid" {
       why = "goes after your listener 1883 in " their_listener " (not written there by the install)" }
+    !keep_listener && $1 == "message_size_limit" {
+      why = "would drop larger messages of every client of yours (camera snapshots, ...): add it if none sends them" }
     passwd != "" && $1 == "password_file" { why = "yours: " passwd " (the runtime user is added there)" }
     acl != "" && $1 == "acl_file" { why = "yours: " acl " (the generated ACL is added there)" }
     anon != "" && $1 == "allow_anonymous" { why = "yours: allow_anonymous " anon " is kept" }
@@ -295,7 +297,7 @@ plan_broker() {
   broker_conf_text | grep 'edgebayes install:' | sed 's/^/  /' || true
   [ -n "$THEIR_LISTENER" ] &&
     say "broker note: add 'use_username_as_clientid true' after 'listener 1883' in $THEIR_LISTENER, or a client using the runtime's client id can take its session"
-  say "broker change: $R$passwd: user $SERVICE_USER $( [ -e "$R$passwd" ] && echo added or kept || echo created)"
+  say "broker change: $R$passwd: user $SERVICE_USER $( [ -e "$R$passwd" ] && echo added || echo created)"
   say "broker change: $R$acl: the lines between its edgebayes markers $( [ -e "$R$acl" ] && grep -qxF "$ACL_BEGIN" "$R$acl" && echo rewritten || echo added); the rest kept"
   if [ -n "$LOCKOUT" ]; then
     printf '%s' "$LOCKOUT" | while read -r line; do say "broker change locks out $line"; done

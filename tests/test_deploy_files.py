@@ -144,16 +144,14 @@ def test_install_dry_run_prints_every_step_in_order_and_changes_nothing():
         r"(\+ python3 -m venv (--system-site-packages )?/opt/edgebayes/venv|venv \S+ exists)",
         rf"\+ /opt/edgebayes/venv/bin/pip install --quiet --upgrade {re.escape(str(REPO))}",
         (
-            r"(\+ install -m 0640 -o root -g edgebayes \S+/deploy/edgebayes.toml "
-            r"/etc/edgebayes/edgebayes.toml|kept the existing /etc/edgebayes/edgebayes.toml)"
+            r"(\+ install -m 0640 \S+/deploy/edgebayes.toml "
+            r"/etc/edgebayes/edgebayes.toml\n\+ chown root:edgebayes /etc/edgebayes/edgebayes.toml|"
+            r"kept the existing /etc/edgebayes/edgebayes.toml)"
         ),
-        (
-            r"(\+ install -m 0644 \S+/deploy/mosquitto/edgebayes.conf "
-            r"/etc/mosquitto/conf.d/edgebayes.conf|kept the existing)"
-        ),
-        (r"\+ /opt/edgebayes/venv/bin/edgebayes acl --config /etc/edgebayes/edgebayes.toml > "
-        r"/etc/mosquitto/edgebayes.acl"),
-        r"\+ install -m 0644 \S+/deploy/systemd/edgebayes.service /etc/systemd/system/\S+",
+        r"\+ write /etc/mosquitto/conf.d/edgebayes.conf \(mode 0644, owner root:root\)",
+        (r"\+ /opt/edgebayes/venv/bin/edgebayes acl --config /etc/edgebayes/edgebayes.toml --ha-user homeassistant "
+         r"--bridge-user zigbee2mqtt > the edgebayes block of /etc/mosquitto/\S+"),
+        r"\+ install -D -m 0644 \S+/deploy/systemd/edgebayes.service /etc/systemd/system/\S+",
         r"(\+ systemctl enable edgebayes.service|skipped 'systemctl enable edgebayes.service')",
         r"next: edit \[schema\] features .* in /etc/edgebayes/edgebayes.toml for your sensors",
         (r"check it: /opt/edgebayes/venv/bin/edgebayes run --config /etc/edgebayes/edgebayes.toml "

@@ -138,12 +138,73 @@ def test_install_root_joins_debians_broker_and_serves_home_assistant_tasmota_zig
                              "runtime_connections": 1}, r["broker_log"]
 
 
+THEIRS = """# the broker Home Assistant already uses
+listener 1883
+allow_anonymous false
+password_file /etc/mosquitto/passwd
+acl_file /etc/mosquitto/acl
+"""
+THEIR_ACL = "user homeassistant\ntopic readwrite #\n"
+
+
+def test_install_root_joins_a_broker_with_its_own_listener_passwords_and_acl(tmp_path):
+    """Their listener, password file and ACL stay theirs: the dry run lists each change and changes
+    nothing; the install adds the runtime's user to their password file and the generated block to
+    their ACL, locks nobody out (no --yes needed); a rerun changes nothing; the broker starts and
+    both Home Assistant and the runtime log in."""
+    mosquitto_exe()
+    if not DEBIAN_CONF.exists():
+        skip_or_fail(f"{DEBIAN_CONF} (the mosquitto package's file) is absent")
+    root = tmp_path / "root"
+    prepare_root(root)
+    etc = root / "etc" / "mosquitto"
+    (etc / "conf.d" / "local.conf").write_text(THEIRS)
+    subprocess.run(["mosquitto_passwd", "-c", "-b", str(etc / "passwd"), "homeassistant", PASSWORDS["homeassistant"]],
+                   check=True)
+    (etc / "acl").write_text(THEIR_ACL)
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    plan = install(root, "--dry-run")
+    assert plan.returncode == 0, plan.stderr
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+    assert "locks out" not in plan.stdout
+    for change in (f"# listener 1883    # edgebayes install: your {etc}/conf.d/local.conf has listener 1883",
+                   "# password_file /etc/mosquitto/edgebayes.passwd    # edgebayes install: yours: /etc/mosquitto/passwd",
+                   "# acl_file /etc/mosquitto/edgebayes.acl    # edgebayes install: yours: /etc/mosquitto/acl",
+                   "# allow_anonymous false    # edgebayes install: yours: allow_anonymous false is kept",
+                   "# message_size_limit 65536    # edgebayes install: would drop larger messages",
+                   f"{etc}/passwd: user edgebayes added",
+                   f"{etc}/acl: the lines between its edgebayes markers added",
+                   "add 'use_username_as_clientid true' after 'listener 1883'"):
+        assert change in plan.stdout, change
+
+    done = install(root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    acl = (etc / "acl").read_text()
+    assert acl.startswith(THEIR_ACL) and acl.count("# >>> edgebayes") == 1 and "user edgebayes" in acl
+    assert [line.split(":")[0] for line in (etc / "passwd").read_text().splitlines()] == ["homeassistant", "edgebayes"]
+    assert not (etc / "edgebayes.acl").exists() and not (etc / "edgebayes.passwd").exists()
+    active = [line.split()[0] for line in (etc / "conf.d" / "edgebayes.conf").read_text().splitlines()
+              if line and not line.startswith("#")]
+    assert active == ["persistence", "autosave_interval", "max_queued_messages", "set_tcp_nodelay"]
+    again = install(root)
+    assert again.returncode == 0 and f"the ACL in {etc}/acl is up to date" in again.stdout
+    assert (etc / "acl").read_text() == acl
+
+    out = subprocess.run(["unshare", "-n", "-m", sys.executable, "-m", "tests.test_install_root", str(root), "login"],
+                         capture_output=True, text=True, timeout=60, cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    r = json.loads(out.stdout.splitlines()[-1])
+    assert (r["broker_started"], r.get("listening"), r.get("connacks")) == (True, ["1883"], [0, 0]), r
+
+
 # ---- the scenario, run inside the namespaces (python -m tests.test_install_root DIR) ----
 
 class Client:
     """A paho MQTT 5 client logged in as ``user``: what it receives, and each PUBACK's reason."""
 
-    def __init__(self, user: str | None, client_id: str, subscribe=()):
+    def __init__(self, user: str | None, client_id: str, subscribe=(), password: str | None = None):
         import paho.mqtt.client as paho
         from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
@@ -151,7 +212,7 @@ class Client:
         c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id=client_id,
                         protocol=MQTTProtocolVersion.MQTTv5)
         if user is not None:
-            c.username_pw_set(user, PASSWORDS[user])
+            c.username_pw_set(user, password or PASSWORDS[user])
         subscribed = threading.Event()
         c.on_connect = lambda cl, u, f, rc, p: (self.connack.append(rc.value),
                                                  subscribe and not rc.is_failure and cl.subscribe(
@@ -217,7 +278,9 @@ def reading(seq: int) -> bytes:
     return json.dumps({"seq": seq, "x": [21.0 + y, 27.0, 500.0 * y, 450.0 + 400 * y, 0.0042], "y": y}).encode()
 
 
-def scenario(root: Path) -> dict:
+def scenario(root: Path, login_only: bool = False) -> dict:
+    """The broker as installed, then (``login_only``) Home Assistant's and the runtime's logins,
+    or the whole scenario of the first test."""
     mount_package_dirs(root)
     log = Path("/var/log/mosquitto/mosquitto.log")
     broker = subprocess.Popen([mosquitto_exe(), "-c", "/etc/mosquitto/mosquitto.conf"],
@@ -233,6 +296,15 @@ def scenario(root: Path) -> dict:
     result["broker_started"] = True
     ss = subprocess.run(["ss", "-Hltn"], capture_output=True, text=True, check=False).stdout
     result["listening"] = sorted({line.split()[3].rsplit(":", 1)[1] for line in ss.splitlines()})
+    if login_only:
+        password = (root / "etc" / "edgebayes" / "mqtt-password").read_text().strip()
+        logins = [Client("homeassistant", "ha"), Client("edgebayes", "rt", password=password)]
+        result["connacks"] = [c.connack[0] for c in logins]
+        for c in logins:
+            c.close()
+        broker.terminate()
+        broker.wait(timeout=10)
+        return result
     runtime = subprocess.Popen([sys.executable, "-m", "edgebayes", "run", "--config", str(runtime_config(root))],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     clients: list[Client] = []
@@ -306,4 +378,4 @@ def takeover(monitor: Client, log: Path) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(scenario(Path(sys.argv[1]))))
+    print(json.dumps(scenario(Path(sys.argv[1]), login_only=sys.argv[2:] == ["login"])))
