@@ -274,3 +274,29 @@ def test_acl_grants_no_line_twice_and_takes_the_users_of_home_assistant_and_the_
     assert not [p for p in sections["pattern"] if p.startswith("pattern write zigbee2mqtt/")]
     assert main(["acl", "--config", str(config), "--ha-user", ""]) == 0
     assert "user homeassistant" not in capsys.readouterr().out
+
+
+def test_readmes_acl_lines_for_an_existing_broker_are_what_edgebayes_acl_grants(tmp_path):
+    """The recipe "I already run Home Assistant and Mosquitto": each line it tells the user to add
+    is one the generated ACL has, in the same user section (for the example config, discovery on)."""
+    from edgebayes.acl import acl_text
+    from edgebayes.runtime.config import load_config
+
+    readme = (REPO / "README.md").read_text()
+    recipe = readme[readme.index("### I already run Home Assistant and Mosquitto"):]
+    block = re.search(r"\n```\n(user .*?)```", recipe, re.DOTALL).group(1)
+    config = tmp_path / "edgebayes.toml"
+    config.write_text((DEPLOY / "edgebayes.toml").read_text() + "\n[homeassistant]\ndiscovery = true\n")
+
+    def grants(text: str) -> set[tuple[str, str]]:
+        out, section = set(), "pattern"
+        for line in text.splitlines():
+            if line.startswith("user "):
+                section = line
+            elif line.startswith(("topic ", "pattern ")):
+                out.add(("pattern" if line.startswith("pattern ") else section, line))
+        return out
+
+    wanted = grants(block)
+    assert len(wanted) == 19 and wanted <= grants(acl_text(load_config(config))), wanted - grants(
+        acl_text(load_config(config)))
