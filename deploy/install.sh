@@ -240,7 +240,8 @@ broker_settings() {
       [ -e "$f" ] && [ "$f" != "$R$MOSQUITTO_CONF" ] && files+=("$f")
     done
   done < <(awk '$1 == "include_dir" { print $2 }' "$main")
-  awk '$1 ~ /^(listener|port|allow_anonymous|password_file|acl_file)$/ { print FILENAME, $1, $2 }' "${files[@]}"
+  awk '$1 ~ /^(listener|port|allow_anonymous|password_file|acl_file|per_listener_settings)$/ { print FILENAME, $1, $2 }' \
+    "${files[@]}"
 }
 
 # What the broker already has (THEIR_*: "FILE VALUE" or empty), read before anything is changed.
@@ -251,7 +252,11 @@ scan_broker() {
   THEIR_PASSWD="$(awk '$2 == "password_file" { v = $3 } END { print v }' <<<"$settings")"
   THEIR_ACL="$(awk '$2 == "acl_file" { v = $3 } END { print v }' <<<"$settings")"
   THEIR_ANON="$(awk '$2 == "allow_anonymous" { v = $3 } END { print v }' <<<"$settings")"
-  local any_listener
+  local per_listener any_listener
+  per_listener="$(awk '$2 == "per_listener_settings" && $3 == "true" { print $1; exit }' <<<"$settings")"
+  # each listener then has its own password_file and acl_file: which one to join is the user's call
+  [ -z "$per_listener" ] ||
+    die "$per_listener sets per_listener_settings true: join that broker by hand (--no-broker; README: \"I already run Home Assistant and Mosquitto\")"
   any_listener="$(awk '$2 == "listener" || $2 == "port" { print; exit }' <<<"$settings")"
   OURS_BEFORE=0
   [ -e "$R$MOSQUITTO_CONF" ] && OURS_BEFORE=1
@@ -455,6 +460,7 @@ do_uninstall() {
   else
     say "kept $ETC, $STATE (checkpoints), the user and the broker's ACL/passwords (--purge removes them)"
   fi
+  say "a broker's own acl_file and password_file keep the edgebayes block and user: remove them by hand if you joined one"
   say "uninstalled"
 }
 

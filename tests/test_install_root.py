@@ -111,6 +111,7 @@ def test_install_root_joins_debians_broker_and_serves_home_assistant_tasmota_zig
     acl_file.write_text(USER_LINE + acl_file.read_text())
     t_install = time.time()
     again = install(root)  # a rerun: nothing new locks anyone out
+    t_installed = time.time()
     assert again.returncode == 0, again.stdout + again.stderr
     acl = acl_file.read_text()
     assert acl.startswith(USER_LINE) and acl.count("# >>> edgebayes") == acl.count("# <<< edgebayes") == 1
@@ -126,7 +127,8 @@ def test_install_root_joins_debians_broker_and_serves_home_assistant_tasmota_zig
     r = json.loads(out.stdout.splitlines()[-1])
     assert r["broker_started"], f"mosquitto exit {r['broker_exit']}: {r['broker_log']}"
     assert "error" not in r, f"{r['error']}\n{r}"
-    print(f"\ninstall.sh --root (the rerun) to the first prediction: {r['first_prediction_at'] - t_install:.2f} s")
+    print(f"\ninstall.sh --root (the rerun) to the first prediction: {r['first_prediction_at'] - t_install:.2f} s "
+          f"(install.sh {t_installed - t_install:.2f} s)")
     assert r["listening"] == ["1883"], r["listening"]
     assert r["anonymous"] == NOT_AUTHORIZED
     assert r["tasmota"] == {"published": 0, "as_another": NOT_AUTHORIZED, "predictions": 3}
@@ -190,6 +192,10 @@ def test_install_root_joins_a_broker_with_its_own_listener_passwords_and_acl(tmp
     again = install(root)
     assert again.returncode == 0 and f"the ACL in {etc}/acl is up to date" in again.stdout
     assert (etc / "acl").read_text() == acl
+    (etc / "conf.d" / "local.conf").write_text("per_listener_settings true\n" + THEIRS)
+    refused = install(root)  # which listener's files to join is not the install's call
+    assert refused.returncode == 1 and "sets per_listener_settings true: join that broker by hand" in refused.stderr
+    (etc / "conf.d" / "local.conf").write_text(THEIRS)
 
     out = subprocess.run(["unshare", "-n", "-m", sys.executable, "-m", "tests.test_install_root", str(root), "login"],
                          capture_output=True, text=True, timeout=60, cwd=REPO,
