@@ -84,14 +84,21 @@ def prepare_root(root: Path) -> None:
         shutil.chown(root / d, "mosquitto")
 
 
-def test_install_root_joins_debians_broker_and_serves_home_assistant_tasmota_zigbee2mqtt(tmp_path):
+def needs_debians_broker_and_namespaces() -> None:
+    """Skips (fails under EDGEBAYES_REQUIRE_BROKER=1) without Mosquitto, Debian's file, or namespaces."""
     mosquitto_exe()
     if not DEBIAN_CONF.exists():
         skip_or_fail(f"{DEBIAN_CONF} (the mosquitto package's file) is absent")
-    probe = subprocess.run(["unshare", "-n", "-m", "sh", "-c", "ip link set lo up"], capture_output=True,
-                           text=True, check=False) if shutil.which("unshare") and shutil.which("ip") else None
+    tools = all(shutil.which(t) for t in ("unshare", "ip", "ss", "mount"))
+    probe = subprocess.run(["unshare", "-n", "-m", "sh", "-c", "ip link set lo up && mount -t tmpfs tmpfs /run"],
+                           capture_output=True, text=True, check=False) if tools else None
     if probe is None or probe.returncode != 0:
-        skip_or_fail("unshare -n -m (a private network and mount namespace) or ip is not permitted here")
+        skip_or_fail("unshare -n -m (a private network and mount namespace, with ip and ss of iproute2) is not "
+                     "permitted or not installed here")
+
+
+def test_install_root_joins_debians_broker_and_serves_home_assistant_tasmota_zigbee2mqtt(tmp_path):
+    needs_debians_broker_and_namespaces()
     root = tmp_path / "root"
     prepare_root(root)
     conf_d = root / "etc" / "mosquitto" / "conf.d"
@@ -154,9 +161,7 @@ def test_install_root_joins_a_broker_with_its_own_listener_passwords_and_acl(tmp
     nothing; the install adds the runtime's user to their password file and the generated block to
     their ACL, locks nobody out (no --yes needed); a rerun changes nothing; the broker starts and
     both Home Assistant and the runtime log in."""
-    mosquitto_exe()
-    if not DEBIAN_CONF.exists():
-        skip_or_fail(f"{DEBIAN_CONF} (the mosquitto package's file) is absent")
+    needs_debians_broker_and_namespaces()
     root = tmp_path / "root"
     prepare_root(root)
     etc = root / "etc" / "mosquitto"
