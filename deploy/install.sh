@@ -379,7 +379,11 @@ write_acl() {
     cp -p "$target" "$target.bak"
     say "the previous $target is kept as $target.bak"
   fi
-  printf '%s\n' "$new" | write_file "$target" 0644 root:root
+  if [ -n "$THEIR_ACL" ] && [ -e "$target" ]; then
+    printf '%s\n' "$new" >"$target"  # in place: the broker's file keeps its owner and mode
+  else
+    printf '%s\n' "$new" | write_file "$target" 0644 root:root
+  fi
 }
 
 # The ACL file ($1) with its edgebayes block holding $2: replaced in place, else added at the end.

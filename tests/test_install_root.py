@@ -169,6 +169,8 @@ def test_install_root_joins_a_broker_with_its_own_listener_passwords_and_acl(tmp
     subprocess.run(["mosquitto_passwd", "-c", "-b", str(etc / "passwd"), "homeassistant", PASSWORDS["homeassistant"]],
                    check=True)
     (etc / "acl").write_text(THEIR_ACL)
+    (etc / "acl").chmod(0o640)
+    shutil.chown(etc / "acl", "root", "mosquitto")
     before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
     plan = install(root, "--dry-run")
@@ -189,6 +191,7 @@ def test_install_root_joins_a_broker_with_its_own_listener_passwords_and_acl(tmp
     assert done.returncode == 0, done.stdout + done.stderr
     acl = (etc / "acl").read_text()
     assert acl.startswith(THEIR_ACL) and acl.count("# >>> edgebayes") == 1 and "user edgebayes" in acl
+    assert ((etc / "acl").stat().st_mode & 0o777, (etc / "acl").group()) == (0o640, "mosquitto")  # still theirs
     assert [line.split(":")[0] for line in (etc / "passwd").read_text().splitlines()] == ["homeassistant", "edgebayes"]
     assert not (etc / "edgebayes.acl").exists() and not (etc / "edgebayes.passwd").exists()
     active = [line.split()[0] for line in (etc / "conf.d" / "edgebayes.conf").read_text().splitlines()
