@@ -16,7 +16,8 @@ temporary folder; no system service touched):
    example needs two Aqara devices, which firmware-sim does not imitate) and
    ``[homeassistant] discovery = true``;
 5. ``firmware-sim run`` as a Tasmota board (the README's command) and as a Zigbee2MQTT device,
-   each logged in with its device id as user name, as the ACL wants; the time from starting
+   the board logged in with its device id as user name, the Zigbee2MQTT device as the
+   bridge's user ``zigbee2mqtt``, as the ACL wants; the time from starting
    each to its first prediction (and from its first reading at the broker);
 6. a second venv with ``homeassistant`` (default 2024.1.6) and bench/ha_discovery_check.py:
    every retained config the runtime published under ``homeassistant/`` through Home
@@ -47,6 +48,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEVICES = {"tas-0": "tasmota", "z2m-0": "zigbee2mqtt"}
+#: each simulator's login, as the generated ACL wants: a Tasmota board its Topic, the Zigbee2MQTT
+#: device's messages come from the bridge, which logs in as its own user
+LOGINS = {"tas-0": "tas-0", "z2m-0": "zigbee2mqtt"}
 RUNTIME_USER = "edgebayes"
 CHECK_USER = "bench-check"  # this script's own subscriber: reads everything, writes nothing
 
@@ -202,7 +206,7 @@ class Check:
         b = self.work / "mosquitto"
         (b / "data").mkdir(parents=True)
         self.passwords = {}
-        for user in (RUNTIME_USER, CHECK_USER, *DEVICES):
+        for user in (RUNTIME_USER, CHECK_USER, *LOGINS.values()):
             self.passwords[user] = f"pw-{user}-{os.urandom(6).hex()}"
             pw_file = self.work / f"{user}.password"
             pw_file.write_text(self.passwords[user] + "\n")
@@ -290,8 +294,8 @@ class Check:
         for device, cmd in commands.items():
             self.say(f"firmware-sim run --format {DEVICES[device]} as {device}")
             self.t_sim[device] = time.time()
-            self.start(f"sim_{device}", [*cmd, "--username", device, "--password-file",
-                                         str(self.work / f"{device}.password")], cwd=self.work)
+            self.start(f"sim_{device}", [*cmd, "--username", LOGINS[device], "--password-file",
+                                         str(self.work / f"{LOGINS[device]}.password")], cwd=self.work)
         first = {}
 
         def all_predicted() -> bool:

@@ -10,16 +10,23 @@ Grants, and nothing else (Mosquitto denies what an ACL file does not grant):
   availability); with ``[homeassistant] discovery``, write its discovery configs
   ``<ha prefix>/+/<node_id>/#`` and each device's ``availability`` and ``attributes``, and read
   ``<ha prefix>/status``;
+- Home Assistant (user ``--ha-user``, default ``homeassistant``; ``--ha-user ''`` leaves it
+  out): read its discovery prefix ``<ha prefix>/#`` (``[homeassistant] prefix``, default
+  ``homeassistant``), write its birth message ``<ha prefix>/status``, read the runtime's outputs;
 - user ``monitor`` (a dashboard, the firmware-sim monitor): read ``<prefix>/#``;
 - every device, logged in with its device id as user name (``%u``): write its own readings and
   labels, read its own outputs; for each ``[[sources]]`` topic whose device id is a ``+``
-  level, write that topic with its own id there (``tele/%u/SENSOR``); topics with no such
-  level (a zigbee2mqtt bridge publishing for every device, a fixed ``device``, fixed ESPHome
-  topics) may be written by any user with a password.
+  level, write that topic with its own id there (``tele/%u/SENSOR``);
+- a topic no ``+`` level of which names the device is written by one user only: a zigbee2mqtt
+  bridge's topics by the bridge's user (``--bridge-user``, default ``zigbee2mqtt``), a fixed
+  ``device``'s by that device id, a fixed topic (ESPHome's ``node1/sensor/t/state``) by the
+  device it names.
 
-Deploy/install.sh writes it to /etc/mosquitto/edgebayes.acl; deploy/mosquitto/edgebayes.acl is
-this command's output for deploy/edgebayes.toml. Exit 0, or 2 for a bad config or a config
-without ``[broker] username`` (one line on stderr).
+No line is granted twice. Deploy/install.sh puts this output between the markers of the
+generated block of /etc/mosquitto/edgebayes.acl (or of the broker's own acl_file), where the
+user's lines outside the block are kept; deploy/mosquitto/edgebayes.acl is this command's output
+for deploy/edgebayes.toml. Exit 0, or 2 for a bad config or a config without
+``[broker] username`` (one line on stderr).
 """
 
 from __future__ import annotations
@@ -33,6 +40,12 @@ from edgebayes.runtime.ingest.adapters import make_adapter
 
 #: the read-only user of dashboards and the firmware-sim monitor
 MONITOR_USER = "monitor"
+#: Home Assistant's user name (its MQTT integration's default in the add-on and most guides)
+HA_USER = "homeassistant"
+#: the user a zigbee2mqtt bridge logs in with (its configuration.yaml ``mqtt: user:``)
+BRIDGE_USER = "zigbee2mqtt"
+#: the runtime's outputs a reader such as Home Assistant reads, per device
+OUTPUTS = ("prediction", "drift", "error", "availability", "attributes")
 
 HEADER = """\
 # Mosquitto ACL for edgebayes (acl_file in edgebayes.conf; topics in docs/protocol.md), made
@@ -43,11 +56,15 @@ HEADER = """\
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="FILE", help="the runtime's TOML config")
+    parser.add_argument("--ha-user", default=HA_USER, metavar="NAME",
+                        help=f"Home Assistant's user name (default {HA_USER}; '' for no Home Assistant)")
+    parser.add_argument("--bridge-user", default=BRIDGE_USER, metavar="NAME",
+                        help=f"the zigbee2mqtt bridge's user name (default {BRIDGE_USER})")
 
 
 def main(args: argparse.Namespace) -> int:
     try:
-        text = acl_text(load_config(args.config), args.config)
+        text = acl_text(load_config(args.config), args.config, args.ha_user or None, args.bridge_user)
     except ConfigError as exc:
         print(f"edgebayes acl: {exc}", file=sys.stderr)
         return 2
@@ -55,8 +72,10 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def acl_text(config: Config, source: str = "config") -> str:
-    """The ACL file for ``config`` (see the module docstring).
+def acl_text(config: Config, source: str = "config", ha_user: str | None = HA_USER,
+             bridge_user: str = BRIDGE_USER) -> str:
+    """The ACL file for ``config`` (see the module docstring); ``ha_user`` None leaves Home
+    Assistant out.
 
     Raises:
         ConfigError: ``[broker] username`` is not set (the ACL grants the runtime by user name).
@@ -86,10 +105,18 @@ def acl_text(config: Config, source: str = "config") -> str:
                   f"topic write {ha.prefix}/+/{node}/#",
                   *(f"topic write {prefix}/+/{kind}" for kind in ("availability", "attributes")),
                   f"topic read {ha.prefix}/status"]
+    if ha_user is not None:
+        ha_prefix = ha.prefix if ha is not None else "homeassistant"
+        lines += ["", (f"# Home Assistant (user \"{ha_user}\"): its discovery prefix, its birth message and "
+                       "the runtime's outputs"),
+                  f"user {ha_user}", f"topic read {ha_prefix}/#", f"topic write {ha_prefix}/status",
+                  *(f"topic read {prefix}/+/{kind}" for kind in OUTPUTS), f"topic read {prefix}/runtime/#"]
     lines += ["",
               (f"# A dashboard or the firmware-sim monitor (user \"{MONITOR_USER}\"): reads everything, "
                "writes nothing."),
-              f"user {MONITOR_USER}", f"topic read {prefix}/#", "",
+              f"user {MONITOR_USER}", f"topic read {prefix}/#"]
+    lines += _publishers(adapters, bridge_user)
+    lines += ["",
               ("# Every sensor device logs in with its device id as user name (%u): it writes its own "
                "readings"),
               "# and labels only, and reads its own predictions, drift alerts and error reports; it can",
@@ -97,15 +124,55 @@ def acl_text(config: Config, source: str = "config") -> str:
               f"pattern write {prefix}/%u/reading", f"pattern write {prefix}/%u/label",
               *(f"pattern read {prefix}/%u/{kind}" for kind in ("prediction", "drift", "error"))]
     for a in adapters:
-        lines += [(f"# [[sources]] #{a.index + 1} ({a.cfg.kind}): its publishers (%u: the device id as "
-                   "user name; else any user)"),
-                  *(f"pattern write {_writer(a, f)}" for f in a.filters())]
-    return "\n".join(lines) + "\n"
+        patterns = [f"pattern write {w}" for f in a.filters() if "%u" in (w := _writer(a, f))]
+        if patterns:
+            lines += [f"# [[sources]] #{a.index + 1} ({a.cfg.kind}): each device its own topics (%u: its id)",
+                      *patterns]
+    return "\n".join(_unique(lines)) + "\n"
+
+
+def _publishers(adapters: list[Adapter], bridge_user: str) -> list[str]:
+    """``user`` sections for the topics no ``+`` level of which names the device: each written
+    by the one user that publishes it (the bridge, the fixed device, the device the topic names)."""
+    by_user: dict[str, list[str]] = {}
+    for a in adapters:
+        for f in a.filters():
+            if "%u" in _writer(a, f):
+                continue
+            if a.cfg.kind == "zigbee2mqtt":
+                owner = bridge_user
+            elif a.cfg.device is not None:
+                owner = a.cfg.device
+            else:
+                owner = a.publisher(f)
+            by_user.setdefault(owner, []).append(f"topic write {f}")
+    lines = []
+    for owner, grants in by_user.items():
+        lines += ["", f"# [[sources]]: topics that user \"{owner}\" alone publishes (a bridge for its devices, "
+                      "or one fixed device)",
+                  f"user {owner}", *grants]
+    return lines
+
+
+def _unique(lines: list[str]) -> list[str]:
+    """``lines`` without a grant repeated in the same ``user`` section (or among the patterns)."""
+    seen: set[tuple[str, str]] = set()
+    out, section = [], ""
+    for line in lines:
+        if line.startswith("user "):
+            section = line
+        key = ("pattern" if line.startswith("pattern ") else section, line)
+        if line.startswith(("topic ", "pattern ")):
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(line)
+    return out
 
 
 def _writer(adapter: Adapter, topic_filter: str) -> str:
     """``topic_filter`` with ``%u`` at the ``+`` level the adapter takes the device id from, or
-    as it is when no single ``+`` level names the device (it is then open to any user)."""
+    as it is when no single ``+`` level names the device (one user publishes it: ``_publishers``)."""
     if adapter.cfg.kind == "zigbee2mqtt" or adapter.cfg.device is not None:
         return topic_filter  # one bridge or one fixed device publishes for all
     levels = topic_filter.split("/")

@@ -1,13 +1,17 @@
 """A real Mosquitto broker for integration tests, on a free loopback port.
 
 ``Broker`` writes a config into a temporary folder, starts ``mosquitto -c`` and waits until the
-port accepts connections. ``stop()`` / ``start()`` restart it on the same port with the same
+port accepts connections. Given a whole config with its own ``listener 1883`` line (the shipped
+deploy/mosquitto/edgebayes.conf), it runs that text unchanged but for that one line, which gets
+the free loopback port (``listener PORT 127.0.0.1``), and appends only where its persistence and
+log go. ``stop()`` / ``start()`` restart it on the same port with the same
 persistence file, so tests can take the broker away mid-stream and bring it back.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -50,6 +54,10 @@ def mosquitto_exe() -> str:
     return exe
 
 
+#: the listener line of a whole config (deploy/mosquitto/edgebayes.conf) that gets the test's port
+SHIPPED_LISTENER = re.compile(r"(?m)^listener 1883$")
+
+
 class Broker:
     def __init__(self, workdir: Path, extra_config: str = "", port: int | None = None):
         exe = mosquitto_exe()
@@ -60,20 +68,27 @@ class Broker:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config = self.workdir / "mosquitto.conf"
         self.log = self.workdir / "mosquitto.log"
-        self.config.write_text(
-            f"listener {self.port} {self.host}\n"
-            "allow_anonymous true\n"
-            "persistence true\n"
+        housekeeping = (
             f"persistence_location {self.workdir}/\n"
-            "max_queued_messages 100000\n"
-            "set_tcp_nodelay true\n"  # no Nagle wait on small packets (latency)
             f"log_dest file {self.log}\n"
             "log_type error\nlog_type warning\nlog_type notice\n"
             # as root, mosquitto drops to user "mosquitto", which cannot write to a private
             # temp folder: no log and, silently, no persistence across restarts
             + ("user root\n" if os.geteuid() == 0 else "")
-            + extra_config
         )
+        shipped, n = SHIPPED_LISTENER.subn(f"listener {self.port} {self.host}", extra_config, count=1)
+        if n:  # a whole config: its listener options stay after its listener line, as shipped
+            self.config.write_text(shipped.rstrip("\n") + "\n\n# tests/broker.py\n" + housekeeping)
+        else:
+            self.config.write_text(
+                f"listener {self.port} {self.host}\n"
+                "allow_anonymous true\n"
+                "persistence true\n"
+                "max_queued_messages 100000\n"
+                "set_tcp_nodelay true\n"  # no Nagle wait on small packets (latency)
+                + housekeeping
+                + extra_config
+            )
         self.proc: subprocess.Popen | None = None
 
     @property

@@ -144,16 +144,14 @@ def test_install_dry_run_prints_every_step_in_order_and_changes_nothing():
         r"(\+ python3 -m venv (--system-site-packages )?/opt/edgebayes/venv|venv \S+ exists)",
         rf"\+ /opt/edgebayes/venv/bin/pip install --quiet --upgrade {re.escape(str(REPO))}",
         (
-            r"(\+ install -m 0640 -o root -g edgebayes \S+/deploy/edgebayes.toml "
-            r"/etc/edgebayes/edgebayes.toml|kept the existing /etc/edgebayes/edgebayes.toml)"
+            r"(\+ install -m 0640 \S+/deploy/edgebayes.toml "
+            r"/etc/edgebayes/edgebayes.toml\n\+ chown root:edgebayes /etc/edgebayes/edgebayes.toml|"
+            r"kept the existing /etc/edgebayes/edgebayes.toml)"
         ),
-        (
-            r"(\+ install -m 0644 \S+/deploy/mosquitto/edgebayes.conf "
-            r"/etc/mosquitto/conf.d/edgebayes.conf|kept the existing)"
-        ),
-        (r"\+ /opt/edgebayes/venv/bin/edgebayes acl --config /etc/edgebayes/edgebayes.toml > "
-        r"/etc/mosquitto/edgebayes.acl"),
-        r"\+ install -m 0644 \S+/deploy/systemd/edgebayes.service /etc/systemd/system/\S+",
+        r"\+ write /etc/mosquitto/conf.d/edgebayes.conf \(mode 0644, owner root:root\)",
+        (r"\+ /opt/edgebayes/venv/bin/edgebayes acl --config /etc/edgebayes/edgebayes.toml --ha-user homeassistant "
+         r"--bridge-user zigbee2mqtt > the edgebayes block of /etc/mosquitto/\S+"),
+        r"\+ install -D -m 0644 \S+/deploy/systemd/edgebayes.service /etc/systemd/system/\S+",
         r"(\+ systemctl enable edgebayes.service|skipped 'systemctl enable edgebayes.service')",
         r"next: edit \[schema\] features .* in /etc/edgebayes/edgebayes.toml for your sensors",
         (r"check it: /opt/edgebayes/venv/bin/edgebayes run --config /etc/edgebayes/edgebayes.toml "
@@ -205,6 +203,8 @@ def test_install_script_is_shellcheck_clean():
 
 
 def test_acl_grants_each_source_kind_its_topics_and_publishers(tmp_path):
+    """Every grant once; a topic that names no device written by its one publisher only (the
+    zigbee2mqtt bridge's user, the fixed ESPHome node), not by every user with a password."""
     from edgebayes.acl import acl_text
     from edgebayes.runtime.config import parse_config
 
@@ -236,14 +236,67 @@ def test_acl_grants_each_source_kind_its_topics_and_publishers(tmp_path):
         "topic write homeassistant/+/node7/#",
         "topic write site/eb/+/availability", "topic write site/eb/+/attributes",
         "topic read homeassistant/status",
+        # Home Assistant: discovery configs, its birth message, the runtime's outputs
+        "user homeassistant", "topic read homeassistant/#", "topic write homeassistant/status",
+        *(f"topic read site/eb/+/{kind}" for kind in ("prediction", "drift", "error", "availability", "attributes")),
+        "topic read site/eb/runtime/#",
         "user monitor", "topic read site/eb/#",
+        # one bridge publishes for every zigbee device: its own user only (was: any user)
+        "user zigbee2mqtt", "topic write zigbee2mqtt/+", "topic write zigbee2mqtt/bridge/state",
+        "topic write zigbee2mqtt/+/availability",
+        # a fixed topic: the device it names only
+        "user node1", "topic write node1/sensor/h/state", "topic write node1/status",
         "pattern write site/eb/%u/reading", "pattern write site/eb/%u/label",
         "pattern read site/eb/%u/prediction", "pattern read site/eb/%u/drift", "pattern read site/eb/%u/error",
         "pattern write tele/%u/SENSOR", "pattern write tele/%u/LWT",
-        # one bridge publishes for every zigbee device: any user with a password
-        "pattern write zigbee2mqtt/+", "pattern write zigbee2mqtt/bridge/state",
-        "pattern write zigbee2mqtt/+/availability",
-        "pattern write %u/sensor/t/state", "pattern write node1/sensor/h/state", "pattern write %u/status",
-        "pattern write node1/status",
+        "pattern write %u/sensor/t/state", "pattern write %u/status",
         "pattern write lab/+/%u/env",
     ]
+
+
+def test_acl_grants_no_line_twice_and_takes_the_users_of_home_assistant_and_the_bridge(tmp_path, capsys):
+    from edgebayes.cli import main
+
+    config = tmp_path / "aqara.toml"  # two zigbee2mqtt sources: bridge/state was granted twice
+    config.write_text((REPO / "docs" / "examples" / "aqara-occupancy.toml").read_text()
+                      .replace("[broker]\n", '[broker]\nusername = "edgebayes"\n', 1))
+    assert main(["acl", "--config", str(config), "--ha-user", "hass", "--bridge-user", "z2m"]) == 0
+    sections: dict[str, list[str]] = {}
+    section = "pattern"
+    for line in capsys.readouterr().out.splitlines():
+        if line.startswith("user "):
+            section = line
+        elif line.startswith(("topic ", "pattern ")):
+            sections.setdefault("pattern" if line.startswith("pattern ") else section, []).append(line)
+    assert all(len(lines) == len(set(lines)) for lines in sections.values()), sections
+    assert sections["user hass"][:2] == ["topic read homeassistant/#", "topic write homeassistant/status"]
+    assert "topic write zigbee2mqtt/bridge/state" in sections["user z2m"]
+    assert not [p for p in sections["pattern"] if p.startswith("pattern write zigbee2mqtt/")]
+    assert main(["acl", "--config", str(config), "--ha-user", ""]) == 0
+    assert "user homeassistant" not in capsys.readouterr().out
+
+
+def test_readmes_acl_lines_for_an_existing_broker_are_what_edgebayes_acl_grants(tmp_path):
+    """The recipe "I already run Home Assistant and Mosquitto": each line it tells the user to add
+    is one the generated ACL has, in the same user section (for the example config, discovery on)."""
+    from edgebayes.acl import acl_text
+    from edgebayes.runtime.config import load_config
+
+    readme = (REPO / "README.md").read_text()
+    recipe = readme[readme.index("### I already run Home Assistant and Mosquitto"):]
+    block = re.search(r"\n```\n(user .*?)```", recipe, re.DOTALL).group(1)
+    config = tmp_path / "edgebayes.toml"
+    config.write_text((DEPLOY / "edgebayes.toml").read_text() + "\n[homeassistant]\ndiscovery = true\n")
+
+    def grants(text: str) -> set[tuple[str, str]]:
+        out, section = set(), "pattern"
+        for line in text.splitlines():
+            if line.startswith("user "):
+                section = line
+            elif line.startswith(("topic ", "pattern ")):
+                out.add(("pattern" if line.startswith("pattern ") else section, line))
+        return out
+
+    wanted = grants(block)
+    assert len(wanted) == 19 and wanted <= grants(acl_text(load_config(config))), wanted - grants(
+        acl_text(load_config(config)))

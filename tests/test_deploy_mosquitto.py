@@ -55,8 +55,8 @@ def shipped_broker_config(workdir: Path, bridge_to: int | None = None, acl: str 
     shipped ACL or ``acl`` (the text of another one).
 
     What changes from the shipped files: /etc/mosquitto/ becomes ``workdir`` (password and ACL
-    files made there), the listener line is left to the ``Broker`` helper (a free loopback
-    port); for the bridge, the address is the loopback upstream, whose plain anonymous listener
+    files made there); the ``Broker`` helper gives its ``listener 1883`` line a free loopback
+    port and changes nothing else (tests/broker.py); for the bridge, the address is the loopback upstream, whose plain anonymous listener
     needs no TLS nor remote credentials, and retries are every second instead of 5 s doubling.
     """
     workdir.mkdir(parents=True, exist_ok=True)
@@ -78,7 +78,7 @@ def shipped_broker_config(workdir: Path, bridge_to: int | None = None, acl: str 
     else:
         (workdir / "edgebayes.acl").write_text(acl)
     conf = (DEPLOY / "mosquitto" / "edgebayes.conf").read_text()
-    conf = re.sub(r"(?m)^listener 1883\n", "", conf).replace("/etc/mosquitto/", f"{workdir}/")
+    conf = conf.replace("/etc/mosquitto/", f"{workdir}/")
     if bridge_to is not None:
         bridge = (DEPLOY / "mosquitto" / "bridge.conf").read_text()
         bridge = re.sub(r"(?m)^address .*$", f"address 127.0.0.1:{bridge_to}", bridge)
