@@ -8,7 +8,8 @@ Grants, and nothing else (Mosquitto denies what an ACL file does not grant):
   write every device's ``prediction``, ``drift`` and ``error`` and its own
   ``<prefix>/runtime/#``; read every topic its ``[[sources]]`` subscribe to (data and
   availability); with ``[homeassistant] discovery``, write its discovery configs
-  ``<ha prefix>/+/<node_id>/#`` and each device's ``availability`` and ``attributes``, and read
+  ``<ha prefix>/+/<node_id>/#`` (read and write: node ``edgebayes`` without ``node_id``, and the
+  client id's, where older releases put them) and each device's ``availability`` and ``attributes``, and read
   ``<ha prefix>/status``;
 - user ``monitor`` (a dashboard, the firmware-sim monitor): read ``<prefix>/#``;
 - every device, logged in with its device id as user name (``%u``): write its own readings and
@@ -28,6 +29,7 @@ import argparse
 import sys
 
 from edgebayes.runtime.config import Config, ConfigError, load_config
+from edgebayes.runtime.discovery import DEFAULT_NODE
 from edgebayes.runtime.ingest.adapter import Adapter
 from edgebayes.runtime.ingest.adapters import make_adapter
 
@@ -80,10 +82,11 @@ def acl_text(config: Config, source: str = "config") -> str:
                   *(f"topic read {f}" for f in a.filters())]
     ha = config.homeassistant
     if ha is not None and ha.discovery:
-        node = ha.node_id or config.broker.client_id
+        # its own node (read too: an earlier run's retained configs), and the client id's (older releases)
+        nodes = dict.fromkeys([ha.node_id or DEFAULT_NODE, *([] if ha.node_id else [config.broker.client_id])])
         lines += ["# [homeassistant] discovery: its config messages, each device's availability and",
                   "# attributes, and Home Assistant's birth message",
-                  f"topic write {ha.prefix}/+/{node}/#",
+                  *(f"topic readwrite {ha.prefix}/+/{node}/#" for node in nodes),
                   *(f"topic write {prefix}/+/{kind}" for kind in ("availability", "attributes")),
                   f"topic read {ha.prefix}/status"]
     lines += ["",

@@ -51,9 +51,13 @@ with defaults (``-`` = no default, ``None`` = unset)::
                   accept_retained=false (retained values delivered on subscribe are stale)
                   min_features=1 (a reading with fewer present features is not served:
                       counted and reported as ``too_few_values``; at most the schema's count)
-    [homeassistant]  discovery=false prefix="homeassistant" node_id=<[broker] client_id>
+    [homeassistant]  discovery=false prefix="homeassistant" node_id=None (the configs' node
+                     level is "edgebayes"; a node_id also goes into every unique_id)
                      drift="event" ("event" | "binary_sensor") drift_off_delay_s=600
                      offline_after_s=3600 retire_after_s=None (never)
+                     configs="entity" (one config per entity; "device": one per device with
+                     ``cmps``, Home Assistant 2024.11+) entity_ids=true (false: no
+                     default_entity_id or object_id, HA's own entity-id format applies)
 
 Where a value lives: ``"BME280.Temperature"`` (a key path into the JSON payload of a message on
 ``topic``; quote keys holding dots: ``'PMS5003."PM2.5"'``), a list of such paths (the first
@@ -718,6 +722,8 @@ class DiscoveryConfig:
     drift_off_delay_s: float = 600.0
     offline_after_s: float = 3600.0
     retire_after_s: float | None = None
+    configs: str = "entity"
+    entity_ids: bool = True
 
 
 def parse_homeassistant(raw: Any, output_format: str, problems: list[str]) -> DiscoveryConfig | None:
@@ -727,7 +733,7 @@ def parse_homeassistant(raw: Any, output_format: str, problems: list[str]) -> Di
         return None
     n = len(problems)
     for key, v in raw.items():
-        if key == "discovery":
+        if key in ("discovery", "entity_ids"):
             ok = isinstance(v, bool)
         elif key == "prefix":
             ok = isinstance(v, str) and bool(v) and all(
@@ -736,11 +742,13 @@ def parse_homeassistant(raw: Any, output_format: str, problems: list[str]) -> Di
             ok = isinstance(v, str) and bool(NAME_RE.match(v))
         elif key == "drift":
             ok = v in ("event", "binary_sensor")
+        elif key == "configs":
+            ok = v in ("entity", "device")
         elif key in ("drift_off_delay_s", "offline_after_s", "retire_after_s"):
             ok = not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v < math.inf
         else:
             problems.append(f"[homeassistant] unknown key {key!r}; known: discovery, prefix, node_id, "
-                            "drift, drift_off_delay_s, offline_after_s, retire_after_s")
+                            "drift, drift_off_delay_s, offline_after_s, retire_after_s, configs, entity_ids")
             continue
         if not ok:
             problems.append(f"[homeassistant] {key} = {v!r} is not valid")

@@ -155,14 +155,19 @@ class Assembler:
                 out.append(Label(device, entry[0], y))
         return out
 
-    def offline(self, origin: tuple, now: float) -> None:
-        """Drop the values ``origin`` published (``(source, "")``: everything of that source)."""
+    def offline(self, origin: tuple, now: float) -> list[tuple[str, int]]:
+        """Drop the values ``origin`` published (``(source, "")``: everything of that source);
+        ``(device, seq of its last reading, -1 if none)`` for each device that held any."""
         src, pub = origin
-        for dev in self.devices.values():
+        touched = []
+        for name, dev in self.devices.items():
             for i, o in enumerate(dev.origins):
                 if o and o[0] == src and (not pub or o[1] == pub):
                     dev.values[i], dev.times[i] = _NAN, now
                     dev.updated.discard(i)
+                    if not touched or touched[-1][0] != name:
+                        touched.append((name, dev.last_seq))
+        return touched
 
     def due(self, now: float) -> list[Reading]:
         """The cadence readings due at ``now`` (none when ``interval_s`` is 0)."""

@@ -7,6 +7,7 @@ import logging
 import math
 import time
 from collections import Counter
+from collections.abc import Callable
 
 from paho.mqtt.client import topic_matches_sub
 
@@ -29,6 +30,11 @@ class SourceRouter:
 
     Args:
         config: the runtime ``Config`` (``sources``, ``assembler``, ``schema``, ``queue``).
+        on_offline: ``on_offline(device, seq)``, called (worker thread) for each device whose values
+            came from a publisher that its source's availability topic says is offline (a
+            Tasmota LWT ``Offline``, a zigbee2mqtt ``{"state": "offline"}``): Home Assistant
+            discovery marks it unavailable at once, not after ``offline_after_s``, until a
+            reading after ``seq`` (the last one assembled for it) is served.
 
     ``handle`` and ``tick`` return ``(item, topic)`` pairs: a ``Reading``, a ``Label`` or a
     ``Refusal``, and the topic it came from, for the worker.
@@ -43,7 +49,7 @@ class SourceRouter:
     present features, not served).
     """
 
-    def __init__(self, config):
+    def __init__(self, config, on_offline: Callable[[str, int], None] | None = None):
         acfg = config.assembler or AssemblerConfig()
         self.acfg = acfg
         self.adapters = [make_adapter(i, s) for i, s in enumerate(config.sources)]
@@ -52,6 +58,7 @@ class SourceRouter:
                                    min_features=acfg.min_features)
         self.parser = Parser(config.schema.features, config.schema.label, config.queue.max_payload_bytes)
         self.max_payload_bytes = config.queue.max_payload_bytes
+        self.on_offline = on_offline
         self.counts: Counter = Counter()
         self._unmatched: Counter = Counter()  # source index -> messages mapping nothing, until one did
         self._last_payload: dict[str, tuple[bytes, float]] = {}
@@ -109,9 +116,12 @@ class SourceRouter:
         if ex.kind == "availability":
             self.counts["online" if ex.online else "offline"] += 1
             if not ex.online:
-                self.assembler.offline(ex.origin, now)
+                devices = self.assembler.offline(ex.origin, now)
                 adapter.offline(ex.origin[1])
                 self._forget_mapped(ex.origin)
+                if self.on_offline is not None:
+                    for device, seq in devices:
+                        self.on_offline(device, seq)
             return
         if ex.kind == "ignored" or ex.reason == "no_feature":
             self.counts[ex.kind if ex.kind == "ignored" else "no_feature"] += 1
