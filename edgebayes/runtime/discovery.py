@@ -41,8 +41,9 @@ of older releases), again when Home Assistant announces itself ``online`` on
 ``<prefix>/status`` (its birth message), and removed (empty retained payload, as are the
 availability and attributes topics) when the device is retired: ``retire(device)``, or no
 reading for ``retire_after_s``. The runtime reads its own retained configs back at start, so a
-device an earlier run announced that never returns goes offline and is retired too. After the birth message, ``republish_delay_s`` later (HA
-subscribes an entity's state topic once the entity is set up), each online device's last
+device an earlier run announced that never returns goes offline and is retired too. After
+the birth message, ``republish_delay_s`` later (HA subscribes an entity's state topic once the
+entity is set up), each online device's last
 prediction is published again, unchanged (same ``seq``): predictions are not retained, and
 HA forgets them when it restarts. HA reads JSON templates, so discovery requires
 ``[output] format = "json"``. The shapes follow the real configs in

@@ -15,6 +15,7 @@ from edgebayes.runtime.config import AssemblerConfig
 from edgebayes.runtime.ingest.adapter import Adapter, Extract
 from edgebayes.runtime.ingest.adapters import make_adapter
 from edgebayes.runtime.ingest.assembler import Assembler, Incomplete
+from edgebayes.runtime.ingest.ids import DeviceIds, check_literal_ids
 from edgebayes.runtime.ingest.native import Parser
 from edgebayes.runtime.messages import Label, ProtocolError, Reading, Refusal, Retained
 from edgebayes.runtime.names import NAME_RE
@@ -46,13 +47,19 @@ class SourceRouter:
     ``online``, ``readings``, ``labels``, ``no_value`` (values a sensor reported as "no value
     now" or left out of a snapshot message), ``missing_values`` (NaN features in the readings
     served), and one entry per refusal kind (``too_few_values``: a reading with fewer than ``[assembler] min_features``
-    present features, not served).
+    present features, not served; ``device_id_taken``: a topic name making a device id another
+    name holds, ``ids.DeviceIds``).
+
+    Raises:
+        ConfigError: two literal ``[[sources]]`` topics make one device id from distinct names.
     """
 
     def __init__(self, config, on_offline: Callable[[str, int], None] | None = None):
         acfg = config.assembler or AssemblerConfig()
         self.acfg = acfg
         self.adapters = [make_adapter(i, s) for i, s in enumerate(config.sources)]
+        check_literal_ids(self.adapters)
+        self.ids = DeviceIds(config.checkpoint.dir, max(4096, 4 * config.memory.max_devices))
         self.assembler = Assembler(config.schema.features, acfg.interval_s, acfg.max_age_s,
                                    max((s.label_window_before_s for s in config.sources), default=0.0),
                                    min_features=acfg.min_features)
@@ -130,6 +137,11 @@ class SourceRouter:
             return
         if ex.kind == "rejected":
             self._refuse(ex.device, topic, ex.reason, ex.explanation)
+            return
+        taken = self.ids.claim(adapter.cfg.device or ex.origin[1], ex.device,
+                               f"[[sources]] #{adapter.index + 1} ({adapter.cfg.kind})")
+        if taken:
+            self._refuse(None, topic, "device_id_taken", taken)
             return
         self._unmatched[adapter.index] = -1  # a source that matched once is not hinted at
         cfg = adapter.cfg
@@ -217,4 +229,5 @@ class SourceRouter:
         out = self._out = []
         for reading in self.assembler.due(time.time()):
             self._deliver(reading, "(assembler)")
+        self.ids.save()
         return out
