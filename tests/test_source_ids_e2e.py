@@ -1,9 +1,11 @@
-"""Device ids made from [[sources]] topic names, through a real Mosquitto: the mapping logged
-once, distinct names making one id refused (never merged into the holder's model), across a
-restart too, and two literal topics making one id refused at start."""
+"""[[sources]] through a real Mosquitto: device ids made from topic names (the mapping logged
+once, distinct names making one id refused, never merged into the holder's model, across a
+restart too, two literal topics making one id refused at start), and the zigbee2mqtt example's
+first reading."""
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +109,29 @@ label = "occupancy"
         "[[sources]] #2 (zigbee2mqtt): topic 'zigbee2mqtt/Room_1' makes device id 'Room_1' from 'Room_1', as "
         "[[sources]] #1 (zigbee2mqtt) does from 'Room 1': rename one, or give both the same "
         'device = "Room_1" to make them one device']
+
+
+def test_the_zigbee2mqtt_example_predicts_within_seconds_and_says_what_it_waits_for(broker, tmp_path, caplog):
+    """docs/examples/aqara-occupancy.toml ([assembler] interval_s = 60) as shipped."""
+    caplog.set_level(logging.INFO, logger="edgebayes.runtime.ingest.router")
+    config = load_config(Path(__file__).parent.parent / "docs" / "examples" / "aqara-occupancy.toml")
+    config = config.with_overrides(broker.address)
+    assert config.assembler.interval_s == 60
+    out = Collector(broker, ["edgebayes/hallway/prediction"], "out")
+    dev = publisher(broker)
+    rt = Runtime(config)
+    rt.start()
+    try:
+        wait_for(rt.client.subscribed.is_set, what="runtime subscription")
+        climate = {"battery": 100, "humidity": 45.2, "linkquality": 120, "pressure": 1002.1, "temperature": 21.3}
+        send(dev, "zigbee2mqtt/hallway_climate", json.dumps(climate))
+        wait_for(lambda: len(out.on("edgebayes/hallway/prediction")) == 1, what="the first prediction")
+        said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("assembling device")]
+        assert said == ["assembling device hallway: waiting for features [illuminance] (first reading once "
+                        "every feature is reported or within 5 s, then every 60 s)"]
+        reading = rt.worker.devices["hallway"]
+        assert reading.last_seq > 0 and rt.intake.sources.counts["readings"] == 1
+    finally:
+        rt.stop(timeout_s=5)
+        dev.loop_stop()
+        out.close()

@@ -45,7 +45,8 @@ with defaults (``-`` = no default, ``None`` = unset)::
                       this long after it get it inline)
     [assembler]   interval_s=0 (0: a reading when every feature was reported since the last
                       reading, a value or "no value now", or one is reported again before
-                      that; > 0: a reading every interval_s s from the latest values)
+                      that; > 0: a reading every interval_s s from the latest values, the
+                      first once every feature was reported, at most 5 s after the first value)
                   max_age_s=600 (older values are missing: NaN) dedupe_s=1 (a byte-identical
                   publish on the same topic within this is a repeat, dropped)
                   accept_retained=false (retained values delivered on subscribe are stale)

@@ -14,7 +14,7 @@ from paho.mqtt.client import topic_matches_sub
 from edgebayes.runtime.config import AssemblerConfig
 from edgebayes.runtime.ingest.adapter import Adapter, Extract
 from edgebayes.runtime.ingest.adapters import make_adapter
-from edgebayes.runtime.ingest.assembler import Assembler, Incomplete
+from edgebayes.runtime.ingest.assembler import FIRST_READING_S, Assembler, Incomplete
 from edgebayes.runtime.ingest.ids import DeviceIds, check_literal_ids
 from edgebayes.runtime.ingest.native import Parser
 from edgebayes.runtime.messages import Label, ProtocolError, Reading, Refusal, Retained
@@ -69,6 +69,7 @@ class SourceRouter:
         self.counts: Counter = Counter()
         self._unmatched: Counter = Counter()  # source index -> messages mapping nothing, until one did
         self._last_payload: dict[str, tuple[bytes, float]] = {}
+        self._told: set[str] = set()  # devices whose wait for features was logged
         self._last_mapped: dict[tuple, tuple] = {}  # origin -> its last message's mapped values and label
         self._routes: dict[str, list[Adapter]] = {}
         self._out: list[tuple] = []  # what the message being handled made
@@ -159,12 +160,27 @@ class SourceRouter:
             if n_null:
                 self.counts["no_value"] += n_null
             out = self.assembler.update(ex.device, values, ex.origin, now)
+            if out is None:
+                self._tell_waiting(ex.device)
             if isinstance(out, Incomplete):
                 self._refuse(ex.device, topic, "too_few_values",
                              f"no value for {', '.join(out.missing)}: fewer than [assembler] "
                              f"min_features = {self.acfg.min_features} present, no reading")
             elif out is not None:
                 self._deliver(out, topic)
+
+    def _tell_waiting(self, device: str) -> None:
+        """Log once per device what its first reading waits for: the features none of its
+        sensors has reported yet (a silent wait looks like a broken setup)."""
+        waiting = self.assembler.waiting(device)
+        if not waiting or device in self._told or len(self._told) >= 4096:
+            return
+        self._told.add(device)
+        interval = self.acfg.interval_s
+        when = (f"first reading once every feature is reported or within {min(interval, FIRST_READING_S):g} s, "
+                f"then every {interval:g} s" if interval > 0 else
+                "a reading once every feature is reported, or one is reported again")
+        log.info("assembling device %s: waiting for features [%s] (%s)", device, ", ".join(waiting), when)
 
     def _unchanged(self, ex: Extract, values: dict[str, float]) -> bool:
         """Whether ``values`` and the label of ``ex`` are those of its publisher's previous
