@@ -173,16 +173,19 @@ class Assembler:
 
     def offline(self, origin: tuple, now: float) -> list[tuple[str, int]]:
         """Drop the values ``origin`` published (``(source, "")``: everything of that source);
-        ``(device, seq of its last reading, -1 if none)`` for each device that held any."""
+        ``(device, seq of its last reading, -1 if none)`` for each device that held any and
+        has no value left (one of two sensors going offline leaves the device served)."""
         src, pub = origin
         touched = []
         for name, dev in self.devices.items():
+            held = False
             for i, o in enumerate(dev.origins):
                 if o and o[0] == src and (not pub or o[1] == pub):
                     dev.values[i], dev.times[i] = _NAN, now
                     dev.updated.discard(i)
-                    if not touched or touched[-1][0] != name:
-                        touched.append((name, dev.last_seq))
+                    held = True
+            if held and _present(dev.values) == 0:
+                touched.append((name, dev.last_seq))
         return touched
 
     def due(self, now: float) -> list[Reading]:

@@ -31,8 +31,9 @@ class SourceRouter:
 
     Args:
         config: the runtime ``Config`` (``sources``, ``assembler``, ``schema``, ``queue``).
-        on_offline: ``on_offline(device, seq)``, called (worker thread) for each device whose values
-            came from a publisher that its source's availability topic says is offline (a
+        on_offline: ``on_offline(device, seq)``, called (worker thread) for each device left
+            with no value when a publisher its values came from is offline by its source's
+            availability topic (a
             Tasmota LWT ``Offline``, a zigbee2mqtt ``{"state": "offline"}``): Home Assistant
             discovery marks it unavailable at once, not after ``offline_after_s``, until a
             reading after ``seq`` (the last one assembled for it) is served.
