@@ -638,3 +638,21 @@ def test_assembler_offline_names_the_devices_left_without_values():
     last = a.devices["hall"].last_seq
     assert a.offline((1, "motion"), 2.0) == []  # the climate sensor still reports for it
     assert a.offline((0, ""), 3.0) == [("hall", last), ("porch", -1)]  # the bridge: all of source 0
+
+
+def test_esphome_status_and_shelly_online_take_their_devices_offline():
+    from edgebayes.runtime.ingest.router import SourceRouter
+
+    cfg = config(("t",), [
+        {"kind": "esphome", "topic": "node1/sensor/t/state", "features": {"t": "node1/sensor/t/state"}},
+        {"kind": "shelly", "topic": "shelly1/events/rpc", "features": {"t": '"temperature:0".tC'}},
+    ])
+    said = []
+    router = SourceRouter(cfg, on_offline=lambda device, seq: said.append((device, seq)))
+    router.handle("node1/sensor/t/state", b"21.5")
+    rpc = {"method": "NotifyStatus", "params": {"temperature:0": {"id": 0, "tC": 20.1}}}
+    router.handle("shelly1/events/rpc", json.dumps(rpc).encode())
+    seqs = {d: dev.last_seq for d, dev in router.assembler.devices.items()}
+    router.handle("node1/status", b"offline")
+    router.handle("shelly1/online", b"false")
+    assert said == [("node1", seqs["node1"]), ("shelly1", seqs["shelly1"])]
