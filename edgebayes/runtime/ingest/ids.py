@@ -44,6 +44,7 @@ class DeviceIds:
         self.holders: dict[str, str] = self._load()
         self.n_untracked = 0  # ids past ``limit``
         self._dirty = False
+        self._failing = False  # the last write failed: logged once until one succeeds
         self._saved_at = 0.0
 
     def _load(self) -> dict[str, str]:
@@ -86,9 +87,11 @@ class DeviceIds:
         try:
             tmp.write_text(json.dumps(self.holders, ensure_ascii=False, sort_keys=True), encoding="utf-8")
             os.replace(tmp, self.path)
-            self._dirty = False
+            self._dirty = self._failing = False
         except OSError as exc:
-            log.warning("cannot write %s (%s); retrying", self.path, exc)
+            if not self._failing:
+                log.warning("cannot write %s (%s); retrying every %g s", self.path, exc, SAVE_EVERY_S)
+            self._failing = True
 
 
 def check_literal_ids(adapters) -> None:
