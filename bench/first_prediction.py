@@ -338,7 +338,8 @@ class Check:
     def discovery(self) -> None:
         configs = {}
         for m in self.messages():
-            if m.get("topic", "").startswith("homeassistant/") and m["topic"].endswith("/config"):
+            # an empty payload removes a config (stale ones are removed before the first announce)
+            if m.get("topic", "").startswith("homeassistant/") and m["topic"].endswith("/config") and m["payload"]:
                 configs[m["topic"]] = m["payload"]
         path = self.work / "discovery-configs.json"
         path.write_text(json.dumps(configs, indent=2))

@@ -14,6 +14,8 @@ added), then through the component's ``DISCOVERY_SCHEMA`` (what discovery valida
 this HA does not know are dropped, silently) and its ``PLATFORM_SCHEMA_MODERN`` (the same
 schema without dropping: it names those keys). A config passes when ``DISCOVERY_SCHEMA``
 accepts it; the keys only the strict schema refuses are listed as unknown to this HA version.
+A device-based config (``configs = "device"``, HA 2024.11+) is first split into the
+per-component configs HA makes of it (``split_device``), so an older HA checks its components.
 Exit 0 when every config passes, 1 otherwise, 2 when there is no config to check.
 """
 
@@ -120,6 +122,28 @@ def check(topic: str, raw: str, prefix: str = "homeassistant") -> dict:
     return out
 
 
+def split_device(topic: str, raw: str) -> dict[str, str]:
+    """A device-based config (``<prefix>/device/[<node_id>/]<object_id>/config``, HA 2024.11+)
+    as the per-component configs HA makes of it: each ``cmps`` entry with the shared keys
+    (``dev``, ``o``, availability) and its platform ``p`` as the component, on the topic
+    ``<prefix>/<p>/<node_id>/<object_id>_<key>/config``; so an older HA's platform schemas
+    check them. Any other config is returned as it is."""
+    head, _, rest = topic.rpartition("/device/")
+    if not head or not rest.endswith("/config"):
+        return {topic: raw}
+    payload = json.loads(raw)
+    if not isinstance(payload, dict) or not isinstance(payload.get("cmps"), dict):
+        return {topic: raw}
+    shared = {k: v for k, v in payload.items() if k != "cmps"}
+    path = rest[: -len("/config")]
+    out = {}
+    for key, cmp in payload["cmps"].items():
+        component = cmp.get("p", cmp.get("platform")) if isinstance(cmp, dict) else None
+        body = {k: v for k, v in cmp.items() if k not in ("p", "platform")} if component else cmp
+        out[f"{head}/{component}/{path}_{key}/config"] = json.dumps({**shared, **body})
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("configs", help="JSON file: {topic: payload} of the retained configs")
@@ -128,6 +152,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     with open(args.configs) as f:
         configs = {t: p for t, p in json.load(f).items() if t.endswith("/config") and p}
+    configs = {t: p for topic, raw in configs.items() for t, p in split_device(topic, raw).items()}
     if not configs:
         print("no discovery config to check", file=sys.stderr)
         return 2

@@ -8,7 +8,8 @@ Grants, and nothing else (Mosquitto denies what an ACL file does not grant):
   write every device's ``prediction``, ``drift`` and ``error`` and its own
   ``<prefix>/runtime/#``; read every topic its ``[[sources]]`` subscribe to (data and
   availability); with ``[homeassistant] discovery``, write its discovery configs
-  ``<ha prefix>/+/<node_id>/#`` and each device's ``availability`` and ``attributes``, and read
+  ``<ha prefix>/+/<node_id>/#`` (read and write: node ``edgebayes`` without ``node_id``, and the
+  client id's, where older releases put them) and each device's ``availability`` and ``attributes``, and read
   ``<ha prefix>/status``;
 - Home Assistant (user ``--ha-user``, default ``homeassistant``; ``--ha-user ''`` leaves it
   out): read its discovery prefix ``<ha prefix>/#`` (``[homeassistant] prefix``, default
@@ -35,6 +36,7 @@ import argparse
 import sys
 
 from edgebayes.runtime.config import Config, ConfigError, load_config
+from edgebayes.runtime.discovery import DEFAULT_NODE
 from edgebayes.runtime.ingest.adapter import Adapter
 from edgebayes.runtime.ingest.adapters import make_adapter
 
@@ -99,10 +101,11 @@ def acl_text(config: Config, source: str = "config", ha_user: str | None = HA_US
                   *(f"topic read {f}" for f in a.filters())]
     ha = config.homeassistant
     if ha is not None and ha.discovery:
-        node = ha.node_id or config.broker.client_id
+        # its own node (read too: an earlier run's retained configs), and the client id's (older releases)
+        nodes = dict.fromkeys([ha.node_id or DEFAULT_NODE, *([] if ha.node_id else [config.broker.client_id])])
         lines += ["# [homeassistant] discovery: its config messages, each device's availability and",
                   "# attributes, and Home Assistant's birth message",
-                  f"topic write {ha.prefix}/+/{node}/#",
+                  *(f"topic readwrite {ha.prefix}/+/{node}/#" for node in nodes),
                   *(f"topic write {prefix}/+/{kind}" for kind in ("availability", "attributes")),
                   f"topic read {ha.prefix}/status"]
     if ha_user is not None:

@@ -110,6 +110,15 @@ def _monitor_arguments(p: argparse.ArgumentParser) -> None:
     a("--quiet", action="store_true", help="no live table")
     a("--label-key", default="y", help="key of the label in payloads")
     a("--max-records", type=int, default=100_000, help="unscored readings kept per device")
+    a = p.add_argument_group("other payload shapes (run --format)").add_argument
+    a("--format", choices=FORMATS, default="edgebayes",
+      help="the devices' payload shape: with another than edgebayes, readings and labels are read on "
+           "that firmware's topics and predictions matched to them in arrival order")
+    a("--labels", choices=("inline", "delayed"), default="inline",
+      help="another format: a label message labels the next reading (inline) or the oldest unlabelled one")
+    a("--switch", metavar="NAME", help="tasmota: the label (0/1) is this switch's ON/OFF in the SENSOR message")
+    a("--label-values", nargs="+", default=[], metavar="WIRE=CLASS",
+      help="the runtime's label_values: a wire label (as text) scored as this class, e.g. ON=open OFF=closed")
     _broker_arguments(p, "firmware-sim-monitor")
 
 
@@ -244,6 +253,17 @@ def _refused(totals: dict) -> str:
     return f" ({totals['refused']} refused by the broker: {why})"
 
 
+def _label_values(items: list[str]) -> dict[str, str]:
+    """``["ON=open", "OFF=closed"]`` -> ``{"ON": "open", "OFF": "closed"}``. Raises ValueError."""
+    out = {}
+    for item in items:
+        wire, eq, label = item.partition("=")
+        if not eq or not wire or not label:
+            raise ValueError(f"--label-values: {item!r} is not WIRE=CLASS")
+        out[wire] = label
+    return out
+
+
 def monitor_main(args) -> int:
     _check_seconds("--duration", args.duration)
     _check_seconds("--idle-s", args.idle_s)
@@ -256,6 +276,10 @@ def monitor_main(args) -> int:
         qos=args.qos,
         max_records=args.max_records,
         label_key=args.label_key,
+        format=args.format,
+        labels=args.labels,
+        switch=args.switch,
+        label_values=_label_values(args.label_values),
     )
     stop = threading.Event()
     _stop_on_signals(stop)

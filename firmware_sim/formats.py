@@ -16,7 +16,7 @@ the label message goes out just before its reading (the label state the runtime 
 the next readings, ``label_window_after_s``); with ``labels="delayed"`` it follows the reading
 ``label_delay_s`` later (``label_window_before_s``). A malformed reading is sent truncated.
 Values keep their full precision (``repr``), so a run can be compared exactly with an offline
-model.
+model. ``read_back`` tells the monitor what such a message was (``firmware-sim monitor --format``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import json
 import math
 import re
 import time
+from dataclasses import dataclass
 
 FORMATS = ("tasmota", "zigbee2mqtt", "esphome", "shelly")
 _OBJECT_ID = re.compile(r"[^a-z0-9]")
@@ -99,3 +100,64 @@ def publications(device, m, ts: float) -> list[tuple[str, bytes]]:
     if m.delivery == "malformed":
         pubs = [(t, p[: max(1, int(len(p) * m.detail))]) for t, p in pubs]
     return out + pubs
+
+
+# --- reading them back (the monitor) ---------------------------------------------------------
+
+#: what the monitor subscribes to, per format, to see the readings and labels of `publications`
+MONITOR_TOPICS = {"tasmota": ("tele/+/SENSOR", "stat/+/RESULT"), "zigbee2mqtt": ("zigbee2mqtt/+",),
+                  "esphome": ("+/sensor/+/state",), "shelly": ("+/events/rpc", "+/status/text:200")}
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One message of `publications` read back: ``kind`` "reading", "label" or "malformed";
+    ``device``; the label ``y`` when ``has_y`` (a label, or a Tasmota switch state in the
+    reading); ``part``: the feature a one-value-per-topic reading (ESPHome) carries."""
+
+    kind: str
+    device: str
+    y: object = None
+    has_y: bool = False
+    part: str | None = None
+
+
+def _doc(payload: bytes):
+    try:
+        doc = json.loads(payload)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def read_back(fmt: str, topic: str, payload: bytes, switch: str | None = None) -> Seen | None:
+    """What a message on one of ``MONITOR_TOPICS[fmt]`` is, as `reading` and `label` made it;
+    None for another message there (a Tasmota ``RESULT`` without ``Var1``, a Shelly event
+    without status). ``switch``: the Tasmota switch whose state (``ON``, ``OFF``) is the label."""
+    levels = topic.split("/")
+    device = levels[1] if fmt in ("tasmota", "zigbee2mqtt") else levels[0]
+    if fmt == "esphome":
+        text = bytes(payload).decode("utf-8", "replace")
+        if levels[2] == "label":
+            return Seen("label", device, text, True)
+        try:
+            float(text)
+        except ValueError:
+            return Seen("malformed", device)
+        return Seen("reading", device, part=levels[2])
+    doc = _doc(payload)
+    is_label = (fmt == "tasmota" and levels[-1] == "RESULT") or (fmt == "zigbee2mqtt" and device.endswith("_label")) \
+        or (fmt == "shelly" and levels[-1] == "text:200")
+    if is_label:
+        key = {"tasmota": "Var1", "zigbee2mqtt": "action", "shelly": "value"}[fmt]
+        if doc is None or key not in doc:
+            return None
+        return Seen("label", device.removesuffix("_label") if fmt == "zigbee2mqtt" else device, doc[key], True)
+    if doc is None:
+        return Seen("malformed", device)
+    if fmt == "shelly" and doc.get("method") != "NotifyStatus":
+        return None
+    if fmt == "tasmota" and switch is not None:
+        state = doc.get(switch)
+        return Seen("reading", device, state, state is not None)
+    return Seen("reading", device)

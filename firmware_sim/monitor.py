@@ -38,6 +38,7 @@ import numpy as np
 
 from edgebayes.codec import DecodeError, decode
 from firmware_sim.device import check_label_key, check_prefix
+from firmware_sim.formats import MONITOR_TOPICS, read_back
 from firmware_sim.mqtt import BrokerOptions, Connection, as_options
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,12 @@ class _Board:
         self.errors_by_kind: dict[str, int] = {}
         self.models: dict[str, list[int]] = {}  # name -> [scored, correct]
         self.latencies = {name: array("d") for name in LATENCIES}
+        # another --format (no seq): readings in arrival order, waiting for a prediction or a label
+        self.awaiting_pred: deque[_Record] = deque()
+        self.awaiting_y: deque[_Record] = deque()
+        self.next_y: tuple | None = None  # an inline label message: for the next reading
+        self.round: set[str] = set()  # ESPHome: the features of the reading being received
+        self.last_payload: dict[str, int] = {}  # topic -> hash of its last payload
 
     def _new(self, seq: int) -> _Record:
         rec = self.records[seq] = _Record()
@@ -127,6 +134,57 @@ class _Board:
             rec = self._new(seq)  # a label ahead of its reading
         self._truth(rec, y)
 
+    # -- another --format: matched by arrival order ------------------------------------------
+
+    def seen_reading(self, topic: str, digest: int, part: str | None, y, has_y: bool, inline: bool,
+                     now: float) -> None:
+        """A reading in another format: a repeat of its topic's last payload is a duplicate
+        (the runtime drops it too); an ESPHome value starts a new reading when its feature is
+        already in the current one."""
+        if self.last_payload.get(topic) == digest:
+            self.n["duplicate_readings"] += 1
+            return
+        if len(self.last_payload) >= 4096:
+            self.last_payload.clear()
+        self.last_payload[topic] = digest
+        if part is not None:
+            if self.round and part not in self.round:
+                self.round.add(part)
+                return  # one more value of the reading being received
+            self.round = {part}
+        rec = _Record()
+        rec.t_reading = now
+        self.n["readings"] += 1
+        for waiting in (self.awaiting_pred, self.awaiting_y):
+            waiting.append(rec)
+            if len(waiting) > self.max_records:
+                waiting.popleft()
+                self.n["evicted"] += 1
+        if has_y:
+            self._truth_in_order(y)
+        elif inline and self.next_y is not None:
+            self._truth_in_order(self.next_y[0])
+        self.next_y = None
+
+    def seen_label(self, y, inline: bool) -> None:
+        """A label message in another format: inline, for the next reading; delayed, for the
+        oldest reading without one."""
+        if inline:
+            self.next_y = (y,)
+        else:
+            self._truth_in_order(y)
+
+    def _truth_in_order(self, y) -> None:
+        if not self.awaiting_y:
+            self.n["labels"] += 1  # no reading for it (lost, or evicted)
+            return
+        self._truth(self.awaiting_y.popleft(), y)
+
+    def prediction_in_order(self, y_pred, models, latency_ms, ts_latency_ms, now: float) -> None:
+        """A prediction in another format: for the oldest reading without one."""
+        rec = self.awaiting_pred.popleft() if self.awaiting_pred else _Record()
+        self._predicted(rec, y_pred, models, latency_ms, ts_latency_ms, now)
+
     def _truth(self, rec: _Record, y) -> None:
         if rec.has_y:
             self.n["duplicate_labels"] += 1
@@ -146,6 +204,9 @@ class _Board:
         if rec.has_pred:
             self.n["duplicate_predictions"] += 1
             return
+        self._predicted(rec, y_pred, models, latency_ms, ts_latency_ms, now)
+
+    def _predicted(self, rec: _Record, y_pred, models, latency_ms, ts_latency_ms, now: float) -> None:
         self.n["predictions"] += 1
         rec.y_pred, rec.models, rec.has_pred = y_pred, models, True
         if rec.t_reading is not None:
@@ -197,6 +258,17 @@ class Monitor:
         max_records: per device, readings kept while waiting for a label or prediction.
         label_key: the key of the label in readings and label messages (``[schema] label``;
             not ``seq``, ``ts`` or ``x``).
+        format: the devices' payload shape (``firmware-sim run --format``): "edgebayes", or
+            "tasmota", "zigbee2mqtt", "esphome", "shelly": the monitor then reads the readings
+            and labels on their own topics (`firmware_sim.formats.read_back`) and, as they
+            carry no ``seq``, matches each device's predictions to its readings in arrival
+            order (a reading the runtime does not serve shifts the match).
+        labels: with another format, "inline" (a label message labels the device's next
+            reading, as ``run --labels inline`` sends it) or "delayed" (its oldest reading
+            without a label).
+        switch: with "tasmota", the switch whose ``ON``/``OFF`` in the reading is its label.
+        label_values: wire label (as text) -> class, as the runtime's ``label_values`` maps it
+            (default with ``switch``: ``ON`` = 1, ``OFF`` = 0, as ``run --switch`` sends them).
 
     Raises:
         ValueError: ``max_records`` < 1, a prefix that is empty or holds ``+`` or ``#``, a
@@ -221,11 +293,25 @@ class Monitor:
         qos: int = 1,
         max_records: int = 100_000,
         label_key: str = "y",
+        format: str = "edgebayes",
+        labels: str = "inline",
+        switch: str | None = None,
+        label_values: dict[str, object] | None = None,
     ):
         if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
             raise ValueError(f"max_records must be an integer >= 1, got {max_records!r}")
         check_prefix(prefix)  # before paho: a wildcard would fail in its network thread
         check_label_key(label_key)
+        if format != "edgebayes" and format not in MONITOR_TOPICS:
+            raise ValueError(f"format must be one of edgebayes, {', '.join(MONITOR_TOPICS)}, got {format!r}")
+        if labels not in ("inline", "delayed"):
+            raise ValueError(f"labels must be 'inline' or 'delayed', got {labels!r}")
+        if switch is not None and format != "tasmota":
+            raise ValueError("switch applies to format 'tasmota' only")
+        self.format = format
+        self.inline = labels == "inline"
+        self.switch = switch
+        self.label_values = dict(label_values or ({"ON": 1, "OFF": 0} if switch else {}))
         self.prefix = prefix
         self.label_key = label_key
         self.max_records = max_records
@@ -241,6 +327,7 @@ class Monitor:
         subscriptions = [
             (f"{p}/+/{kind}", qos) for kind in ("reading", "label", "prediction", "drift", "error")
         ] + [(f"{p}/runtime/+/{kind}", qos) for kind in ("status", "metrics", "error")]
+        subscriptions += [(f, qos) for f in MONITOR_TOPICS.get(format, ())]
         self.connection = Connection(as_options(broker), client_id, self._on_message, subscriptions)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -284,7 +371,9 @@ class Monitor:
         with self._lock:
             self.n_messages += 1
             self.last_message_t = now
-            if len(parts) == 3 and parts[0] == "runtime":
+            if self.format != "edgebayes" and not topic.startswith(self.prefix + "/"):
+                self._seen(topic, payload, now)
+            elif len(parts) == 3 and parts[0] == "runtime":
                 self._runtime(parts[1], parts[2], payload)
             elif len(parts) == 2:
                 self._device(parts[0], parts[1], payload, now)
@@ -301,6 +390,20 @@ class Monitor:
         else:
             rt["errors"] += 1
 
+    def _seen(self, topic: str, payload: bytes, now: float) -> None:
+        """A reading or label message of another format (``format``)."""
+        seen = read_back(self.format, topic, payload, self.switch)
+        if seen is None:
+            return
+        board = self._board(seen.device)
+        y = self.label_values.get(str(seen.y), seen.y) if seen.has_y else None
+        if seen.kind == "malformed":
+            board.n["malformed_readings"] += 1
+        elif seen.kind == "label":
+            board.seen_label(y, self.inline)
+        else:
+            board.seen_reading(topic, hash(bytes(payload)), seen.part, y, seen.has_y, self.inline, now)
+
     def _device(self, device: str, kind: str, payload: bytes, now: float) -> None:
         board = self._board(device)
         try:
@@ -315,7 +418,11 @@ class Monitor:
             return
         seq = body.get("seq")
         valid_seq = isinstance(seq, int) and not isinstance(seq, bool)
-        if kind == "reading":
+        if kind == "prediction" and self.format != "edgebayes":
+            ts = body.get("ts")
+            board.prediction_in_order(body.get("y_pred"), body.get("models"), body.get("latency_ms"),
+                                      (time.time() - ts) * 1000.0 if _number(ts) else None, now)
+        elif kind == "reading":
             if not valid_seq:
                 board.n["malformed_readings"] += 1
                 return

@@ -233,7 +233,7 @@ def test_acl_grants_each_source_kind_its_topics_and_publishers(tmp_path):
         "topic read +/sensor/t/state", "topic read node1/sensor/h/state", "topic read +/status",
         "topic read node1/status",
         "topic read lab/+/+/env",
-        "topic write homeassistant/+/node7/#",
+        "topic readwrite homeassistant/+/edgebayes/#", "topic readwrite homeassistant/+/node7/#",
         "topic write site/eb/+/availability", "topic write site/eb/+/attributes",
         "topic read homeassistant/status",
         # Home Assistant: discovery configs, its birth message, the runtime's outputs

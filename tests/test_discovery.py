@@ -192,3 +192,30 @@ def test_offline_after_s_is_read_and_checked():
     assert parse_homeassistant({"offline_after_s": 0}, "json", problems) is None
     assert problems == ["[homeassistant] offline_after_s = 0 is not valid"]
     assert DiscoveryConfig().offline_after_s == 3600.0
+
+
+def test_source_offline_holds_until_a_reading_after_it():
+    d, pub, _ = discovery()
+    devices = {}
+    reading(devices, "t-0", {"a": 1.0})
+    d.tick(devices)
+    reading(devices, "t-0", {"a": 1.0})  # served, but its tick comes after the LWT
+    d.source_offline("t-0", devices["t-0"].last_seq)
+    d.source_offline("t-9", 5)  # never announced: nothing to mark
+    d.tick(devices)
+    assert pub.on("eb/t-0/availability") == [(b"online", True), (b"offline", True)]
+    assert pub.on("eb/t-9/availability") == []
+    reading(devices, "t-0", {"a": 1.0})
+    d.tick(devices)
+    assert pub.on("eb/t-0/availability")[-1] == (b"online", True)
+
+
+def test_entity_ids_false_and_configs_device_are_read_and_checked():
+    problems = []
+    cfg = parse_homeassistant({"discovery": True, "entity_ids": False, "configs": "device"}, "json", problems)
+    assert (cfg.entity_ids, cfg.configs, problems) == (False, "device", [])
+    assert parse_homeassistant({"configs": "both"}, "json", problems) is None
+    assert problems == ["[homeassistant] configs = 'both' is not valid"]
+    d, _, _ = discovery(entity_ids=False)
+    for cfg in d.configs("t-0").values():
+        assert "default_entity_id" not in cfg and "object_id" not in cfg

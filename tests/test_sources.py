@@ -628,3 +628,31 @@ def test_a_source_that_matched_once_is_not_hinted_at(monkeypatch, caplog):
     for i in range(12):  # e.g. a board without the sensor under the same wildcard
         feed(w, "tele/tas-1/SENSOR", {"Time": "t", "SIM": {"a": i}}, at=101.0 + i, monkeypatch=monkeypatch)
     assert [r for r in caplog.records if r.levelname == "WARNING"] == []
+
+
+def test_assembler_offline_names_the_devices_left_without_values():
+    a = Assembler(("t", "lux"), interval_s=0.0, max_age_s=600.0)
+    a.update("hall", {"t": 21.0}, (0, "climate"), 0.0)
+    a.update("hall", {"lux": 40.0}, (1, "motion"), 1.0)
+    a.update("porch", {"t": 9.0}, (0, "porch"), 1.0)
+    last = a.devices["hall"].last_seq
+    assert a.offline((1, "motion"), 2.0) == []  # the climate sensor still reports for it
+    assert a.offline((0, ""), 3.0) == [("hall", last), ("porch", -1)]  # the bridge: all of source 0
+
+
+def test_esphome_status_and_shelly_online_take_their_devices_offline():
+    from edgebayes.runtime.ingest.router import SourceRouter
+
+    cfg = config(("t",), [
+        {"kind": "esphome", "topic": "node1/sensor/t/state", "features": {"t": "node1/sensor/t/state"}},
+        {"kind": "shelly", "topic": "shelly1/events/rpc", "features": {"t": '"temperature:0".tC'}},
+    ])
+    said = []
+    router = SourceRouter(cfg, on_offline=lambda device, seq: said.append((device, seq)))
+    router.handle("node1/sensor/t/state", b"21.5")
+    rpc = {"method": "NotifyStatus", "params": {"temperature:0": {"id": 0, "tC": 20.1}}}
+    router.handle("shelly1/events/rpc", json.dumps(rpc).encode())
+    seqs = {d: dev.last_seq for d, dev in router.assembler.devices.items()}
+    router.handle("node1/status", b"offline")
+    router.handle("shelly1/online", b"false")
+    assert said == [("node1", seqs["node1"]), ("shelly1", seqs["shelly1"])]

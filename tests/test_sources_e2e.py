@@ -132,15 +132,15 @@ def test_home_assistant_discovery(broker, tmp_path):
         wait_for(lambda: len(ha.got) >= 2, what="retained discovery configs")
         ha.close()
         configs = {t: (json.loads(p), r) for t, p, r in ha.got}
-        sensor, sretain = configs["homeassistant/sensor/rt-src/t-0_prediction/config"]
-        event, eretain = configs["homeassistant/event/rt-src/t-0_drift/config"]
+        sensor, sretain = configs["homeassistant/sensor/edgebayes/t-0_prediction/config"]
+        event, eretain = configs["homeassistant/event/edgebayes/t-0_drift/config"]
         assert sretain and eretain and len(configs) == 2
         status, available = "eb/runtime/rt-src/status", "eb/t-0/availability"
         for cfg in (sensor, event):
             assert cfg["availability"] == [{"topic": t, "payload_available": "online", "payload_not_available": "offline"}
                                            for t in (status, available)]
             assert cfg["availability_mode"] == "all"
-            assert cfg["device"]["identifiers"] == ["edgebayes_rt-src_t-0"]
+            assert cfg["device"]["identifiers"] == ["edgebayes_t-0"]
             assert cfg["origin"]["name"] == "edgebayes"
         assert sensor["unique_id"] != event["unique_id"]
         assert (sensor["default_entity_id"], event["default_entity_id"]) == ("sensor.t_0_prediction", "event.t_0_drift")

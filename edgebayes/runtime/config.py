@@ -48,15 +48,20 @@ with defaults (``-`` = no default, ``None`` = unset)::
                       this long after it get it inline)
     [assembler]   interval_s=0 (0: a reading when every feature was reported since the last
                       reading, a value or "no value now", or one is reported again before
-                      that; > 0: a reading every interval_s s from the latest values)
+                      that; > 0: a reading every interval_s s from the latest values, the
+                      first once every feature was reported, at most 5 s after the first value)
                   max_age_s=600 (older values are missing: NaN) dedupe_s=1 (a byte-identical
                   publish on the same topic within this is a repeat, dropped)
                   accept_retained=false (retained values delivered on subscribe are stale)
                   min_features=1 (a reading with fewer present features is not served:
                       counted and reported as ``too_few_values``; at most the schema's count)
-    [homeassistant]  discovery=false prefix="homeassistant" node_id=<[broker] client_id>
+    [homeassistant]  discovery=false prefix="homeassistant" node_id=None (the configs' node
+                     level is "edgebayes"; a node_id also goes into every unique_id)
                      drift="event" ("event" | "binary_sensor") drift_off_delay_s=600
                      offline_after_s=3600 retire_after_s=None (never)
+                     configs="entity" (one config per entity; "device": one per device with
+                     ``cmps``, Home Assistant 2024.11+) entity_ids=true (false: no
+                     default_entity_id or object_id, HA's own entity-id format applies)
 
 Where a value lives: ``"BME280.Temperature"`` (a key path into the JSON payload of a message on
 ``topic``; quote keys holding dots: ``'PMS5003."PM2.5"'``), a list of such paths (the first
@@ -726,6 +731,8 @@ class DiscoveryConfig:
     drift_off_delay_s: float = 600.0
     offline_after_s: float = 3600.0
     retire_after_s: float | None = None
+    configs: str = "entity"
+    entity_ids: bool = True
 
 
 def parse_homeassistant(raw: Any, output_format: str, problems: list[str]) -> DiscoveryConfig | None:
@@ -735,7 +742,7 @@ def parse_homeassistant(raw: Any, output_format: str, problems: list[str]) -> Di
         return None
     n = len(problems)
     for key, v in raw.items():
-        if key == "discovery":
+        if key in ("discovery", "entity_ids"):
             ok = isinstance(v, bool)
         elif key == "prefix":
             ok = isinstance(v, str) and bool(v) and all(
@@ -744,11 +751,13 @@ def parse_homeassistant(raw: Any, output_format: str, problems: list[str]) -> Di
             ok = isinstance(v, str) and bool(NAME_RE.match(v))
         elif key == "drift":
             ok = v in ("event", "binary_sensor")
+        elif key == "configs":
+            ok = v in ("entity", "device")
         elif key in ("drift_off_delay_s", "offline_after_s", "retire_after_s"):
             ok = not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v < math.inf
         else:
             problems.append(f"[homeassistant] unknown key {key!r}; known: discovery, prefix, node_id, "
-                            "drift, drift_off_delay_s, offline_after_s, retire_after_s")
+                            "drift, drift_off_delay_s, offline_after_s, retire_after_s, configs, entity_ids")
             continue
         if not ok:
             problems.append(f"[homeassistant] {key} = {v!r} is not valid")

@@ -57,8 +57,9 @@ class Runtime:
         if ha is not None and ha.discovery:
             self.discovery = Discovery(ha, self.topics, config.broker.client_id,
                                        [m.name for m in config.models], self._publish)
-        handlers = {self.discovery.ha_status_topic: self.discovery.ha_status} if self.discovery else {}
-        self.intake = Intake(config, self.topics, handlers)
+        handlers = self.discovery.handlers() if self.discovery else {}
+        self.intake = Intake(config, self.topics, handlers,
+                             on_offline=self.discovery.source_offline if self.discovery else None)
         self.ready_hooks = list(ready_hooks)
         self.source_filters = self.intake.filters  # [[sources]], [homeassistant]
         self.client = MqttClient(

@@ -16,7 +16,9 @@ the worker), ``native`` (the edgebayes protocol's ``Parser``, and its adapter un
 prefix), ``values`` (a wire value as a feature value, a label, an availability), ``adapter``
 (``Extract`` and the generic JSON adapter), one module per ecosystem (``zigbee2mqtt``,
 ``tasmota``, ``esphome``, ``shelly``), ``adapters`` (kind -> adapter), ``assembler`` and
-``router`` (``SourceRouter``: the ``[[sources]]`` messages through adapters and assembler).
+``router`` (``SourceRouter``: the ``[[sources]]`` messages through adapters and assembler),
+``ids`` (``DeviceIds``: which topic name holds each device id, so "Room.1" and "Room 1" never
+share a model).
 Nothing here imports the worker: it takes what ``Intake`` gives it.
 
 Availability messages are never readings: ``offline`` drops the values that device published

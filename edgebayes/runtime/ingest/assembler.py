@@ -9,7 +9,10 @@ arrived and the publisher it came from. It emits a ``messages.Reading``:
   missing from its message, does not hold the others back). A Tasmota ``SENSOR`` message
   holding them all gives one reading per message; an ESPHome node publishing one topic per
   sensor gives one reading per round of topics;
-- ``interval_s > 0``: every ``interval_s`` seconds, from the latest values.
+- ``interval_s > 0``: every ``interval_s`` seconds, from the latest values. A device's first
+  reading does not wait a whole interval: it comes as soon as every feature was reported, and
+  at most ``FIRST_READING_S`` after its first value (the values that arrived by then, the rest
+  missing); the cadence runs from it.
 
 In a reading, a feature is missing (NaN, which the learners skip) when its last report was "no
 value now", when it was never reported, when its publisher went offline (``offline``), or
@@ -38,6 +41,9 @@ from typing import Any
 from edgebayes.runtime.messages import Label, Reading
 
 _NAN = math.nan
+#: seconds from a device's first value to its first cadence reading at the latest
+#: (``interval_s > 0``): long enough for the other sensors' first messages to arrive
+FIRST_READING_S = 5.0
 
 
 def _present(x: list[float]) -> int:
@@ -119,7 +125,9 @@ class Assembler:
         dev.updated.update(indices)
         if self.interval_s > 0:
             if dev.next_due is None:
-                dev.next_due = now + self.interval_s
+                dev.next_due = now + min(self.interval_s, FIRST_READING_S)
+            if dev.last_seq < 0 and len(dev.updated) == self.n:
+                dev.next_due = now  # the first round is complete: no need to wait
             return None
         if not repeated and len(dev.updated) < self.n:
             return None
@@ -128,6 +136,14 @@ class Assembler:
             dev.updated.clear()
             return Incomplete(device, tuple(f for f, v in zip(self.features, x) if math.isnan(v)))
         return self._emit(device, dev, now, x)
+
+    def waiting(self, device: str) -> tuple[str, ...]:
+        """The features ``device`` has never reported (a value or "no value now"), in schema
+        order; () for a device not tracked."""
+        dev = self.devices.get(device)
+        if dev is None:
+            return ()
+        return tuple(f for f, t in zip(self.features, dev.times) if t == -math.inf)
 
     def refresh(self, device: str, values: dict[str, float], origin: tuple, now: float) -> None:
         """Record ``values`` again, as no report: a republish of values already recorded
@@ -155,14 +171,22 @@ class Assembler:
                 out.append(Label(device, entry[0], y))
         return out
 
-    def offline(self, origin: tuple, now: float) -> None:
-        """Drop the values ``origin`` published (``(source, "")``: everything of that source)."""
+    def offline(self, origin: tuple, now: float) -> list[tuple[str, int]]:
+        """Drop the values ``origin`` published (``(source, "")``: everything of that source);
+        ``(device, seq of its last reading, -1 if none)`` for each device that held any and
+        has no value left (one of two sensors going offline leaves the device served)."""
         src, pub = origin
-        for dev in self.devices.values():
+        touched = []
+        for name, dev in self.devices.items():
+            held = False
             for i, o in enumerate(dev.origins):
                 if o and o[0] == src and (not pub or o[1] == pub):
                     dev.values[i], dev.times[i] = _NAN, now
                     dev.updated.discard(i)
+                    held = True
+            if held and _present(dev.values) == 0:
+                touched.append((name, dev.last_seq))
+        return touched
 
     def due(self, now: float) -> list[Reading]:
         """The cadence readings due at ``now`` (none when ``interval_s`` is 0)."""

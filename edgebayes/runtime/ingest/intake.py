@@ -1,14 +1,17 @@
 """``Intake``: every incoming MQTT message as what the worker takes, readings, labels and refusals.
 
 A message on the edgebayes protocol's topics (``Topics.route``) is parsed (``native.Parser``);
-one on a ``[[sources]]`` topic goes through the ``SourceRouter``; one on a topic given a
-handler (Home Assistant's birth message) goes to that handler, and makes nothing.
+one on a topic given a handler (Home Assistant's birth message, the runtime's own retained
+discovery configs) goes to that handler, and makes nothing; one on a ``[[sources]]`` topic goes
+through the ``SourceRouter``.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+
+from paho.mqtt.client import topic_matches_sub
 
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.ingest.native import Parser
@@ -25,7 +28,9 @@ class Intake:
     Args:
         config: the runtime's config (``schema``, ``queue``, ``sources``, ``assembler``).
         topics: the runtime's topics (the edgebayes protocol's are routed here).
-        handlers: topic -> ``handler(payload)`` for messages that are no input.
+        handlers: topic filter -> ``handler(topic, payload)`` for messages that are no input.
+        on_offline: ``on_offline(device, seq)`` when a source's availability topic takes a device
+            offline (``SourceRouter``).
 
     ``filters``: the topic filters to subscribe besides the protocol's own (the sources' and
     the handlers' topics); ``sources``: the ``SourceRouter``, or None without ``[[sources]]``
@@ -33,12 +38,13 @@ class Intake:
     """
 
     def __init__(self, config: Config, topics: Topics,
-                 handlers: dict[str, Callable[[bytes], None]] | None = None):
+                 handlers: dict[str, Callable[[str, bytes], None]] | None = None,
+                 on_offline: Callable[[str, int], None] | None = None):
         self.topics = topics
         self.parser = Parser(config.schema.features, config.schema.label, config.queue.max_payload_bytes)
         self.handlers = dict(handlers or {})
         # with handlers (HA discovery) too, so the metrics hold ``sources`` whenever either is on
-        self.sources = SourceRouter(config) if config.sources or self.handlers else None
+        self.sources = SourceRouter(config, on_offline) if config.sources or self.handlers else None
         source_filters = self.sources.filters if self.sources is not None else []
         self.filters = list(dict.fromkeys([*source_filters, *self.handlers]))
 
@@ -50,9 +56,9 @@ class Intake:
         except ProtocolError as exc:
             return [(Refusal(None, exc), topic)]
         if route is None:
-            handler = self.handlers.get(topic)
+            handler = self._handler(topic)
             if handler is not None:
-                handler(payload)
+                handler(topic, payload)
                 return []
             out = self.sources.handle(topic, payload) if self.sources is not None else None
             if out is None:
@@ -68,6 +74,13 @@ class Intake:
         except ProtocolError as exc:
             return [(Refusal(device, exc), topic)]
         return [(item, topic)]
+
+    def _handler(self, topic: str) -> Callable[[str, bytes], None] | None:
+        """The handler whose filter ``topic`` matches (an exact topic first), or None."""
+        handler = self.handlers.get(topic)
+        if handler is None:
+            handler = next((h for f, h in self.handlers.items() if topic_matches_sub(f, topic)), None)
+        return handler
 
     def tick(self) -> list[tuple]:
         """The readings due now (``[assembler] interval_s``), as ``handle`` gives them."""

@@ -7,13 +7,15 @@ import logging
 import math
 import time
 from collections import Counter
+from collections.abc import Callable
 
 from paho.mqtt.client import topic_matches_sub
 
 from edgebayes.runtime.config import AssemblerConfig
 from edgebayes.runtime.ingest.adapter import Adapter, Extract
 from edgebayes.runtime.ingest.adapters import make_adapter
-from edgebayes.runtime.ingest.assembler import Assembler, Incomplete
+from edgebayes.runtime.ingest.assembler import FIRST_READING_S, Assembler, Incomplete
+from edgebayes.runtime.ingest.ids import DeviceIds, check_literal_ids
 from edgebayes.runtime.ingest.native import Parser
 from edgebayes.runtime.messages import Label, ProtocolError, Reading, Refusal, Retained
 from edgebayes.runtime.names import NAME_RE
@@ -29,6 +31,12 @@ class SourceRouter:
 
     Args:
         config: the runtime ``Config`` (``sources``, ``assembler``, ``schema``, ``queue``).
+        on_offline: ``on_offline(device, seq)``, called (worker thread) for each device left
+            with no value when a publisher its values came from is offline by its source's
+            availability topic (a
+            Tasmota LWT ``Offline``, a zigbee2mqtt ``{"state": "offline"}``): Home Assistant
+            discovery marks it unavailable at once, not after ``offline_after_s``, until a
+            reading after ``seq`` (the last one assembled for it) is served.
 
     ``handle`` and ``tick`` return ``(item, topic)`` pairs: a ``Reading``, a ``Label`` or a
     ``Refusal``, and the topic it came from, for the worker.
@@ -40,21 +48,29 @@ class SourceRouter:
     ``online``, ``readings``, ``labels``, ``no_value`` (values a sensor reported as "no value
     now" or left out of a snapshot message), ``missing_values`` (NaN features in the readings
     served), and one entry per refusal kind (``too_few_values``: a reading with fewer than ``[assembler] min_features``
-    present features, not served).
+    present features, not served; ``device_id_taken``: a topic name making a device id another
+    name holds, ``ids.DeviceIds``).
+
+    Raises:
+        ConfigError: two literal ``[[sources]]`` topics make one device id from distinct names.
     """
 
-    def __init__(self, config):
+    def __init__(self, config, on_offline: Callable[[str, int], None] | None = None):
         acfg = config.assembler or AssemblerConfig()
         self.acfg = acfg
         self.adapters = [make_adapter(i, s) for i, s in enumerate(config.sources)]
+        check_literal_ids(self.adapters)
+        self.ids = DeviceIds(config.checkpoint.dir, max(4096, 4 * config.memory.max_devices))
         self.assembler = Assembler(config.schema.features, acfg.interval_s, acfg.max_age_s,
                                    max((s.label_window_before_s for s in config.sources), default=0.0),
                                    min_features=acfg.min_features)
         self.parser = Parser(config.schema.features, config.schema.label, config.queue.max_payload_bytes)
         self.max_payload_bytes = config.queue.max_payload_bytes
+        self.on_offline = on_offline
         self.counts: Counter = Counter()
         self._unmatched: Counter = Counter()  # source index -> messages mapping nothing, until one did
         self._last_payload: dict[str, tuple[bytes, float]] = {}
+        self._told: set[str] = set()  # devices whose wait for features was logged
         self._last_mapped: dict[tuple, tuple] = {}  # origin -> its last message's mapped values and label
         self._routes: dict[str, list[Adapter]] = {}
         self._out: list[tuple] = []  # what the message being handled made
@@ -109,9 +125,12 @@ class SourceRouter:
         if ex.kind == "availability":
             self.counts["online" if ex.online else "offline"] += 1
             if not ex.online:
-                self.assembler.offline(ex.origin, now)
+                devices = self.assembler.offline(ex.origin, now)
                 adapter.offline(ex.origin[1])
                 self._forget_mapped(ex.origin)
+                if self.on_offline is not None:
+                    for device, seq in devices:
+                        self.on_offline(device, seq)
             return
         if ex.kind == "ignored" or ex.reason == "no_feature":
             self.counts[ex.kind if ex.kind == "ignored" else "no_feature"] += 1
@@ -120,6 +139,11 @@ class SourceRouter:
             return
         if ex.kind == "rejected":
             self._refuse(ex.device, topic, ex.reason, ex.explanation)
+            return
+        taken = self.ids.claim(adapter.cfg.device or ex.origin[1], ex.device,
+                               f"[[sources]] #{adapter.index + 1} ({adapter.cfg.kind})")
+        if taken:
+            self._refuse(None, topic, "device_id_taken", taken)
             return
         self._unmatched[adapter.index] = -1  # a source that matched once is not hinted at
         cfg = adapter.cfg
@@ -137,12 +161,27 @@ class SourceRouter:
             if n_null:
                 self.counts["no_value"] += n_null
             out = self.assembler.update(ex.device, values, ex.origin, now)
+            if out is None:
+                self._tell_waiting(ex.device)
             if isinstance(out, Incomplete):
                 self._refuse(ex.device, topic, "too_few_values",
                              f"no value for {', '.join(out.missing)}: fewer than [assembler] "
                              f"min_features = {self.acfg.min_features} present, no reading")
             elif out is not None:
                 self._deliver(out, topic)
+
+    def _tell_waiting(self, device: str) -> None:
+        """Log once per device what its first reading waits for: the features none of its
+        sensors has reported yet (a silent wait looks like a broken setup)."""
+        waiting = self.assembler.waiting(device)
+        if not waiting or device in self._told or len(self._told) >= 4096:
+            return
+        self._told.add(device)
+        interval = self.acfg.interval_s
+        when = (f"first reading once every feature is reported or within {min(interval, FIRST_READING_S):g} s, "
+                f"then every {interval:g} s" if interval > 0 else
+                "a reading once every feature is reported, or one is reported again")
+        log.info("assembling device %s: waiting for features [%s] (%s)", device, ", ".join(waiting), when)
 
     def _unchanged(self, ex: Extract, values: dict[str, float]) -> bool:
         """Whether ``values`` and the label of ``ex`` are those of its publisher's previous
@@ -207,4 +246,5 @@ class SourceRouter:
         out = self._out = []
         for reading in self.assembler.due(time.time()):
             self._deliver(reading, "(assembler)")
+        self.ids.save()
         return out
