@@ -332,3 +332,47 @@ def test_a_parameter_a_restored_model_cannot_take_is_reported(tmp_path, caplog):
         w2._device("d1", create=True)
     assert "model 'ht': grace_period = 50 in the config" in caplog.text
     assert "model 'ht': max_size_bytes = 100000 in the config" in caplog.text
+
+
+def test_an_added_feature_a_bounded_naive_bayes_cannot_hold_is_ignored_by_it(tmp_path, caplog):
+    nb = GaussianNB()
+    for x, y in blobs(10, seed=1):
+        nb.learn_one(x, y)
+    models = ({"name": "nb", "kind": "gaussian_nb", "max_size_bytes": nb.memory_bytes()},)
+    store = CheckpointStore(tmp_path, FEATURES)
+    w = worker(store=store, models=models)
+    for seq, (x, y) in enumerate(blobs(10, seed=1)):
+        send(w, "d1", "reading", {"seq": seq, "x": x, "y": y})
+    w.checkpoint(all_devices=True)
+    from edgebayes.runtime.config import parse_config
+    from edgebayes.runtime.topics import Topics
+    cfg = parse_config({"schema": {"features": [*FEATURES, "f3"]}, "output": {"format": "json"},
+                        "models": list(models)})
+    w2 = worker_module.Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, (*FEATURES, "f3")),
+                              client=Recorder())
+    with caplog.at_level(logging.WARNING):
+        slot = w2._device("d1", create=True).slots[0]
+    assert "do not fit its max_size_bytes" in caplog.text
+    assert (slot.inputs, slot.learner.state()) == ([0, 1, 2], w.devices["d1"].slots[0].learner.state())
+    assert slot.learner.memory_bytes() <= slot.learner.max_size_bytes
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to drop CAP_DAC_OVERRIDE (a real EACCES for root)")
+def test_a_checkpoint_folder_that_cannot_be_searched_refuses_the_device(tmp_path):
+    ck = tmp_path / "ck"
+    _two_generations(ck)
+    files = {p.name: p.read_bytes() for p in ck.iterdir()}
+    ck.chmod(0)
+    script = ("from pathlib import Path\n"
+              "from tests.test_checkpoint_faults import _restored\n"
+              "from edgebayes.runtime.messages import ProtocolError\n"
+              f"try:\n    _restored(Path({str(ck)!r}))\nexcept ProtocolError as e:\n    print(e.kind)\n"
+              "else:\n    print('served')\n")
+    try:
+        out = subprocess.run([*NO_DAC, sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        ck.chmod(0o755)
+    assert out.stdout.split()[-1:] == ["checkpoint_unreadable"], out.stderr[-2000:]
+    assert {p.name: p.read_bytes() for p in ck.iterdir()} == files

@@ -120,8 +120,18 @@ class CheckpointStore:
         return self.dir / f"{device}{SUFFIXES[generation]}"
 
     def exists(self, device: str) -> bool:
-        """Whether any generation of ``device``'s checkpoint is there (something to restore)."""
-        return any(os.path.lexists(self.path(device, g)) for g in range(len(SUFFIXES)))
+        """Whether any generation of ``device``'s checkpoint may be there: True also when the
+        folder cannot be searched (EACCES), so that `read` reports it instead of a fresh model
+        later overwriting a good checkpoint."""
+        for g in range(len(SUFFIXES)):
+            try:
+                os.lstat(self.path(device, g))
+                return True
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError:
+                return True
+        return False
 
     def save(self, device: str, device_state: dict) -> Path:
         """Write one device's state as its newest generation; the newest so far becomes the

@@ -391,9 +391,16 @@ class Device:
                 log.warning("device %s: model %r has no checkpoint; it starts fresh", self.device, slot.name)
                 continue
             m = saved[i]
-            learner, slot.inputs = model_inputs(slot.kind, m["learner"], m.get("features", saved_features), features)
+            takes = m.get("features", saved_features)
+            learner, slot.inputs = model_inputs(slot.kind, m["learner"], takes, features)
             fresh = slot.learner
             slot.load_state({**m, "learner": learner})
+            bound = slot.learner.max_size_bytes
+            if learner is not m["learner"] and bound is not None and slot.learner.memory_bytes() > bound:
+                log.warning("device %s: model %r: the added features do not fit its max_size_bytes %d; it ignores "
+                            "them", self.device, slot.name, bound)
+                _, slot.inputs = model_inputs(slot.kind, m["learner"], takes, features, extend=False)
+                slot.load_state(m)
             slot.check(n_features)
             _report_parameters(self.device, model, fresh, slot.learner)
         self.retired = [m if "features" in m or not self.features else {**m, "features": saved_features}

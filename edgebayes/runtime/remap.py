@@ -24,13 +24,15 @@ class SchemaChange(ValueError):
     """A checkpoint whose models take a feature the config no longer has (one line)."""
 
 
-def model_inputs(kind: str, learner: dict, takes: Sequence, features: Sequence) -> tuple[dict, list[int] | None]:
+def model_inputs(kind: str, learner: dict, takes: Sequence, features: Sequence,
+                 extend: bool = True) -> tuple[dict, list[int] | None]:
     """The learner state to restore and the indices, into a configured reading, of the values
     it takes in its order (None: the reading as it is).
 
     Args:
         kind: the model kind; learner: its saved learner state; takes: the feature names the
-            learner was fed, in order; features: the configured ``[schema] features``.
+            learner was fed, in order; features: the configured ``[schema] features``;
+            extend: whether a ``gaussian_nb`` takes the added features (else it ignores them).
 
     Raises:
         SchemaChange: ``takes`` has a feature ``features`` does not.
@@ -44,7 +46,7 @@ def model_inputs(kind: str, learner: dict, takes: Sequence, features: Sequence) 
                            f"restored {kind} model takes (add it back, or remove the checkpoint to start fresh)")
     inputs = [features.index(f) for f in takes]
     added = [i for i, f in enumerate(features) if f not in takes]
-    if added and kind == "gaussian_nb":
+    if added and extend and kind == "gaussian_nb":
         learner = _extend_gaussian_nb(learner, len(added))
         inputs += added
     return learner, None if inputs == list(range(len(features))) else inputs
