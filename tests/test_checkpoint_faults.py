@@ -331,7 +331,7 @@ def test_a_parameter_a_restored_model_cannot_take_is_reported(tmp_path, caplog):
                                           "max_size_bytes": 100_000},))
         w2._device("d1", create=True)
     assert "model 'ht': grace_period = 50 in the config" in caplog.text
-    assert "model 'ht': max_size_bytes = 100000 in the config" in caplog.text
+    assert "model 'ht': max_size_bytes = 100000 (its share of the memory plan), the restored model has None" in caplog.text
 
 
 def test_an_added_feature_a_bounded_naive_bayes_cannot_hold_is_ignored_by_it(tmp_path, caplog):

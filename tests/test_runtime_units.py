@@ -415,3 +415,18 @@ def test_a_reboot_drops_pending_readings_and_is_checkpointed():
     again.load_state(old, 1)
     assert (again.last_seq, again.last_ts, again.n_reboots, again.pending.n_rebooted) == (2, None, 0, 0)
     assert again.last_recv is None
+
+
+def test_previous_name_must_name_a_model_no_longer_configured():
+    def problems(prev):
+        models = [{"name": "nb", "kind": "gaussian_nb"}, {"name": "bayes", "kind": "gaussian_nb", "previous_name": prev}]
+        try:
+            parse_config({"schema": {"features": ["a"]}, "models": models})
+        except ConfigError as exc:
+            return exc.problems
+        return []
+    assert problems("old") == []
+    assert problems("nb") == ["[[models]] 'bayes': previous_name 'nb' is a configured model (it keeps its own checkpoint)"]
+    assert problems("bayes") == ["[[models]] 'bayes': previous_name must be another model name, got 'bayes'"]
+    assert parse_config({"schema": {"features": ["a"]}, "models": [
+        {"name": "b", "kind": "gaussian_nb", "previous_name": "a"}]}).models[0].previous_name == "a"

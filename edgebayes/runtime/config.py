@@ -461,6 +461,8 @@ def _models(raw: Any, problems: list[str]) -> tuple[ModelConfig, ...]:
             problems.append(f"{where}: {exc}")
             continue
         models.append(model)
+    problems.extend(f"[[models]] {m.name!r}: previous_name {m.previous_name!r} is a configured model (it keeps "
+                    "its own checkpoint)" for m in models if m.previous_name in names)
     return tuple(models)
 
 

@@ -138,6 +138,23 @@ class ModelSlot:
         self.n_window_correct = sum(self.window)
         self.n_labels, self.n_correct = n_labels, n_correct
 
+    def restore(self, state: dict, takes: Sequence, features: Sequence, device: str) -> None:
+        """Restore ``state()`` of a learner that was fed the features ``takes``, fitted to the
+        configured ``features`` (``remap.model_inputs``); an added feature that a bounded
+        ``gaussian_nb`` cannot hold within its ``max_size_bytes`` is ignored by it (logged).
+
+        Raises:
+            SchemaChange: ``takes`` has a feature ``features`` lacks; ValueError: as ``load_state``.
+        """
+        learner, self.inputs = model_inputs(self.kind, state["learner"], takes, features)
+        self.load_state({**state, "learner": learner})
+        bound = self.learner.max_size_bytes
+        if learner is not state["learner"] and bound is not None and self.learner.memory_bytes() > bound:
+            log.warning("device %s: model %r: the added features do not fit its max_size_bytes %d; it ignores "
+                        "them", device, self.name, bound)
+            _, self.inputs = model_inputs(self.kind, state["learner"], takes, features, extend=False)
+            self.load_state(state)
+
     def check(self, n_features: int) -> None:
         """A smoke prediction on an all-zero reading: finite probabilities in [0, 1] summing
         to 1 (or none before learning), else ``ValueError`` (a restored state is unusable)."""
@@ -376,38 +393,7 @@ class Device:
             raise ValueError(f"the checkpoint holds device {state['device']!r}")
         features = self.features or list(range(n_features))
         saved_features = features if saved_features is None or not self.features else list(saved_features)
-        saved = state["models"]
-        index = {(m["name"], m["kind"]): i for i, m in enumerate(saved)}
-        sources: list[int | None] = []
-        for slot, model in zip(self.slots, self.models):
-            i = index.get((slot.name, slot.kind))
-            if i is None and model.previous_name is not None:
-                i = index.get((model.previous_name, slot.kind))
-                if i is not None:
-                    log.info("device %s: model %r restored from the checkpoint's model %r (previous_name)",
-                             self.device, slot.name, model.previous_name)
-            sources.append(i)
-            if i is None:
-                log.warning("device %s: model %r has no checkpoint; it starts fresh", self.device, slot.name)
-                continue
-            m = saved[i]
-            takes = m.get("features", saved_features)
-            learner, slot.inputs = model_inputs(slot.kind, m["learner"], takes, features)
-            fresh = slot.learner
-            slot.load_state({**m, "learner": learner})
-            bound = slot.learner.max_size_bytes
-            if learner is not m["learner"] and bound is not None and slot.learner.memory_bytes() > bound:
-                log.warning("device %s: model %r: the added features do not fit its max_size_bytes %d; it ignores "
-                            "them", self.device, slot.name, bound)
-                _, slot.inputs = model_inputs(slot.kind, m["learner"], takes, features, extend=False)
-                slot.load_state(m)
-            slot.check(n_features)
-            _report_parameters(self.device, model, fresh, slot.learner)
-        self.retired = [m if "features" in m or not self.features else {**m, "features": saved_features}
-                        for i, m in enumerate(saved) if i not in sources]
-        for m in self.retired:
-            log.warning("device %s: the checkpoint's model %r (%s) is not configured; kept in its checkpoint "
-                        "for a config that names it again", self.device, m["name"], m["kind"])
+        sources = self._load_models(state["models"], n_features, features, saved_features)
         pending = state["pending"]
         if saved_features != features or sources != list(range(len(self.slots))):
             pending = {**pending, "items": pending_items(pending["items"], saved_features, features, sources)}
@@ -437,6 +423,33 @@ class Device:
             self.label_type = type(classes[0]) if classes else None
         self._choose_best()
 
+    def _load_models(self, saved: list, n_features: int, features: list, saved_features: list) -> list[int | None]:
+        """Restore each configured model from its saved model (see ``load_state``); keep the
+        saved models none takes in ``retired``. Returns, per slot, its saved model's index."""
+        index = {(m["name"], m["kind"]): i for i, m in enumerate(saved)}
+        sources: list[int | None] = []
+        for slot, model in zip(self.slots, self.models):
+            i = index.get((slot.name, slot.kind))
+            if i is None and model.previous_name is not None:
+                i = index.get((model.previous_name, slot.kind))
+                if i is not None:
+                    log.info("device %s: model %r restored from the checkpoint's model %r (previous_name)",
+                             self.device, slot.name, model.previous_name)
+            sources.append(i)
+            if i is None:
+                log.warning("device %s: model %r has no checkpoint; it starts fresh", self.device, slot.name)
+                continue
+            fresh = slot.learner
+            slot.restore(saved[i], saved[i].get("features", saved_features), features, self.device)
+            slot.check(n_features)
+            _report_parameters(self.device, model, fresh, slot.learner)
+        self.retired = [m if "features" in m or not self.features else {**m, "features": saved_features}
+                        for i, m in enumerate(saved) if i not in sources]
+        for m in self.retired:
+            log.warning("device %s: the checkpoint's model %r (%s) is not configured; kept in its checkpoint "
+                        "for a config that names it again", self.device, m["name"], m["kind"])
+        return sources
+
 
 def _same_label(y: Any, label_type: type) -> Any:
     """``y`` (int or str) as a ``label_type`` label of the same JSON text; None if there is none."""
@@ -450,14 +463,20 @@ def _same_label(y: Any, label_type: type) -> Any:
 
 
 def _report_parameters(device: str, model: ModelConfig, fresh: Any, learner: Any) -> None:
-    """Log a WARNING for each configured parameter (and the memory plan's ``max_size_bytes``
-    share) that a restored ``learner`` does not have as ``fresh`` (built from ``model``) does:
-    it keeps the structure it was built with."""
+    """Log a WARNING for each configured parameter with a plain value (and the memory plan's
+    ``max_size_bytes`` share) that a restored ``learner`` does not have as ``fresh`` (built from
+    ``model``) does: it keeps the structure it was built with."""
     for name in sorted({*model.params, "max_size_bytes"}):
         want, have = getattr(fresh, name, None), getattr(learner, name, None)
-        if want != have:
-            log.warning("device %s: model %r: %s = %r in the config (and memory plan), the restored model has "
-                        "%r; it keeps its own until it starts fresh", device, model.name, name, want, have)
+        if want == have or not all(v is None or isinstance(v, int | float | str) for v in (want, have)):
+            continue
+        if name == "max_size_bytes":
+            log.warning("device %s: model %r: max_size_bytes = %r (its share of the memory plan), the restored "
+                        "model has %r: the plan does not bound it until it starts fresh", device, model.name,
+                        want, have)
+        else:
+            log.warning("device %s: model %r: %s = %r in the config, the restored model has %r; it keeps its own "
+                        "until it starts fresh", device, model.name, name, want, have)
 
 
 def _alert(seq, ts, model, level, detector, member, acc_before, acc_after) -> dict:
