@@ -302,16 +302,16 @@ def test_unconfigured_models_stay_in_the_checkpoint_for_a_config_that_names_them
     assert dev.pending.get(16).y_preds == [None, before["pending"]["items"][1][3][1]]
 
 
-def test_a_removed_feature_a_model_takes_refuses_the_device_and_leaves_its_checkpoint(tmp_path, caplog):
+def test_a_removed_feature_a_tree_takes_refuses_the_device_and_leaves_its_checkpoint(tmp_path, caplog):
     store = CheckpointStore(tmp_path, FEATURES)
-    w = worker(store=store)
+    w = worker(store=store, models=MODELS[1:])  # a tree: it cannot be fed without the feature
     send(w, "d1", "reading", {"seq": 0, "x": [1, 2, 3], "y": "a"})
     w.checkpoint(all_devices=True)
     files = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     from edgebayes.runtime.config import parse_config
     from edgebayes.runtime.topics import Topics
     cfg = parse_config({"schema": {"features": ["f0", "f2"]}, "output": {"format": "json", "error_interval_s": 0},
-                        "models": [{"name": "nb", "kind": "gaussian_nb"}]})
+                        "models": list(MODELS[1:])})
     w2 = worker_module.Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, ("f0", "f2")),
                               client=Recorder())
     with caplog.at_level(logging.ERROR), pytest.raises(ProtocolError) as err:
@@ -376,3 +376,31 @@ def test_a_checkpoint_folder_that_cannot_be_searched_refuses_the_device(tmp_path
         ck.chmod(0o755)
     assert out.stdout.split()[-1:] == ["checkpoint_unreadable"], out.stderr[-2000:]
     assert {p.name: p.read_bytes() for p in ck.iterdir()} == files
+
+
+def test_reverting_an_added_feature_drops_it_from_naive_bayes_and_finds_the_tree_as_it_was(tmp_path, caplog):
+    from edgebayes.runtime.config import parse_config
+    from edgebayes.runtime.topics import Topics
+
+    def worker_for(features):
+        cfg = parse_config({"schema": {"features": list(features)}, "output": {"format": "json"},
+                            "models": list(MODELS)})
+        return worker_module.Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, features),
+                                    client=Recorder())
+    w = worker_for(FEATURES)
+    for seq, (x, y) in enumerate(blobs(30, seed=5)):
+        send(w, "d1", "reading", {"seq": seq, "x": x, "y": y})
+    w.checkpoint(all_devices=True)
+    nb, ht = (s.learner.state() for s in w.devices["d1"].slots)
+    w2 = worker_for((*FEATURES, "f3"))
+    send(w2, "d1", "reading", {"seq": 30, "x": [0.1, 0.2, 0.3, 9.0], "y": "a"})
+    w2.checkpoint(all_devices=True)
+    assert w2.devices["d1"].slots[0].learner.n_features_in_ == 4
+    with caplog.at_level(logging.WARNING):
+        dev = worker_for(FEATURES)._device("d1", create=True)  # the config reverted
+    assert "model 'nb' drops what it learned of 'f3'" in caplog.text
+    assert (dev.last_seq, [s.inputs for s in dev.slots]) == (30, [None, None])
+    again = GaussianNB.from_state(nb)
+    again.learn_one([0.1, 0.2, 0.3], "a")
+    assert dev.slots[0].learner.state() == again.state()  # as if f3 had never been there
+    assert dev.slots[1].learner.n_features_in_ == 3 and dev.slots[1].learner.state() != ht  # the tree learned seq 30

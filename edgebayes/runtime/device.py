@@ -140,20 +140,25 @@ class ModelSlot:
 
     def restore(self, state: dict, takes: Sequence, features: Sequence, device: str) -> None:
         """Restore ``state()`` of a learner that was fed the features ``takes``, fitted to the
-        configured ``features`` (``remap.model_inputs``); an added feature that a bounded
-        ``gaussian_nb`` cannot hold within its ``max_size_bytes`` is ignored by it (logged).
+        configured ``features`` (``remap.model_inputs``); a removed feature a ``gaussian_nb``
+        takes is dropped from it (logged), an added one it cannot hold within its
+        ``max_size_bytes`` is ignored by it (logged).
 
         Raises:
             SchemaChange: ``takes`` has a feature ``features`` lacks; ValueError: as ``load_state``.
         """
-        learner, self.inputs = model_inputs(self.kind, state["learner"], takes, features)
+        learner, self.inputs, dropped = model_inputs(self.kind, state["learner"], takes, features)
+        if dropped:
+            log.warning("device %s: model %r drops what it learned of %s, no longer in [schema] features",
+                        device, self.name, ", ".join(map(repr, dropped)))
         self.load_state({**state, "learner": learner})
         bound = self.learner.max_size_bytes
-        if learner is not state["learner"] and bound is not None and self.learner.memory_bytes() > bound:
+        extended = len(self.view(list(features))) > len(takes) - len(dropped)
+        if extended and bound is not None and self.learner.memory_bytes() > bound:
             log.warning("device %s: model %r: the added features do not fit its max_size_bytes %d; it ignores "
                         "them", device, self.name, bound)
-            _, self.inputs = model_inputs(self.kind, state["learner"], takes, features, extend=False)
-            self.load_state(state)
+            learner, self.inputs, _ = model_inputs(self.kind, state["learner"], takes, features, extend=False)
+            self.load_state({**state, "learner": learner})
 
     def check(self, n_features: int) -> None:
         """A smoke prediction on an all-zero reading: finite probabilities in [0, 1] summing

@@ -7,8 +7,10 @@ names of the features its learner takes, in its order. When the config's feature
 - an added feature extends a ``gaussian_nb`` model (the new feature starts with no statistics,
   like a value missing so far) and is ignored by every other restored model, which keeps its
   feature set until it starts fresh;
-- a removed feature a restored model takes cannot be fed to it: `SchemaChange` (the device is
-  refused, its checkpoint left as it is, so the old config still finds it).
+- a removed feature is dropped from a ``gaussian_nb`` model (its statistics of that feature
+  only: the others are independent of it), so reverting an added feature works; any other
+  restored model that takes it cannot be fed: `SchemaChange` (the device is refused, its
+  checkpoint left as it is, so the old config still finds it).
 
 Pending readings are kept in the configured order (a feature they lack is missing, NaN), and
 their reading-time predictions are matched to the configured models by name.
@@ -25,9 +27,9 @@ class SchemaChange(ValueError):
 
 
 def model_inputs(kind: str, learner: dict, takes: Sequence, features: Sequence,
-                 extend: bool = True) -> tuple[dict, list[int] | None]:
-    """The learner state to restore and the indices, into a configured reading, of the values
-    it takes in its order (None: the reading as it is).
+                 extend: bool = True) -> tuple[dict, list[int] | None, list]:
+    """The learner state to restore, the indices, into a configured reading, of the values it
+    takes in its order (None: the reading as it is), and the removed features it dropped.
 
     Args:
         kind: the model kind; learner: its saved learner state; takes: the feature names the
@@ -41,6 +43,10 @@ def model_inputs(kind: str, learner: dict, takes: Sequence, features: Sequence,
     if not isinstance(takes, list) or len(set(takes)) != len(takes):
         raise ValueError(f"a model's feature list {takes!r:.80} is not a list of distinct names")
     gone = [f for f in takes if f not in features]
+    dropped = []
+    if gone and kind == "gaussian_nb" and len(gone) < len(takes):
+        learner = _drop_gaussian_nb(learner, [i for i, f in enumerate(takes) if f in features])
+        takes, dropped, gone = [f for f in takes if f in features], gone, []
     if gone:
         raise SchemaChange(f"[schema] features no longer has {', '.join(map(repr, gone))}, which the "
                            f"restored {kind} model takes (add it back, or remove the checkpoint to start fresh)")
@@ -49,7 +55,19 @@ def model_inputs(kind: str, learner: dict, takes: Sequence, features: Sequence,
     if added and extend and kind == "gaussian_nb":
         learner = _extend_gaussian_nb(learner, len(added))
         inputs += added
-    return learner, None if inputs == list(range(len(features))) else inputs
+    return learner, None if inputs == list(range(len(features))) else inputs, dropped
+
+
+def _drop_gaussian_nb(state: dict, keep: list[int]) -> dict:
+    """``state`` of a GaussianNB with only the features at the indices ``keep``."""
+    if state.get("n_features_in") is None:
+        return state
+    state = dict(state, n_features_in=len(keep))
+    for key in ("counts", "means", "variances"):
+        state[key] = [[row[i] for i in keep] for row in state[key]]
+    for key in ("feature_counts", "feature_means", "feature_variances"):
+        state[key] = [state[key][i] for i in keep]
+    return state
 
 
 def _extend_gaussian_nb(state: dict, n: int) -> dict:
