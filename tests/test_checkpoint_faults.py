@@ -404,3 +404,26 @@ def test_reverting_an_added_feature_drops_it_from_naive_bayes_and_finds_the_tree
     again.learn_one([0.1, 0.2, 0.3], "a")
     assert dev.slots[0].learner.state() == again.state()  # as if f3 had never been there
     assert dev.slots[1].learner.n_features_in_ == 3 and dev.slots[1].learner.state() != ht  # the tree learned seq 30
+
+
+def test_a_version_1_checkpoint_of_an_older_release_is_restored_and_fitted_by_name(tmp_path):
+    import msgpack
+
+    from edgebayes.runtime.config import parse_config
+    from edgebayes.runtime.topics import Topics
+    w = worker(store=CheckpointStore(tmp_path / "src", FEATURES), models=MODELS)
+    for seq, (x, y) in enumerate(blobs(30, seed=6)):
+        send(w, "d1", "reading", {"seq": seq, "x": x, "y": y if seq < 25 else None})
+    state = w.devices["d1"].state()
+    for m in state["models"]:
+        del m["features"]  # older releases wrote none
+    doc = {"format": "edgebayes-checkpoint", "version": 1, "features": list(FEATURES), "device": state}
+    order = ("f2", "f0", "f1")
+    (tmp_path / "d1.ckpt").write_bytes(msgpack.packb(doc, use_bin_type=True))
+    cfg = parse_config({"schema": {"features": list(order)}, "output": {"format": "json"}, "models": list(MODELS)})
+    dev = worker_module.Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, order),
+                               client=Recorder())._device("d1", create=True)
+    x = [0.4, 2.0, -1.0]
+    assert dev.predict([x[2], x[0], x[1]]) == w.devices["d1"].predict(x)
+    assert [e.x for e in dev.pending._items.values()] == [
+        [e.x[2], e.x[0], e.x[1]] for e in w.devices["d1"].pending._items.values()]
