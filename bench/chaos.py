@@ -34,15 +34,15 @@ import tempfile
 import time
 from pathlib import Path
 
-import msgpack
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
 from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from edgebayes.runtime.checkpoint import CheckpointStore
 from tests.broker import Broker
-from tests.runtime_client import Publisher, wait_for, write_config
+from tests.runtime_client import FEATURES, Publisher, wait_for, write_config
 
 PERSIST_EVERY_CHANGE = "autosave_interval 1\nautosave_on_changes true\n"
 
@@ -85,7 +85,7 @@ def start_runtime(cfg: Path, log: Path) -> subprocess.Popen:
 
 
 def n_learned(ck: Path) -> int:
-    state = msgpack.unpackb((ck / "d1.ckpt").read_bytes(), strict_map_key=False)["device"]
+    state = CheckpointStore(ck, FEATURES).read("d1")
     return int(state["models"][0]["learner"]["n"])
 
 

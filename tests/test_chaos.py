@@ -18,11 +18,11 @@ import sys
 import time
 from pathlib import Path
 
-import msgpack
 import pytest
 
+from edgebayes.runtime.checkpoint import CheckpointStore
 from tests.broker import Broker
-from tests.runtime_client import Device, Publisher, wait_for, write_config
+from tests.runtime_client import FEATURES, Device, Publisher, wait_for, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 #: keep every message the broker acknowledged across its kill -9: save after each change
@@ -37,8 +37,10 @@ def _run(config: Path, log: Path) -> subprocess.Popen:
 def n_learned(ck: Path) -> int | None:
     """Readings the checkpointed GaussianNB of device d1 has learned (None: no checkpoint yet)."""
     try:
-        state = msgpack.unpackb((ck / "d1.ckpt").read_bytes(), strict_map_key=False)["device"]
+        state = CheckpointStore(ck, FEATURES).read("d1")
     except (OSError, ValueError):
+        return None
+    if state is None:
         return None
     return int(state["models"][0]["learner"]["n"])
 

@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import msgpack
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
 
 from edgebayes.base import learner_from_state
 from edgebayes.naive_bayes import GaussianNB
+from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.journal import Journal
 from tests.runtime_client import FEATURES, Device, blobs, wait_for, write_config
 
@@ -26,7 +26,7 @@ def _run(config: Path, log: Path) -> subprocess.Popen:
 
 def _checkpoint(path: Path) -> dict | None:
     try:
-        return msgpack.unpackb(path.read_bytes(), strict_map_key=False)["device"]
+        return CheckpointStore(path.parent, FEATURES).read(path.name.removesuffix(".ckpt"))
     except (OSError, ValueError):
         return None
 

@@ -332,33 +332,35 @@ def test_a_good_checkpoint_is_still_restored(tmp_path):
 
 # --- 5. one label type per device ------------------------------------------------------------
 
-def test_a_label_of_another_type_is_refused():
+def test_a_label_of_the_other_type_is_taken_by_its_json_text_or_refused():
     w = worker()
     send(w, "d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": 1})
-    send(w, "d1", "reading", {"seq": 1, "x": [5, 5, 5], "y": "1"})  # refused whole: not predicted
-    send(w, "d1", "reading", {"seq": 2, "x": [5, 5, 5]})
-    send(w, "d1", "label", {"seq": 2, "y": "2"})                      # refused: stays pending
-    send(w, "d1", "label", {"seq": 2, "y": 2})
+    send(w, "d1", "reading", {"seq": 1, "x": [5, 5, 5], "y": "2"})   # new firmware: the same label as text
+    send(w, "d1", "reading", {"seq": 2, "x": [5, 5, 5], "y": "on"})  # refused whole: not predicted
+    send(w, "d1", "reading", {"seq": 3, "x": [5, 5, 5]})
+    send(w, "d1", "label", {"seq": 3, "y": "02"})                      # not the text of an int: stays pending
+    send(w, "d1", "label", {"seq": 3, "y": "1"})
     errors = w.client.on("error")
-    assert [(e["kind"], e["seq"]) for e in errors] == [("label_type", 1), ("label_type", 2)]
+    assert [(e["kind"], e["seq"]) for e in errors] == [("label_type", 2), ("label_type", 3)]
     assert "int" in errors[0]["error"] and "str" in errors[0]["error"]
-    assert [p["seq"] for p in w.client.on("prediction")] == [0, 2]
-    assert w.devices["d1"].slots[0].learner.classes_ == [1, 2] and w.n_learned == 2
-    send(w, "d2", "reading", {"seq": 0, "x": [0, 0, 0], "y": "1"})  # another device, its own type
-    assert w.devices["d2"].slots[0].learner.classes_ == ["1"]
+    assert [p["seq"] for p in w.client.on("prediction")] == [0, 1, 3]
+    assert w.devices["d1"].slots[0].learner.classes_ == [1, 2] and w.n_learned == 3
+    send(w, "d2", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})  # another device, its own type
+    send(w, "d2", "reading", {"seq": 1, "x": [0, 0, 0], "y": 7})
+    assert w.devices["d2"].slots[0].learner.classes_ == ["a", "7"]
 
 
 def test_the_label_type_survives_a_checkpoint(tmp_path):
     store = CheckpointStore(tmp_path / "ck", FEATURES)
     w = worker(store=store)
-    send(w, "d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})
+    send(w, "d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": 3})
     w.checkpoint(all_devices=True)
     w2 = worker(store=store)
-    send(w2, "d1", "reading", {"seq": 1, "x": [0, 0, 0], "y": 7})
+    send(w2, "d1", "reading", {"seq": 1, "x": [0, 0, 0], "y": "b"})
+    send(w2, "d1", "reading", {"seq": 2, "x": [0, 0, 0], "y": "4"})
     assert [e["kind"] for e in w2.client.on("error")] == ["label_type"]
+    assert w2.devices["d1"].slots[0].learner.classes_ == [3, 4]
 
-
-# --- 6. retained readings are stale ----------------------------------------------------------
 
 def test_a_retained_reading_is_skipped_counted_and_reported_through_mosquitto(broker, tmp_path):
     dev = Device(broker)

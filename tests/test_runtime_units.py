@@ -5,13 +5,14 @@ import math
 import subprocess
 import sys
 import tomllib
+import zlib
 from pathlib import Path
 
 import msgpack
 import pytest
 from paho.mqtt.client import topic_matches_sub
 
-from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
+from edgebayes.runtime.checkpoint import FRAME, CheckpointError, CheckpointForeign, CheckpointStore
 from edgebayes.runtime.config import ConfigError, check_files, load_config, parse_config
 from edgebayes.runtime.ingest.native import Parser
 from edgebayes.runtime.messages import SEQ_JUMP, SEQ_PER_S, TS_AHEAD_S, ProtocolError
@@ -276,17 +277,37 @@ def test_checkpoint_round_trip_and_corrupt_file_moved_aside(tmp_path, caplog):
     path = store.save("d1", state)
     assert store.read("d1") == state and store.read("nobody") is None
     assert sorted(p.name for p in path.parent.iterdir()) == ["d1.ckpt"]  # no temp file left
-    doc = msgpack.unpackb(path.read_bytes())
-    assert (doc["format"], doc["version"], doc["features"]) == ("edgebayes-checkpoint", 1, ["a", "b"])
+    body = path.read_bytes()[FRAME.size:]
+    doc = msgpack.unpackb(body)
+    assert (doc["format"], doc["version"], doc["features"]) == ("edgebayes-checkpoint", 2, ["a", "b"])
+    assert FRAME.unpack_from(path.read_bytes()) == (b"EBCK", len(body), zlib.crc32(body))
     path.write_bytes(path.read_bytes()[:-5])
-    with pytest.raises(CheckpointError, match="not msgpack"):
+    with pytest.raises(CheckpointError, match="bytes after the header"):
         store.read("d1")
     aside = store.move_aside("d1", "test")
-    assert aside.name.startswith("d1.ckpt.corrupt-") and not path.exists()
+    assert aside[0].name.startswith("d1.ckpt.corrupt-") and not path.exists()
     assert "d1" in caplog.text and caplog.records[-1].levelname == "ERROR"
     CheckpointStore(tmp_path / "ck", ("a",)).save("d2", state)
-    with pytest.raises(CheckpointError, match="made for features"):
-        store.read("d2")
+    assert store.read_generation("d2").features == ["a"]  # fitted to the schema by the device
+
+
+def test_a_version_1_checkpoint_without_a_frame_still_loads(tmp_path):
+    store = CheckpointStore(tmp_path / "ck", ("a", "b"))
+    state = {"device": "d1", "last_seq": 7, "models": [], "pending": {"items": [], "n_overflow": 0, "n_expired": 0}}
+    doc = {"format": "edgebayes-checkpoint", "version": 1, "features": ["a", "b"], "device": state}
+    store.path("d1").write_bytes(msgpack.packb(doc, use_bin_type=True))
+    assert store.read("d1") == state
+
+
+def test_a_save_keeps_the_previous_generation_and_a_newer_version_is_left_alone(tmp_path):
+    store = CheckpointStore(tmp_path / "ck", ("a",))
+    for seq in (1, 2, 3):
+        store.save("d1", {"device": "d1", "last_seq": seq})
+    assert [store.read_generation("d1", g).state["last_seq"] for g in (0, 1)] == [3, 2]
+    body = msgpack.packb({"format": "edgebayes-checkpoint", "version": 3, "features": ["a"], "device": {}})
+    store.path("d1").write_bytes(FRAME.pack(b"EBCK", len(body), zlib.crc32(body)) + body)
+    with pytest.raises(CheckpointForeign, match="version 3"):
+        store.read("d1")
 
 
 # --- reboots (docs/protocol.md "Reboots") ---------------------------------------------------
@@ -409,3 +430,18 @@ def test_checkpoints_go_to_the_state_folder_unless_turned_off(monkeypatch, tmp_p
     assert parse_config({**base, "checkpoint": {"enabled": False}}).checkpoint.dir is None
     with pytest.raises(ConfigError, match=r"\[checkpoint\] dir is set but enabled = false"):
         parse_config({**base, "checkpoint": {"enabled": False, "dir": "/data/eb"}})
+
+
+def test_previous_name_must_name_a_model_no_longer_configured():
+    def problems(prev):
+        models = [{"name": "nb", "kind": "gaussian_nb"}, {"name": "bayes", "kind": "gaussian_nb", "previous_name": prev}]
+        try:
+            parse_config({"schema": {"features": ["a"]}, "models": models})
+        except ConfigError as exc:
+            return exc.problems
+        return []
+    assert problems("old") == []
+    assert problems("nb") == ["[[models]] 'bayes': previous_name 'nb' is a configured model (it keeps its own checkpoint)"]
+    assert problems("bayes") == ["[[models]] 'bayes': previous_name must be another model name, got 'bayes'"]
+    assert parse_config({"schema": {"features": ["a"]}, "models": [
+        {"name": "b", "kind": "gaussian_nb", "previous_name": "a"}]}).models[0].previous_name == "a"

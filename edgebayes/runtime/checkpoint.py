@@ -1,45 +1,77 @@
-"""Per-device checkpoints: msgpack, versioned, written atomically, never pickle.
+"""Per-device checkpoints: msgpack, versioned, checksummed, two generations, never pickle.
 
-One file per device, ``<dir>/<device>.ckpt``, holding
-``{"format": "edgebayes-checkpoint", "version": 1, "features": [...], "device": {...}}`` where
-``device`` is ``Device.state()``, whose ``journal`` is the position of the write-ahead journal
-its state includes (``edgebayes.runtime.journal``: what is after it is replayed at start; an
-older checkpoint without it replays the whole journal). A write goes to a temporary file in the same folder, is
-fsynced, renamed over the old file and the folder fsynced, so a power cut leaves either the
-old checkpoint or the new one, never a torn file. A file that cannot be read back (corrupt,
-another format or version, another feature schema) is moved aside to
-``<device>.ckpt.corrupt-<unix time>`` with a logged error, and the device starts fresh. So is
-one that reads but cannot be restored: the worker treats any exception from
-``Device.load_state`` (bad values refused by a learner's ``from_state``, another device's id
-inside, a model whose smoke prediction on a zero reading is not finite) as corruption.
+One device has up to two files, its newest checkpoint ``<dir>/<device>.ckpt`` and the one
+before it, ``<dir>/<device>.ckpt.1``. Each (version 2) is a frame ``b"EBCK" <u32 length>
+<u32 crc32>`` (little-endian) followed by ``length`` bytes of msgpack
+``{"format": "edgebayes-checkpoint", "version": 2, "features": [...], "device": {...}}``, where
+``features`` are the ``[schema] features`` it was written under and ``device`` is
+``Device.state()``, whose ``journal`` is the position of the write-ahead journal its state
+includes (``edgebayes.runtime.journal``: what is after it is replayed at start). A version 1
+file (older releases: the same map, unframed, no checksum) is still read.
+
+A write goes to ``<device>.ckpt.tmp``, is fsynced and read back to verify it; only then does the
+newest file become ``.ckpt.1`` and the new one ``.ckpt`` (folder fsynced), so a crash or a bad
+write leaves a good generation whatever happens. Reading (`CheckpointStore.read`) takes the
+newest generation that passes its checksum and decodes; the caller tries the next one when a
+generation's state cannot be restored. Three kinds of failure are kept apart:
+
+- `CheckpointError`: the bytes are damaged (checksum, length, not msgpack, not a checkpoint):
+  no config could use them, so they are moved aside (``<name>.corrupt-<unix time>``, kept for
+  inspection) once an older generation or a fresh start replaces them;
+- `CheckpointReadError`: the file could not be read (EACCES, EIO, a folder in its place): it
+  may be perfectly good, so it is left alone and the read is retried later;
+- `CheckpointForeign`: a sound file of another format version: left alone for the release
+  that wrote it.
+
+A checkpoint written under other ``[schema] features`` is returned with its features; the
+device maps its models to the configured features by name (``Device.load_state``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import struct
 import time
+import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 import msgpack
 
 FORMAT = "edgebayes-checkpoint"
-VERSION = 1
+VERSION = 2
+#: magic, body length in bytes, zlib.crc32 of the body; version 1 files have no frame
+FRAME = struct.Struct("<4sII")
+MAGIC = b"EBCK"
+#: the generations kept: the newest, then the one before it
+SUFFIXES = (".ckpt", ".ckpt.1")
 
 log = logging.getLogger(__name__)
 
 
 class CheckpointError(ValueError):
-    """A checkpoint file that cannot be used."""
+    """A checkpoint file whose bytes are damaged (no config could use it)."""
 
 
-def read_document(data: bytes, path: Path, what: str, fmt: str, version: int, features: list,
-                  error: type[Exception]) -> dict:
+class CheckpointReadError(OSError):
+    """A checkpoint file that could not be read (permissions, an I/O error): it may be good."""
+
+
+class CheckpointForeign(ValueError):
+    """A sound checkpoint this release does not read (another format version)."""
+
+
+def read_document(data: bytes, path: Path, what: str, fmt: str, version: int, features: list | None,
+                  error: type[Exception], foreign: type[Exception] | None = None) -> dict:
     """The msgpack map in ``data`` (the bytes of ``path``), checked to be an edgebayes ``what``
-    ("checkpoint", "journal") of format name ``fmt`` and ``version``, made for ``features``.
+    ("checkpoint", "journal") of format name ``fmt`` and ``version``, made for ``features``
+    (None: any; the caller maps them).
 
     Raises:
-        error: not msgpack, not a map of that format, another version or another feature schema.
+        error: not msgpack, not a map of that format, another feature schema, or (unless
+            ``foreign`` is given) another version.
+        foreign: another version.
     """
     try:
         doc = msgpack.unpackb(data, raw=False, strict_map_key=False)
@@ -48,10 +80,19 @@ def read_document(data: bytes, path: Path, what: str, fmt: str, version: int, fe
     if not isinstance(doc, dict) or doc.get("format") != fmt:
         raise error(f"{path}: not an edgebayes {what}")
     if doc.get("version") != version:
-        raise error(f"{path}: {what} version {doc.get('version')!r}, this release reads {version}")
-    if doc.get("features") != features:
+        raise (foreign or error)(f"{path}: {what} version {doc.get('version')!r}, this release reads {version}")
+    if features is not None and doc.get("features") != features:
         raise error(f"{path}: made for features {doc.get('features')!r}, the schema has {features}")
     return doc
+
+
+class Saved(NamedTuple):
+    """One generation of a device's checkpoint, as read back."""
+
+    state: dict  #: ``Device.state()``
+    features: list[str]  #: the ``[schema] features`` it was written under
+    generation: int  #: 0 the newest, 1 the one before it
+    path: Path
 
 
 class CheckpointStore:
@@ -59,7 +100,7 @@ class CheckpointStore:
 
     Args:
         directory: the folder (created if missing).
-        features: the schema's feature names; a checkpoint made for others is not restored.
+        features: the schema's feature names, written into each checkpoint.
 
     Raises:
         OSError: ``directory`` is not a folder or cannot be created (a one-line message).
@@ -75,49 +116,124 @@ class CheckpointStore:
             raise OSError(f"checkpoint dir {self.dir}: cannot create: {exc.strerror}") from None
         self.features = list(features)
 
-    def path(self, device: str) -> Path:
-        return self.dir / f"{device}.ckpt"
+    def path(self, device: str, generation: int = 0) -> Path:
+        return self.dir / f"{device}{SUFFIXES[generation]}"
+
+    def exists(self, device: str) -> bool:
+        """Whether any generation of ``device``'s checkpoint may be there: True also when the
+        folder cannot be searched (EACCES), so that `read` reports it instead of a fresh model
+        later overwriting a good checkpoint."""
+        for g in range(len(SUFFIXES)):
+            try:
+                os.lstat(self.path(device, g))
+                return True
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError:
+                return True
+        return False
 
     def save(self, device: str, device_state: dict) -> Path:
-        """Write one device's state atomically (temp file, fsync, rename, fsync folder)."""
-        data = msgpack.packb({"format": FORMAT, "version": VERSION, "features": self.features,
+        """Write one device's state as its newest generation; the newest so far becomes the
+        previous one only after the new file is fsynced and read back intact.
+
+        Raises:
+            OSError: the write failed (the generations on disk are unchanged).
+            CheckpointError: the file read back differs from what was written.
+        """
+        body = msgpack.packb({"format": FORMAT, "version": VERSION, "features": self.features,
                               "device": device_state}, use_bin_type=True)
+        data = FRAME.pack(MAGIC, len(body), zlib.crc32(body)) + body
         path = self.path(device)
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        if tmp.read_bytes() != data:
+            raise CheckpointError(f"{tmp}: reads back differently from what was written")
+        if os.path.lexists(path):
+            os.replace(path, self.path(device, 1))
         os.replace(tmp, path)
         fsync_dir(self.dir)
         return path
 
     def read(self, device: str) -> dict | None:
-        """The saved ``Device.state()`` of ``device``, None if there is none.
+        """The saved ``Device.state()`` of ``device`` (its newest generation that reads back
+        intact), None if there is none. Raises as `read_generation`."""
+        saved = self.read_generation(device)
+        return None if saved is None else saved.state
+
+    def read_generation(self, device: str, generation: int = 0) -> Saved | None:
+        """The newest generation of ``device``'s checkpoint from ``generation`` on (0: the
+        newest) that reads back intact; None if there is none from there.
 
         Raises:
-            CheckpointError: the file is unreadable, corrupt, of another format/version/schema.
+            CheckpointReadError: a generation could not be read (left alone, not skipped: an
+                older one would lose what the newer one holds).
+            CheckpointForeign: a generation is of another format version (left alone).
+            CheckpointError: every generation there is damaged (the newest one's reason).
         """
-        path = self.path(device)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise CheckpointError(f"{path}: cannot read: {exc.strerror}") from None
-        doc = read_document(data, path, "checkpoint", FORMAT, VERSION, self.features, CheckpointError)
-        if not isinstance(doc.get("device"), dict):
-            raise CheckpointError(f"{path}: no device state")
-        return doc["device"]
+        damaged = None
+        for g in range(generation, len(SUFFIXES)):
+            path = self.path(device, g)
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise CheckpointReadError(exc.errno, f"{path}: cannot read: {exc.strerror}") from None
+            try:
+                state, features = _decode(data, path)
+            except CheckpointError as exc:
+                damaged = damaged or exc
+                log.error("checkpoint of device %s: %s", device, exc)
+                continue
+            return Saved(state, features, g, path)
+        if damaged is not None:
+            raise damaged
+        return None
 
-    def move_aside(self, device: str, reason: str) -> Path:
-        """Rename a bad checkpoint out of the way (kept for inspection) and log why."""
-        path = self.path(device)
-        aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
-        os.replace(path, aside)
-        log.error("checkpoint of device %s is unusable (%s); moved to %s, the device starts fresh",
-                  device, reason, aside)
-        return aside
+    def move_aside(self, device: str, reason: str, generations: tuple[int, ...] = (0,)) -> list[Path]:
+        """Rename damaged generations out of the way (kept for inspection) and log why."""
+        moved = []
+        stamp = int(time.time())
+        for g in generations:
+            path = self.path(device, g)
+            if os.path.lexists(path):
+                aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+                os.replace(path, aside)
+                moved.append(aside)
+        if moved:
+            log.error("checkpoint of device %s is unusable (%s); moved to %s", device, reason,
+                      ", ".join(map(str, moved)))
+        return moved
+
+
+def _decode(data: bytes, path: Path) -> tuple[dict, list[str]]:
+    """``(device state, features)`` of a checkpoint file's bytes, version 2 (framed) or 1.
+
+    Raises:
+        CheckpointError: damaged; CheckpointForeign: another version.
+    """
+    if data[:len(MAGIC)] == MAGIC:
+        if len(data) < FRAME.size:
+            raise CheckpointError(f"{path}: cut short ({len(data)} bytes)")
+        _, length, crc = FRAME.unpack_from(data)
+        body = data[FRAME.size:]
+        if len(body) != length:
+            raise CheckpointError(f"{path}: {len(body)} bytes after the header, it says {length}")
+        if zlib.crc32(body) != crc:
+            raise CheckpointError(f"{path}: checksum mismatch (a damaged byte)")
+        doc = read_document(body, path, "checkpoint", FORMAT, VERSION, None, CheckpointError, CheckpointForeign)
+    else:  # version 1; any other version is framed, so an unframed one is a damaged byte
+        doc = read_document(data, path, "checkpoint", FORMAT, 1, None, CheckpointError)
+    features = doc.get("features")
+    if not isinstance(doc.get("device"), dict) or not (
+            isinstance(features, list) and all(isinstance(f, str) for f in features)
+            and len(set(features)) == len(features)):
+        raise CheckpointError(f"{path}: no device state or no feature list")
+    return doc["device"], features
 
 
 def fsync_dir(directory: Path) -> None:

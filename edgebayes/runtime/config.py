@@ -15,7 +15,8 @@ with defaults (``-`` = no default, ``None`` = unset)::
                   session_expiry_s=604800 reconnect_min_s=1 reconnect_max_s=60
     [topics]      prefix="edgebayes" devices="+" (a device id, or "+" for all)
     [schema]      features=- (ordered feature names) label="y" (payload key of the label)
-    [[models]]    name=- kind=- (a ``edgebayes.base.KINDS`` name), then the learner's own
+    [[models]]    name=- kind=- (a ``edgebayes.base.KINDS`` name) previous_name=None (restore the
+                  checkpointed model of that name and kind under this one), then the learner's own
                   parameters under their API names (learning_rate, n_models, ...)
     [memory]      model_budget_bytes=None rss_limit_mb=None max_devices=64
     [checkpoint]  enabled=true (false: no checkpoints, no journal: everything learned is
@@ -153,6 +154,7 @@ class ModelConfig:
     name: str
     kind: str
     params: dict[str, Any]
+    previous_name: str | None = None  # a checkpoint's model of this name and kind is restored as this one
 
     def build(self):
         """A fresh learner of this kind with these parameters."""
@@ -447,6 +449,7 @@ def _models(raw: Any, problems: list[str]) -> tuple[ModelConfig, ...]:
             continue
         params = dict(table)
         name, kind = params.pop("name", None), params.pop("kind", None)
+        previous = params.pop("previous_name", None)
         if not isinstance(name, str) or _name(name):
             problems.append(f"{where}: name must be 1 to 64 characters from [A-Za-z0-9_-], got {name!r}")
             continue
@@ -458,7 +461,10 @@ def _models(raw: Any, problems: list[str]) -> tuple[ModelConfig, ...]:
         if not isinstance(kind, str):
             problems.append(f"{where}: kind must be a string, got {kind!r}")
             continue
-        model = ModelConfig(name, kind, params)
+        if previous is not None and (not isinstance(previous, str) or _name(previous) or previous == name):
+            problems.append(f"{where}: previous_name must be another model name, got {previous!r}")
+            continue
+        model = ModelConfig(name, kind, params, previous)
         try:
             model.build()  # the learner checks its own parameters
         except ModuleNotFoundError as exc:
@@ -468,6 +474,8 @@ def _models(raw: Any, problems: list[str]) -> tuple[ModelConfig, ...]:
             problems.append(f"{where}: {exc}")
             continue
         models.append(model)
+    problems.extend(f"[[models]] {m.name!r}: previous_name {m.previous_name!r} is a configured model (it keeps "
+                    "its own checkpoint)" for m in models if m.previous_name in names)
     return tuple(models)
 
 

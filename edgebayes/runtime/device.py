@@ -45,6 +45,7 @@ from edgebayes.runtime.messages import (
     ProtocolError,
 )
 from edgebayes.runtime.pending import PendingLabels
+from edgebayes.runtime.remap import model_inputs, pending_items
 from edgebayes.runtime.seqs import SeqRuns
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class ModelSlot:
 
     __slots__ = (
         "detector",
+        "inputs",
         "kind",
         "learner",
         "n_correct",
@@ -77,6 +79,12 @@ class ModelSlot:
         self.detector = None if hasattr(learner, "last_events") else _error_detector(drift_delta)
         self.n_labels = 0
         self.n_correct = 0
+        self.inputs: list[int] | None = None  # indices of the reading's values it takes (None: all)
+
+    def view(self, x: list[float]) -> list[float]:
+        """The values of reading ``x`` this learner takes, in its order (``remap``)."""
+        inputs = self.inputs
+        return x if inputs is None else [x[i] for i in inputs]
 
     @property
     def accuracy(self) -> float | None:
@@ -130,10 +138,32 @@ class ModelSlot:
         self.n_window_correct = sum(self.window)
         self.n_labels, self.n_correct = n_labels, n_correct
 
+    def restore(self, state: dict, takes: Sequence, features: Sequence, device: str) -> None:
+        """Restore ``state()`` of a learner that was fed the features ``takes``, fitted to the
+        configured ``features`` (``remap.model_inputs``); a removed feature a ``gaussian_nb``
+        takes is dropped from it (logged), an added one it cannot hold within its
+        ``max_size_bytes`` is ignored by it (logged).
+
+        Raises:
+            SchemaChange: ``takes`` has a feature ``features`` lacks; ValueError: as ``load_state``.
+        """
+        learner, self.inputs, dropped = model_inputs(self.kind, state["learner"], takes, features)
+        if dropped:
+            log.warning("device %s: model %r drops what it learned of %s, no longer in [schema] features",
+                        device, self.name, ", ".join(map(repr, dropped)))
+        self.load_state({**state, "learner": learner})
+        bound = self.learner.max_size_bytes
+        extended = len(self.view(list(features))) > len(takes) - len(dropped)
+        if extended and bound is not None and self.learner.memory_bytes() > bound:
+            log.warning("device %s: model %r: the added features do not fit its max_size_bytes %d; it ignores "
+                        "them", device, self.name, bound)
+            learner, self.inputs, _ = model_inputs(self.kind, state["learner"], takes, features, extend=False)
+            self.load_state({**state, "learner": learner})
+
     def check(self, n_features: int) -> None:
         """A smoke prediction on an all-zero reading: finite probabilities in [0, 1] summing
         to 1 (or none before learning), else ``ValueError`` (a restored state is unusable)."""
-        proba = self.learner.predict_proba_one([0.0] * n_features)
+        proba = self.learner.predict_proba_one(self.view([0.0] * n_features))
         ps = list(proba.values())
         if not all(isinstance(p, float | int) and math.isfinite(p) and 0.0 <= p <= 1.0 for p in ps) or (
                 ps and abs(sum(ps) - 1.0) > 1e-6):
@@ -155,12 +185,17 @@ class Device:
         accuracy_window: labelled readings in each model's recent accuracy.
         drift_delta: ADWIN delta for models without their own detectors.
         pending: this device's delayed-label buffer.
+        features: the ``[schema] features`` names; a restored checkpoint is fitted to them by
+            name (``edgebayes.runtime.remap``). Empty: by position.
     """
 
     def __init__(self, device: str, models: Sequence[ModelConfig], accuracy_window: int,
-                 drift_delta: float, pending: PendingLabels):
+                 drift_delta: float, pending: PendingLabels, features: Sequence[str] = ()):
         self.device = device
+        self.features = list(features)
+        self.models = tuple(models)
         self.slots = [ModelSlot(m.name, m.kind, m.build, accuracy_window, drift_delta) for m in models]
+        self.retired: list[dict] = []  # restored model states not configured: kept in the checkpoint
         self.pending = pending
         self.label_type: type | None = None  # int or str, from the first label (one per device)
         self.model_errors: list[tuple[str, str]] = []  # (kind, why) since the worker last looked
@@ -229,16 +264,21 @@ class Device:
         self.n_reboots += 1
         return n
 
-    def check_label(self, y: Any) -> str | None:
-        """Why label ``y`` cannot be learned by this device (None: it can): its type (int or str)
-        differs from the device's earlier labels. Accepting ``y`` fixes the type if unset."""
+    def check_label(self, y: Any) -> tuple[Any, str | None]:
+        """Label ``y`` as this device learns it, and why it cannot (None: it can). Labels are
+        compared as the JSON text they are: a label of the other type than the device's
+        earlier ones with the same text (``"1"`` for ``1``, ``1`` for ``"1"``) is taken as that
+        type; any other is refused. Accepting ``y`` fixes the type if unset."""
         t = type(y)
         if self.label_type is None:
             self.label_type = t
         elif t is not self.label_type:
-            return (f"label {str(y)[:40]!r} is a {t.__name__}, this device's labels are "
-                    f"{self.label_type.__name__}s (in JSON 1 and \"1\" are one key)")
-        return None
+            same = _same_label(y, self.label_type)
+            if same is None:
+                return y, (f"label {str(y)[:40]!r} is a {t.__name__}, this device's labels are "
+                           f"{self.label_type.__name__}s (in JSON 1 and \"1\" are one key)")
+            return same, None
+        return y, None
 
     def predict(self, x: list[float]) -> tuple[list[Any], int, dict]:
         """Every model's prediction for ``x`` (None before it learned, or when it raised), the
@@ -251,7 +291,7 @@ class Device:
         y_preds, probas, failed = [], [], False
         for slot in self.slots:
             try:
-                proba = slot.learner.predict_proba_one(x)
+                proba = slot.learner.predict_proba_one(slot.view(x))
                 y_pred = max(proba, key=proba.get) if proba else None
             except Exception as exc:  # noqa: BLE001 (a model that raises is reported and kept)
                 self._model_error(slot, "predict_proba_one", exc)
@@ -301,7 +341,7 @@ class Device:
             correct = 1 if y_pred is not None and y_pred == y else 0
             slot.score(correct)
             try:
-                slot.learner.learn_one(x, y)
+                slot.learner.learn_one(slot.view(x), y)
             except Exception as exc:  # noqa: BLE001 (a model that raises is reported and kept)
                 self._model_error(slot, "learn_one", exc)
                 continue
@@ -327,33 +367,42 @@ class Device:
 
     def state(self, journal_pos: list | None = None) -> dict:
         """Plain-data state of the whole device, for checkpoints; ``journal_pos`` is the
-        journal position (``Journal.position()``, ``[id, offset]``) this state includes."""
+        journal position (``Journal.position()``, ``[id, offset]``) this state includes. Each
+        model records the features its learner takes (when the device has names); models
+        restored but no longer configured follow the configured ones, unchanged."""
+        models = [s.state() for s in self.slots]
+        if self.features:
+            for m, slot in zip(models, self.slots):
+                m["features"] = slot.view(self.features)
         return {"device": self.device, "last_seq": self.last_seq, "last_ts": self.last_ts,
                 "last_recv": self.last_recv, "journal": journal_pos,
                 "accepted": self.accepted.state(),
-                "n_reboots": self.n_reboots, "models": [s.state() for s in self.slots],
+                "n_reboots": self.n_reboots, "models": models + self.retired,
                 "pending": self.pending.state(),
                 "label_type": None if self.label_type is None else self.label_type.__name__}
 
-    def load_state(self, state: dict, n_features: int) -> None:
-        """Restore ``state()``. A configured model absent from it (by name and kind) stays fresh.
-        Every model restored must pass a smoke prediction (``ModelSlot.check``).
+    def load_state(self, state: dict, n_features: int, saved_features: Sequence[str] | None = None) -> None:
+        """Restore ``state()`` written under ``[schema] features`` ``saved_features`` (None: this
+        device's), fitted to this device's features by name (``edgebayes.runtime.remap``).
+        A configured model is restored from the saved model of its name and kind, else of its
+        ``previous_name`` and kind, else starts fresh; saved models no configured one takes are
+        kept as they are (``retired``) for a config that names them again. Every model restored
+        must pass a smoke prediction (``ModelSlot.check``).
 
         Raises:
+            SchemaChange: a restored model takes a feature the config no longer has.
             Exception: a malformed state, one of another device, or a model failing its smoke
-                prediction (the caller treats any exception as a corrupt checkpoint).
+                prediction.
         """
         if state["device"] != self.device:
             raise ValueError(f"the checkpoint holds device {state['device']!r}")
-        saved = {(m["name"], m["kind"]): m for m in state["models"]}
-        for slot in self.slots:
-            m = saved.get((slot.name, slot.kind))
-            if m is None:
-                log.warning("device %s: model %r has no checkpoint; it starts fresh", self.device, slot.name)
-            else:
-                slot.load_state(m)
-                slot.check(n_features)
-        self.pending.load_state(state["pending"], n_features, len(self.slots))
+        features = self.features or list(range(n_features))
+        saved_features = features if saved_features is None or not self.features else list(saved_features)
+        sources = self._load_models(state["models"], n_features, features, saved_features)
+        pending = state["pending"]
+        if saved_features != features or sources != list(range(len(self.slots))):
+            pending = {**pending, "items": pending_items(pending["items"], saved_features, features, sources)}
+        self.pending.load_state(pending, n_features, len(self.slots))
         last_seq, last_ts = state["last_seq"], state.get("last_ts")  # ts absent in older checkpoints
         if type(last_seq) is not int or not -1 <= last_seq < SEQ_LIMIT:
             raise ValueError(f"last_seq must be an int in [-1, 2**53), got {last_seq!r:.80}")
@@ -378,6 +427,61 @@ class Device:
             classes = [c for slot in self.slots for c in getattr(slot.learner, "classes_", ())]
             self.label_type = type(classes[0]) if classes else None
         self._choose_best()
+
+    def _load_models(self, saved: list, n_features: int, features: list, saved_features: list) -> list[int | None]:
+        """Restore each configured model from its saved model (see ``load_state``); keep the
+        saved models none takes in ``retired``. Returns, per slot, its saved model's index."""
+        index = {(m["name"], m["kind"]): i for i, m in enumerate(saved)}
+        sources: list[int | None] = []
+        for slot, model in zip(self.slots, self.models):
+            i = index.get((slot.name, slot.kind))
+            if i is None and model.previous_name is not None:
+                i = index.get((model.previous_name, slot.kind))
+                if i is not None:
+                    log.info("device %s: model %r restored from the checkpoint's model %r (previous_name)",
+                             self.device, slot.name, model.previous_name)
+            sources.append(i)
+            if i is None:
+                log.warning("device %s: model %r has no checkpoint; it starts fresh", self.device, slot.name)
+                continue
+            fresh = slot.learner
+            slot.restore(saved[i], saved[i].get("features", saved_features), features, self.device)
+            slot.check(n_features)
+            _report_parameters(self.device, model, fresh, slot.learner)
+        self.retired = [m if "features" in m or not self.features else {**m, "features": saved_features}
+                        for i, m in enumerate(saved) if i not in sources]
+        for m in self.retired:
+            log.warning("device %s: the checkpoint's model %r (%s) is not configured; kept in its checkpoint "
+                        "for a config that names it again", self.device, m["name"], m["kind"])
+        return sources
+
+
+def _same_label(y: Any, label_type: type) -> Any:
+    """``y`` (int or str) as a ``label_type`` label of the same JSON text; None if there is none."""
+    if label_type is str:
+        return str(y)
+    try:
+        n = int(y)
+    except ValueError:
+        return None
+    return n if str(n) == y and -2**63 <= n < 2**63 else None
+
+
+def _report_parameters(device: str, model: ModelConfig, fresh: Any, learner: Any) -> None:
+    """Log a WARNING for each configured parameter with a plain value (and the memory plan's
+    ``max_size_bytes`` share) that a restored ``learner`` does not have as ``fresh`` (built from
+    ``model``) does: it keeps the structure it was built with."""
+    for name in sorted({*model.params, "max_size_bytes"}):
+        want, have = getattr(fresh, name, None), getattr(learner, name, None)
+        if want == have or not all(v is None or isinstance(v, int | float | str) for v in (want, have)):
+            continue
+        if name == "max_size_bytes":
+            log.warning("device %s: model %r: max_size_bytes = %r (its share of the memory plan), the restored "
+                        "model has %r: the plan does not bound it until it starts fresh", device, model.name,
+                        want, have)
+        else:
+            log.warning("device %s: model %r: %s = %r in the config, the restored model has %r; it keeps its own "
+                        "until it starts fresh", device, model.name, name, want, have)
 
 
 def _alert(seq, ts, model, level, detector, member, acc_before, acc_after) -> dict:

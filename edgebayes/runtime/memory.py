@@ -112,7 +112,7 @@ def plan_memory(config: Config) -> MemoryPlan:
     models, problems = [], []
     for m in config.models:
         if m.name in shared:
-            m = ModelConfig(m.name, m.kind, {**m.params, "max_size_bytes": share})
+            m = dataclasses.replace(m, params={**m.params, "max_size_bytes": share})
             charged[m.name] = share
             try:
                 m.build()

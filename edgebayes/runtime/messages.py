@@ -19,6 +19,7 @@ ERROR_KINDS = (
     "oversize", "decode", "not_a_map", "field", "vector_length", "not_finite", "out_of_range",
     "unknown_feature", "device_id", "duplicate", "seq_jump", "ts_ahead", "unknown_seq",
     "device_limit", "label_type", "retained", "internal", "class_limit", "learner_error",
+    "checkpoint_unreadable", "checkpoint_refused",
 )
 
 #: ``seq`` is below 2**53 (exact in a double, so in any JSON reader); int labels are 64-bit

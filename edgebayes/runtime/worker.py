@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from edgebayes.codec import encode
-from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
+from edgebayes.runtime.checkpoint import CheckpointError, CheckpointForeign, CheckpointReadError, CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.device import Device
 from edgebayes.runtime.ingest.intake import Intake
@@ -43,6 +43,7 @@ from edgebayes.runtime.journal import Journal
 from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
 from edgebayes.runtime.messages import Label, ProtocolError, Reading, Refusal, Retained
 from edgebayes.runtime.pending import Pending, PendingLabels
+from edgebayes.runtime.remap import SchemaChange
 from edgebayes.runtime.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,8 @@ MAX_ERROR_TOPICS = 4096
 #: most messages in one journal fsync (fewer when ``[queue] max_size``, the broker's receive
 #: maximum, is smaller: the broker sends no more until some are acknowledged)
 COMMIT_MAX = 1000
+#: seconds between two attempts to read a checkpoint that could not be read (EACCES, EIO)
+READ_RETRY_S = 5.0
 #: error kinds counted as malformed input (the others are protocol-level refusals)
 MALFORMED = frozenset({"oversize", "decode", "not_a_map", "field", "vector_length", "not_finite",
                        "out_of_range", "unknown_feature", "device_id"})
@@ -105,6 +108,7 @@ class Worker:
         self._pred_qos = config.output.prediction_qos
         self._names = [m.name for m in config.models]
         self._dirty: set[str] = set()
+        self._unreadable: dict[str, tuple[float, str]] = {}  # device -> (next read attempt, why)
         self._unacked: list[tuple[int, int, int]] = []  # (mid, qos, connection) waiting for the journal
         self._unacked_since = 0.0
         self._commit_max = min(COMMIT_MAX, config.queue.max_size)
@@ -336,8 +340,7 @@ class Worker:
         dev = self._device(r.device, create=True)
         now = time.time()
         how = dev.check_seq(r.seq, r.ts, now)  # refused: duplicate, seq_jump, ts_ahead
-        if r.y is not None:
-            self._check_label(dev, r.y, r.seq)  # refused: the whole reading, before any effect
+        y = self._check_label(dev, r.y, r.seq) if r.y is not None else None  # refused: the whole reading
         if how == "late":
             self.n_late += 1
         elif how == "reboot":
@@ -357,8 +360,8 @@ class Worker:
         self.n_predictions += 1
         dev.accept(r.seq, r.ts, now, how)
         self._dirty.add(r.device)
-        if r.y is not None:
-            self._learn(dev, r.seq, r.x, r.y, y_preds)
+        if y is not None:
+            self._learn(dev, r.seq, r.x, y, y_preds)
         else:
             dev.pending.add(r.seq, Pending(time.time(), r.x, y_preds))
 
@@ -368,17 +371,19 @@ class Worker:
         if entry is None:
             raise ProtocolError("unknown_seq", f"no pending reading with seq {lab.seq} (never seen, "
                                 "already labelled, or fallen out of the pending buffer)", lab.seq)
-        self._check_label(dev, lab.y, lab.seq)  # refused: the reading stays pending
+        y = self._check_label(dev, lab.y, lab.seq)  # refused: the reading stays pending
         dev.pending.pop(lab.seq)
         self.n_labels += 1
         self._dirty.add(lab.device)
-        self._learn(dev, lab.seq, entry.x, lab.y, entry.y_preds)
+        self._learn(dev, lab.seq, entry.x, y, entry.y_preds)
 
     @staticmethod
-    def _check_label(dev: Device, y, seq: int) -> None:
-        why = dev.check_label(y)
+    def _check_label(dev: Device, y, seq: int):
+        """``y`` as ``dev`` learns it (``Device.check_label``); raises ProtocolError label_type."""
+        y, why = dev.check_label(y)
         if why is not None:
             raise ProtocolError("label_type", why, seq)
+        return y
 
     def _learn(self, dev: Device, seq: int, x: list[float], y, y_preds: list) -> None:
         alerts = dev.learn(seq, x, y, y_preds, time.time())
@@ -425,39 +430,79 @@ class Worker:
     def _new_device(self, device: str) -> Device:
         c = self.config
         return Device(device, self.memory.models, c.evaluation.accuracy_window, c.drift.delta,
-                      PendingLabels(c.labels.max_pending, c.labels.max_age_s))
+                      PendingLabels(c.labels.max_pending, c.labels.max_age_s), c.schema.features)
 
     def _device(self, device: str, create: bool) -> Device | None:
         """The device's model set: in memory, else restored from its checkpoint, else new
-        (when ``create``). Raises ``ProtocolError`` ``device_limit`` when not admitted."""
+        (when ``create``). Raises ``ProtocolError``: ``device_limit`` when not admitted,
+        ``checkpoint_unreadable`` or ``checkpoint_refused`` while its checkpoint cannot be
+        restored (left as it is: the device is not served, so no fresh model overwrites it)."""
         dev = self.devices.get(device)
         if dev is not None:
             return dev
-        state = None
-        if self.store is not None:
-            try:
-                state = self.store.read(device)
-            except CheckpointError as exc:
-                self.store.move_aside(device, str(exc))
-        if state is None and not create:
+        saved = self.store is not None and self.store.exists(device)
+        if not saved and not create:
             return None
         refusal = self.admit_device(device)
         if refusal:
             raise ProtocolError("device_limit", refusal)
-        dev = self._new_device(device)
-        restored = False
-        if state is not None:
-            try:
-                dev.load_state(state, len(self.config.schema.features))
-                restored = True
-            except Exception as exc:  # noqa: BLE001 (any unusable state: moved aside, device new)
-                self.store.move_aside(device, f"{type(exc).__name__}: {exc}")
-                dev = self._new_device(device)
+        dev = self._restore(device) if saved else None
+        how = f"restored from its checkpoint (last seq {dev.last_seq})" if dev is not None else "new"
+        dev = dev or self._new_device(device)
         self.devices[device] = dev
-        how = f"restored from its checkpoint (last seq {dev.last_seq})" if restored else "new"
         log.info("device %s admitted, %s; %d of at most %d devices", device, how, len(self.devices),
                  self.config.memory.max_devices)
         return dev
+
+    def _restore(self, device: str) -> Device | None:
+        """The device restored from the newest checkpoint generation that reads back intact and
+        restores; damaged generations are moved aside once one works or none is left (None: a
+        fresh device). Raises ``ProtocolError`` (see ``_device``) for a file that cannot be
+        read (retried every `READ_RETRY_S`), of another version, or for a schema change."""
+        now = time.monotonic()
+        retry_at, why = self._unreadable.get(device, (0.0, ""))
+        if now < retry_at:
+            raise ProtocolError("checkpoint_unreadable", why)
+        features, damaged, generation = self.config.schema.features, [], 0
+        while True:
+            try:
+                saved = self.store.read_generation(device, generation)
+            except CheckpointReadError as exc:
+                why = f"checkpoint of device {device} cannot be read ({exc.strerror}); the device is not served, " \
+                      f"its checkpoint is left as it is and read again in {READ_RETRY_S:g} s"
+                if device not in self._unreadable:
+                    log.error("%s", why)
+                self._unreadable[device] = (now + READ_RETRY_S, why)
+                raise ProtocolError("checkpoint_unreadable", why) from None
+            except CheckpointForeign as exc:
+                raise ProtocolError("checkpoint_refused", f"{exc}; the device is not served") from None
+            except CheckpointError as exc:
+                self.store.move_aside(device, f"{exc}; the device starts fresh", (0, 1))
+                return None
+            if self._unreadable.pop(device, None) is not None:
+                log.info("checkpoint of device %s can be read again", device)
+            if saved is None:
+                self.store.move_aside(device, f"{'; '.join(damaged)}; the device starts fresh", (0, 1))
+                return None
+            dev = self._new_device(device)
+            try:
+                dev.load_state(saved.state, len(features), saved.features)
+            except SchemaChange as exc:
+                log.error("device %s: %s; its checkpoint is left as it is and the device is not served", device, exc)
+                raise ProtocolError("checkpoint_refused", f"{exc}") from None
+            except Exception as exc:  # noqa: BLE001 (any unusable state: the next generation, else fresh)
+                damaged.append(f"{saved.path.name}: {type(exc).__name__}: {exc}")
+                log.error("checkpoint of device %s cannot be restored (%s)", device, damaged[-1])
+                generation = saved.generation + 1
+                continue
+            if saved.generation or damaged:
+                self.store.move_aside(device, "; ".join(damaged) or "the newest generation is damaged",
+                                      tuple(range(saved.generation)))
+                log.warning("device %s: restored from the previous checkpoint generation %s (last seq %d, "
+                            "journal position %s); what it learned after that is replayed if the journal still "
+                            "holds it, else lost (at most its readings and labels of one checkpoint round)",
+                            device, saved.path.name, dev.last_seq, saved.state.get("journal"))
+            return dev
 
     # --- periodic work --------------------------------------------------------------------
     def _tick(self) -> None:
