@@ -13,15 +13,20 @@ A device's checkpoint records the journal position its state includes (``positio
 ``[id, offset]``). At start the runtime replays, for each device, the entries after that
 position (all of them when the checkpoint names another journal id), so a crash between a
 checkpoint write and the start of a new journal never learns an entry twice. After every
-checkpoint round that wrote all changed devices, ``rotate`` starts a new, empty journal with
-a new random id (written to a temporary file, fsynced, renamed, folder fsynced), which bounds
-the journal to one checkpoint interval of messages.
+checkpoint round, ``rotate`` starts a new journal with a new random id, empty or holding the
+entries the caller keeps (those of a device whose checkpoint failed), written to a temporary
+file, fsynced, renamed, folder fsynced; this bounds the journal to one checkpoint interval of
+messages plus what failing devices keep.
 
-Reading back (``recover``): a torn or corrupt frame (a power cut mid-append: short, longer
-than the longest message accepted, bad checksum, not msgpack) ends the journal: it and whatever follows
-are dropped with a logged warning, never an exception. A journal whose header is unreadable,
+Reading back (``recover``) is streamed, one frame at a time. A frame that does not read (short,
+longer than the longest message accepted, bad checksum, not msgpack) is skipped byte by byte
+to the next frame that reads, with a logged warning: a corrupt middle costs its own entry, not
+the entries after it. Unreadable bytes with no frame after them are a torn tail (a power cut
+mid-append), dropped with a logged warning, never an exception. ``append`` refuses a frame
+the reader would not take. A journal whose header is unreadable,
 of another format or version, or made for another feature schema is moved aside to
-``journal.corrupt-<unix time>`` with a logged error, as a corrupt checkpoint is.
+``journal.corrupt-<unix time>`` with a logged error, as a corrupt checkpoint is. ``check``
+tells whether the path still names the open file (the folder deleted or replaced underneath).
 """
 
 from __future__ import annotations

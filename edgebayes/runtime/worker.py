@@ -6,11 +6,14 @@ waits for the network thread when too much output is queued (``wait_for_room``),
 the broker's pace. The worker takes messages in arrival order, has its ``Intake``
 (``edgebayes.runtime.ingest``) turn each into validated readings and labels, or refusals, then
 predicts, publishes, learns, raises drift alerts, reports refusals (``report``), and
-acknowledges the message to the broker. With checkpoints on, a reading or label is first
-appended to the write-ahead journal (``edgebayes.runtime.journal``) and acknowledged only once
-it is durable: after the journal's group ``fdatasync`` (when ``min(1000, [queue] max_size)``
-messages wait, or the oldest has waited ``[checkpoint] sync_interval_s``), or after a
-checkpoint round that wrote every changed device, which then starts a new journal. At start
+acknowledges the message to the broker. With checkpoints on, a reading or label (a
+``[[sources]]`` message too) is first appended to the write-ahead journal
+(``edgebayes.runtime.journal``) and acknowledged only once it is durable: after the journal's
+group ``fdatasync`` (when ``min(1000, [queue] max_size)`` messages wait, or the oldest has
+waited ``[checkpoint] sync_interval_s``) and a check that the journal's path still names it,
+or after a checkpoint round, which then starts a new journal (holding the entries of devices
+whose checkpoint failed). Faults are told once per episode (``Durability``); a journal that
+cannot be started at all leaves the worker acknowledging what it processed, not durable. At start
 the journal left by the last run is replayed without publishing anything: each device learns,
 in order, the entries its checkpoint does not include. Readings and labels the broker sent as retained are
 stale and skipped (kind ``retained``). Any other exception while processing a message is
