@@ -250,3 +250,13 @@ def test_a_device_whose_checkpoint_fails_keeps_only_its_entries_and_loses_nothin
     again = worker(tmp_path)  # the crash: d2 learns its 6 entries again, d1 nothing
     assert again.n_replayed == 6 and again.errors == {}
     assert {d: again._device(d, create=False).slots[0].learner.state() for d in ("d1", "d2")} == expected
+
+
+def test_a_journal_that_cannot_be_read_is_moved_aside_not_overwritten(tmp_path, caplog):
+    """Reading it used to raise out of the start (a traceback, a restart loop under systemd)."""
+    (tmp_path / "journal").mkdir()  # read as root too: EISDIR, as EACCES or EIO would be
+    with caplog.at_level(logging.ERROR):
+        w = worker(tmp_path)
+    assert w.metrics()["durable"] is True and (tmp_path / "journal").is_file()
+    assert [p.is_dir() for p in tmp_path.glob("journal.corrupt-*")] == [True]
+    assert "cannot read it: IsADirectoryError" in caplog.text

@@ -99,7 +99,7 @@ class Journal:
             jid, pos = self._header(fd)
         except JournalError as exc:
             os.close(fd)
-            self._move_aside(str(exc))
+            self.move_aside(str(exc))
             return None, iter(())
         except BaseException:
             os.close(fd)
@@ -174,7 +174,9 @@ class Journal:
             return None, i
         return _entry(body), end
 
-    def _move_aside(self, reason: str) -> Path:
+    def move_aside(self, reason: str) -> Path:
+        """Rename the journal to ``journal.corrupt-<unix time>`` (kept for inspection), logged
+        at ERROR with ``reason``; ``OSError`` if it cannot be renamed."""
         aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
         os.replace(self.path, aside)
         log.error("journal is unusable (%s); moved to %s, its messages are not replayed", reason, aside)

@@ -302,7 +302,7 @@ class Worker:
         counts = [0, 0]  # entries read, entries replayed
         failed = None
         try:
-            jid, entries = self.journal.recover()
+            jid, entries = self._old_journal()
             replay = self._replay(jid, entries, counts)
             try:
                 self.journal.rotate(replay)
@@ -310,8 +310,6 @@ class Worker:
                 failed = exc
                 for _ in replay:  # the rest replayed, nothing written
                     pass
-        except OSError as exc:  # the old journal cannot be read
-            failed = exc
         finally:
             self.client = live
         self.n_replayed = counts[1]
@@ -324,6 +322,16 @@ class Worker:
                                   "acknowledged once processed (a crash loses what is not checkpointed); "
                                   "retried at each checkpoint interval")
         self.checkpoint()  # so the next start does not replay them again
+
+    def _old_journal(self):
+        """``Journal.recover()``; a journal that cannot be read (EACCES, EIO) is moved aside for
+        the operator (not overwritten by the next journal), its entries not replayed."""
+        try:
+            return self.journal.recover()
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # the folder cannot be written either: the new journal fails too
+                self.journal.move_aside(f"cannot read it: {type(exc).__name__}: {exc}")
+            return None, iter(())
 
     def _replay(self, jid: str | None, entries, counts: list[int]):
         """Serve each journal entry's items its device's checkpoint does not include; yields the
