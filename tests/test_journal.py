@@ -260,3 +260,35 @@ def test_a_journal_that_cannot_be_read_is_moved_aside_not_overwritten(tmp_path, 
     assert w.metrics()["durable"] is True and (tmp_path / "journal").is_file()
     assert [p.is_dir() for p in tmp_path.glob("journal.corrupt-*")] == [True]
     assert "cannot read it: IsADirectoryError" in caplog.text
+
+
+def test_source_entries_of_a_failing_device_are_carried_and_replayed_through_the_assembler(tmp_path):
+    source = {"kind": "tasmota", "topic": "tele/+/SENSOR", "features": {f: f"SIM.{f}" for f in FEATURES},
+              "label": "SIM.y"}
+    cfg = parse_config({"schema": {"features": list(FEATURES)}, "output": {"format": "json"},
+                        "checkpoint": {"dir": str(tmp_path)}, "sources": [source],
+                        "models": [{"name": "nb", "kind": "gaussian_nb"}]})
+
+    def source_worker():
+        w = Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, FEATURES), journal(tmp_path),
+                   client=AckRecorder())
+        w._recover()
+        return w
+
+    w = source_worker()
+    (tmp_path / "t1.ckpt.tmp").mkdir()  # t1's checkpoint cannot be written
+    for i, (x, y) in enumerate(blobs(8, seed=9)):
+        doc = {"Time": i, "SIM": {**dict(zip(FEATURES, x)), "y": y}}
+        w._handle(f"tele/{'t1' if i % 2 else 't2'}/SENSOR", json.dumps(doc).encode(), i + 1, 1, 0.0, 0)
+    for _ in range(2):  # carried forward twice: the offsets of the kept entries follow them
+        w.checkpoint()
+        assert [t for _, t, _ in journal(tmp_path).recover()[1]] == ["tele/t1/SENSOR"] * 4
+    assert w.client.acked == list(range(1, 9))
+    assert n_learned_of(w, "t1") == 4 and n_learned_of(w, "t2") == 4
+    (tmp_path / "t1.ckpt.tmp").rmdir()
+    again = source_worker()  # the crash: t1 learns its 4 readings again, t2 nothing
+    assert n_learned_of(again, "t1") == 4 and n_learned_of(again, "t2") == 4
+
+
+def n_learned_of(w, device: str) -> int:
+    return int(w._device(device, create=False).slots[0].learner.state()["n"])

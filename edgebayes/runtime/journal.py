@@ -183,11 +183,10 @@ class Journal:
         return aside
 
     # --- writing --------------------------------------------------------------------------
-    def rotate(self, keep: Iterable[tuple[str, bytes]] = ()) -> list[int]:
+    def rotate(self, keep: Iterable[tuple[str, bytes]] = ()) -> None:
         """Start a new journal with a new id holding ``keep`` (``(topic, payload)`` pairs, in
         order, taken one at a time): written to a temporary file, fsynced, renamed over the old
-        one, folder fsynced; the folder is created again if it is gone. Returns the offsets of
-        the entries kept.
+        one, folder fsynced; the folder is created again if it is gone.
 
         Raises:
             OSError: the new journal could not be written; appends still go to the old one.
@@ -200,10 +199,10 @@ class Journal:
             header = msgpack.packb({"format": FORMAT, "version": VERSION, "features": self.features,
                                     "id": jid}, use_bin_type=True)
             size = first = _write_frame(f, header)
-            offsets = []
+            n = 0
             for topic, payload in keep:
-                offsets.append(size)
                 size += _write_frame(f, self._body(topic, payload))
+                n += 1
             f.flush()
             os.fsync(f.fileno())
             os.replace(tmp, self.path)
@@ -212,10 +211,9 @@ class Journal:
             f.close()
             raise
         self.close()
-        self._f, self.id, self.size, self.n_entries, self._unsynced = f, jid, size, len(offsets), False
+        self._f, self.id, self.size, self.n_entries, self._unsynced = f, jid, size, n, False
         self._first_entry = first
         self.n_syncs += 1
-        return offsets
 
     def append(self, topic: str, payload: bytes) -> None:
         """Add one message (buffered; durable after the next ``sync``).

@@ -598,20 +598,29 @@ class Worker:
         """Start a new journal holding the entries of the ``failing`` devices their last
         checkpoint does not include (``[[sources]]`` entries by the devices they fed)."""
         journal, jid = self.journal, self.journal.id
-        kept_devices: list[frozenset[str] | None] = []
+        kept_sources: list[tuple[int, frozenset[str]]] = []  # (index among the kept, devices)
+        n_kept = 0
 
         def keep():
+            nonlocal n_kept
             for offset, topic, payload in journal.entries():
                 route = self._native(topic) and self.topics.route(topic)
                 devices = frozenset((route[1],)) if route else self._source_devices.get(offset, frozenset())
                 if any(d in failing and not self._included(d, jid, offset) for d in devices):
-                    kept_devices.append(None if route else devices)
+                    if not route:
+                        kept_sources.append((n_kept, devices))
+                    n_kept += 1
                     yield topic, payload
 
-        offsets = journal.rotate(keep())
-        self._source_devices = {o: d for o, d in zip(offsets, kept_devices) if d is not None}
+        journal.rotate(keep())
+        self._source_devices = {}
+        if kept_sources:  # their offsets in the new journal
+            index = dict(kept_sources)
+            for i, (offset, _, _) in enumerate(journal.entries()):
+                if i in index:
+                    self._source_devices[offset] = index[i]
         log.debug("journal started over keeping %d entries of %d devices whose checkpoint failed",
-                 len(offsets), len(failing))
+                  n_kept, len(failing))
 
     def metrics(self) -> dict:
         """The metrics message (docs/protocol.md "Metrics")."""
