@@ -242,3 +242,40 @@ def test_a_tasmota_reading_acknowledged_before_a_kill_is_learned_after_the_resta
     predicted(dev, "t1", 40)
     learned = kill_and_count(proc, tmp_path, broker, ck, log, {"t1": 40}, extra=source)
     assert learned == {"t1": 40}
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounting a tmpfs needs root")
+def test_a_disk_that_fills_while_running_is_told_once_and_costs_no_acknowledged_reading(tmp_path, broker):
+    """Each failed append used to log a traceback, and nothing in metrics or alerts told it."""
+    ck, log = tmp_path / "ck", tmp_path / "rt.log"
+    ck.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(ck)], check=True)
+    try:
+        dev = Device(broker)
+        proc = _run(_config(tmp_path, broker, ck, 0.3, extra="[output]\nmetrics_interval_s = 0.2\n"), log)
+        data = blobs(300, seed=14)
+        publish(dev, "d1", data[:20])
+        wait_for(lambda: n_learned(ck, "d1") == 20, what="d1 checkpointed")
+        fill(ck / "filler")
+        publish(dev, "d1", data[20:], first=20)
+        predicted(dev, "d1", 300)
+        wait_for(lambda: any(m.get("durable") is False for m in dev.got("metrics")), what="metrics durable false")
+        (ck / "filler").unlink()
+        wait_for(lambda: [a["durable"] for a in dev.got("alert") if a.get("alert") == "durability"] == [False, True],
+                 what="the durability alerts")
+        learned = kill_and_count(proc, tmp_path, broker, ck, log, {"d1": 300})
+    finally:
+        subprocess.run(["umount", "-l", str(ck)], check=False)
+    assert learned == {"d1": 300}
+    text = log.read_text()
+    assert "Traceback" not in text and text.count(" ERROR ") == 1, text
+
+
+def fill(path: Path) -> None:
+    """Write ``path`` until its file system has not one byte left."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    for chunk in (4096, 1):
+        with contextlib.suppress(OSError):
+            while True:
+                os.write(fd, b"\0" * chunk)
+    os.close(fd)

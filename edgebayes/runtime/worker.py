@@ -654,6 +654,7 @@ class Worker:
             "n_journal_syncs": self.journal.n_syncs if self.journal is not None else 0,
             "durable": self.journal is not None and self.durability.durable and not self._journal_off,
             "n_journal_errors": self.durability.n_journal_errors,
+            "n_checkpoints_failing": len(self.durability.failing),
             "n_drift_alerts": self.n_drift_alerts, "errors": dict(self.errors),
             "pending_labels": sum(len(p) for p in pending), "n_devices": len(self.devices),
             "rss_bytes": rss_bytes(), "models": models,
