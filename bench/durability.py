@@ -11,6 +11,8 @@ SIGKILL, then restarted and counted.
   at 20/s for 30 s: the journal's size every 5 s.
 - ``replay``: the peak RSS of replaying a journal of 200,000 readings at start.
 - ``fulldisk``: a start on a full 64 KiB tmpfs (root only): alive after 5 s, tracebacks.
+- ``fills``: a 256 KiB tmpfs filled while running, 280 readings, 3 s, room again (root only):
+  tracebacks and ERROR lines logged, alerts, then SIGKILL and restart as above.
 
 Each kill attack prints sent, acknowledged (predicted more than a second before the kill: the
 runtime acknowledges within ``sync_interval_s`` = 0.05 s), learned after the restart (the
@@ -37,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from edgebayes.runtime.journal import Journal
 from tests.broker import Broker
 from tests.runtime_client import FEATURES, Device, blobs, wait_for, write_config
-from tests.test_durability import SYNC_S, n_learned, predicted, publish
+from tests.test_durability import SYNC_S, fill, n_learned, predicted, publish
 
 TASMOTA = ('[[sources]]\nkind = "tasmota"\ntopic = "tele/+/SENSOR"\n'
            'features = { f0 = "SIM.f0", f1 = "SIM.f1", f2 = "SIM.f2" }\nlabel = "SIM.y"\n')
@@ -176,7 +178,27 @@ def fulldisk(run: Run, dev: Device) -> dict:
             "errors_logged": text.count(" ERROR "), "durability_alerts": [a["durable"] for a in dev.got("alert")]}
 
 
-ATTACKS = {f.__name__: f for f in (oversize, deleted, tasmota, failing, replay, fulldisk)}
+def fills(run: Run, dev: Device) -> dict:
+    run.ck.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(run.ck)], check=True)
+    try:
+        run.start(1.0)
+        data = blobs(300, seed=14)
+        publish(dev, "d1", data[:20])
+        wait_for(lambda: n_learned(run.ck, "d1") == 20, what="d1 checkpointed")
+        fill(run.ck / "filler")
+        publish(dev, "d1", data[20:], first=20, per_s=100)
+        time.sleep(3)
+        text = run.log.read_text()
+        told = {"tracebacks": text.count("Traceback"), "errors_logged": text.count(" ERROR "),
+                "alerts_while_full": [a["durable"] for a in dev.got("alert")]}
+        (run.ck / "filler").unlink()
+        return {**told, **run.kill_and_count({"d1": 300})}
+    finally:
+        subprocess.run(["umount", "-l", str(run.ck)], check=False)
+
+
+ATTACKS = {f.__name__: f for f in (oversize, deleted, tasmota, failing, replay, fulldisk, fills)}
 
 
 def main() -> None:
