@@ -210,9 +210,9 @@ ATTACKS = {f.__name__: f for f in (oversize, deleted, tasmota, failing, replay, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tree", type=Path, default=ROOT, help="the source tree whose runtime runs")
-    ap.add_argument("attacks", nargs="*", default=list(ATTACKS), choices=list(ATTACKS))
+    ap.add_argument("attacks", nargs="*", choices=list(ATTACKS), help="default: all")
     args = ap.parse_args()
-    for name in args.attacks:
+    for name in args.attacks or list(ATTACKS):
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             broker = Broker(work / "broker").start()
