@@ -210,8 +210,10 @@ ATTACKS = {f.__name__: f for f in (oversize, deleted, tasmota, failing, replay, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tree", type=Path, default=ROOT, help="the source tree whose runtime runs")
-    ap.add_argument("attacks", nargs="*", choices=list(ATTACKS), help="default: all")
+    ap.add_argument("attacks", nargs="*", metavar="ATTACK", help=f"of {', '.join(ATTACKS)} (default: all)")
     args = ap.parse_args()
+    if set(args.attacks) - set(ATTACKS):  # not choices=: argparse checks an empty list against them
+        ap.error(f"unknown attack: {', '.join(sorted(set(args.attacks) - set(ATTACKS)))}")
     for name in args.attacks or list(ATTACKS):
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
