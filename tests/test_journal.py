@@ -4,13 +4,14 @@ acknowledging only what is durable and replaying exactly what its checkpoints mi
 import json
 import logging
 import shutil
+import tracemalloc
 
 import pytest
 
 from edgebayes.base import learner_from_state
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import parse_config
-from edgebayes.runtime.journal import FRAME, Journal
+from edgebayes.runtime.journal import FRAME, Journal, JournalError
 from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 from tests.runtime_client import FEATURES, blobs
@@ -57,6 +58,7 @@ def test_frames_read_back_in_order_with_their_offsets(tmp_path):
     j.append("eb/d2/label", b"{}")
     j.sync()
     jid, entries = journal(tmp_path).recover()
+    entries = list(entries)
     assert jid == j.id
     assert [(t, p) for _, t, p in entries] == [("eb/d1/reading", b"kept"), ("eb/d1/reading", b"\x81\xa3seq\x00"),
                                                ("eb/d2/label", b"{}")]
@@ -83,6 +85,7 @@ def test_a_torn_last_entry_is_dropped_and_the_rest_replayed(tmp_path, spoil, cap
     path.write_bytes(bytes(data))
     with caplog.at_level(logging.WARNING, logger="edgebayes.runtime.journal"):
         jid, entries = journal(tmp_path).recover()
+        entries = list(entries)
     assert jid == j.id and [p for _, _, p in entries] == [b"\x00" * 20, b"\x01" * 20]
     assert f"torn or corrupt entry at byte {last}" in caplog.text
 
@@ -97,7 +100,8 @@ def test_a_journal_of_another_schema_or_garbage_is_moved_aside(tmp_path, spoil, 
     else:
         (tmp_path / "journal").write_bytes(b"\x00\x01not a journal")
     with caplog.at_level(logging.ERROR, logger="edgebayes.runtime.journal"):
-        assert journal(tmp_path).recover() == (None, [])
+        jid, entries = journal(tmp_path).recover()
+        assert (jid, list(entries)) == (None, [])
     assert not (tmp_path / "journal").exists()
     assert len(list(tmp_path.glob("journal.corrupt-*"))) == 1 and "moved to" in caplog.text
 
@@ -108,7 +112,7 @@ def test_messages_are_acknowledged_only_after_the_journal_is_synced(tmp_path):
     assert w.client.acked == [] and n_learned(w) == 5  # learned, not yet durable
     w._commit()
     assert w.client.acked == [1, 2, 3, 4, 5]
-    assert len(journal(tmp_path).recover()[1]) == 5
+    assert len(list(journal(tmp_path).recover()[1])) == 5
 
 
 def test_messages_of_an_earlier_connection_are_not_acknowledged_on_the_new_one(tmp_path):
@@ -139,7 +143,7 @@ def test_after_a_crash_the_journal_is_replayed_silently_and_exactly(tmp_path):
     assert again.n_replayed == 20 and again.errors == {} and again.client.published == []
     assert again.devices["d1"].slots[0].learner.state() == expected  # same learning, same order
     assert again.devices["d1"].last_seq == 29
-    assert journal(tmp_path).recover()[1] == []  # checkpointed after the replay: not replayed again
+    assert list(journal(tmp_path).recover()[1]) == []  # checkpointed after the replay: not replayed again
     assert worker(tmp_path).n_replayed == 0
 
 
@@ -156,3 +160,135 @@ def test_a_crash_between_a_checkpoint_and_the_new_journal_learns_nothing_twice(t
     assert n_learned(again) == 10
     assert learner_from_state(again.devices["d1"].slots[0].learner.state()).state() == \
         w.devices["d1"].slots[0].learner.state()
+
+
+def test_a_corrupt_entry_in_the_middle_is_skipped_and_the_entries_after_it_kept(tmp_path, caplog):
+    """A bad frame used to end the journal: every entry after it was dropped as a torn tail."""
+    j = journal(tmp_path)
+    j.rotate()
+    for i in range(5):
+        j.append("eb/d1/reading", bytes([i]) * 20)
+    j.sync()
+    path = tmp_path / "journal"
+    offsets = [o for o, _, _ in journal(tmp_path).recover()[1]]
+    data = bytearray(path.read_bytes())
+    data[offsets[2] + 2] ^= 0x40  # the third entry's length
+    path.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING, logger="edgebayes.runtime.journal"):
+        entries = list(journal(tmp_path).recover()[1])
+    assert [(o, p) for o, _, p in entries] == [(offsets[i], bytes([i]) * 20) for i in (0, 1, 3, 4)]
+    assert f"{offsets[3] - offsets[2]} unreadable bytes at byte {offsets[2]} skipped" in caplog.text
+    assert "torn or corrupt entry" not in caplog.text
+
+
+def test_an_entry_longer_than_the_reader_takes_is_never_written(tmp_path):
+    j = journal(tmp_path)
+    j.rotate()
+    with pytest.raises(JournalError, match="longer than a journal reader accepts"):
+        j.append("eb/d1/reading", b"x" * (65536 + 65535 + 17))
+    j.append("eb/d1/reading", b"ok")
+    j.sync()
+    assert [p for _, _, p in journal(tmp_path).recover()[1]] == [b"ok"]
+
+
+def test_an_oversize_reading_is_refused_acknowledged_and_not_journaled(tmp_path):
+    w = worker(tmp_path)
+    readings(w, blobs(2, seed=5))
+    w._handle("eb/d2/reading", b"{" + b" " * 70_000 + b"}", 9, 1, 0.0, 0)
+    readings(w, blobs(2, seed=6), first=2)
+    w._commit()
+    assert w.client.acked == [1, 2, 9, 3, 4] and w.errors == {"oversize": 1}
+    assert [t for _, t, _ in journal(tmp_path).recover()[1]] == ["eb/d1/reading"] * 4
+
+
+def test_reading_a_journal_back_holds_two_frames_not_the_file(tmp_path):
+    """The reader used to hold the whole file and a list of every entry (200,000 entries:
+    138 MB); now it holds what it reads at once and about two of the longest frames."""
+    j = journal(tmp_path)
+    j.rotate()
+    for i in range(50_000):
+        j.append("eb/d1/reading", b"%08d" % i * 8)
+    j.sync()
+    assert j.size > 4_400_000
+    tracemalloc.start()
+    try:
+        n = sum(1 for _ in journal(tmp_path).recover()[1])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert n == 50_000 and peak < 2_000_000  # the reads: 256 KiB at a time, plus the longest frame
+
+
+def test_a_journal_deleted_underneath_fails_its_check(tmp_path):
+    j = journal(tmp_path)
+    j.rotate()
+    j.check()
+    (tmp_path / "journal").unlink()
+    with pytest.raises(JournalError, match="is gone"):
+        j.check()
+    (tmp_path / "journal").write_bytes(b"another file")
+    with pytest.raises(JournalError, match="deleted or replaced"):
+        j.check()
+
+
+def test_a_device_whose_checkpoint_fails_keeps_only_its_entries_and_loses_nothing(tmp_path):
+    w = worker(tmp_path)
+    (tmp_path / "d2.ckpt.tmp").mkdir()  # d2's checkpoint cannot be written
+    data = blobs(12, seed=7)
+    readings(w, data[:6])
+    for i, (x, y) in enumerate(data[6:]):
+        payload = json.dumps({"seq": i, "ts": 1000.0 + i, "x": x, "y": y}).encode()
+        w._handle("eb/d2/reading", payload, 100 + i, 1, 0.0, 0)
+    w.checkpoint()
+    assert w.client.acked == [*range(1, 7), *range(100, 106)]  # all durable: d1 checkpointed, d2 journaled
+    assert [t for _, t, _ in journal(tmp_path).recover()[1]] == ["eb/d2/reading"] * 6
+    readings(w, data[:3], first=6)
+    w.checkpoint()  # again: d2's entries carried forward once more, d1's rotated away
+    assert [t for _, t, _ in journal(tmp_path).recover()[1]] == ["eb/d2/reading"] * 6
+    expected = {d: w.devices[d].slots[0].learner.state() for d in ("d1", "d2")}
+    (tmp_path / "d2.ckpt.tmp").rmdir()
+    again = worker(tmp_path)  # the crash: d2 learns its 6 entries again, d1 nothing
+    assert again.n_replayed == 6 and again.errors == {}
+    assert {d: again._device(d, create=False).slots[0].learner.state() for d in ("d1", "d2")} == expected
+
+
+def test_a_journal_that_cannot_be_read_is_moved_aside_not_overwritten(tmp_path, caplog):
+    """Reading it used to raise out of the start (a traceback, a restart loop under systemd)."""
+    (tmp_path / "journal").mkdir()  # read as root too: EISDIR, as EACCES or EIO would be
+    with caplog.at_level(logging.ERROR):
+        w = worker(tmp_path)
+    assert w.metrics()["durable"] is True and (tmp_path / "journal").is_file()
+    assert [p.is_dir() for p in tmp_path.glob("journal.corrupt-*")] == [True]
+    assert "cannot read it: IsADirectoryError" in caplog.text
+
+
+def test_source_entries_of_a_failing_device_are_carried_and_replayed_through_the_assembler(tmp_path):
+    source = {"kind": "tasmota", "topic": "tele/+/SENSOR", "features": {f: f"SIM.{f}" for f in FEATURES},
+              "label": "SIM.y"}
+    cfg = parse_config({"schema": {"features": list(FEATURES)}, "output": {"format": "json"},
+                        "checkpoint": {"dir": str(tmp_path)}, "sources": [source],
+                        "models": [{"name": "nb", "kind": "gaussian_nb"}]})
+
+    def source_worker():
+        w = Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, FEATURES), journal(tmp_path),
+                   client=AckRecorder())
+        w._recover()
+        return w
+
+    w = source_worker()
+    (tmp_path / "t1.ckpt.tmp").mkdir()  # t1's checkpoint cannot be written
+    for i, (x, y) in enumerate(blobs(8, seed=9)):
+        doc = {"Time": i, "SIM": {**dict(zip(FEATURES, x)), "y": y}}
+        w._handle(f"tele/{'t1' if i % 2 else 't2'}/SENSOR", json.dumps(doc).encode(), i + 1, 1, 0.0, 0)
+    for _ in range(2):  # carried forward twice: the offsets of the kept entries follow them
+        w.checkpoint()
+        assert [t for _, t, _ in journal(tmp_path).recover()[1]] == ["tele/t1/SENSOR"] * 4
+    assert w.client.acked == list(range(1, 9))
+    assert n_learned_of(w, "t1") == 4 and n_learned_of(w, "t2") == 4
+    (tmp_path / "t1.ckpt.tmp").rmdir()
+    again = source_worker()  # the crash: t1 learns its 4 readings again, t2 nothing
+    assert n_learned_of(again, "t1") == 4 and n_learned_of(again, "t2") == 4
+
+
+def n_learned_of(w, device: str) -> int:
+    return int(w._device(device, create=False).slots[0].learner.state()["n"])

@@ -110,7 +110,7 @@ def test_sigterm_drains_checkpoints_and_leaves_offline_retained(broker, tmp_path
     assert [item[0] for item in saved["pending"]["items"]] == list(range(30, 40))
     assert _retained_status(broker) == b"offline"
     assert sorted(os.listdir(ck)) == ["d1.ckpt", "journal"]
-    assert Journal(ck, FEATURES, 65536).recover()[1] == []  # every message is in the checkpoint
+    assert list(Journal(ck, FEATURES, 65536).recover()[1]) == []  # every message is in the checkpoint
     assert "stopped" in log.read_text()
 
 

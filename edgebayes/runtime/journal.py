@@ -13,15 +13,20 @@ A device's checkpoint records the journal position its state includes (``positio
 ``[id, offset]``). At start the runtime replays, for each device, the entries after that
 position (all of them when the checkpoint names another journal id), so a crash between a
 checkpoint write and the start of a new journal never learns an entry twice. After every
-checkpoint round that wrote all changed devices, ``rotate`` starts a new, empty journal with
-a new random id (written to a temporary file, fsynced, renamed, folder fsynced), which bounds
-the journal to one checkpoint interval of messages.
+checkpoint round, ``rotate`` starts a new journal with a new random id, empty or holding the
+entries the caller keeps (those of a device whose checkpoint failed), written to a temporary
+file, fsynced, renamed, folder fsynced; this bounds the journal to one checkpoint interval of
+messages plus what failing devices keep.
 
-Reading back (``recover``): a torn or corrupt frame (a power cut mid-append: short, longer
-than the longest message accepted, bad checksum, not msgpack) ends the journal: it and whatever follows
-are dropped with a logged warning, never an exception. A journal whose header is unreadable,
+Reading back (``recover``) is streamed, one frame at a time. A frame that does not read (short,
+longer than the longest message accepted, bad checksum, not msgpack) is skipped byte by byte
+to the next frame that reads, with a logged warning: a corrupt middle costs its own entry, not
+the entries after it. Unreadable bytes with no frame after them are a torn tail (a power cut
+mid-append), dropped with a logged warning, never an exception. ``append`` refuses a frame
+the reader would not take. A journal whose header is unreadable,
 of another format or version, or made for another feature schema is moved aside to
-``journal.corrupt-<unix time>`` with a logged error, as a corrupt checkpoint is.
+``journal.corrupt-<unix time>`` with a logged error, as a corrupt checkpoint is. ``check``
+tells whether the path still names the open file (the folder deleted or replaced underneath).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import secrets
 import struct
 import time
 import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import msgpack
@@ -41,6 +47,7 @@ from edgebayes.runtime.checkpoint import fsync_dir, read_document
 FORMAT = "edgebayes-journal"
 VERSION = 1
 FRAME = struct.Struct("<II")  # body length in bytes, zlib.crc32 of the body
+READ_BYTES = 1 << 18  # bytes read at once when reading a journal back
 
 log = logging.getLogger(__name__)
 
@@ -73,80 +80,129 @@ class Journal:
         self.size = self.n_entries = 0
         self.n_syncs = 0
         self._f = None
+        self._first_entry = 0  # offset of the first entry (after the header) of the open journal
         self._unsynced = False
 
     # --- reading back ---------------------------------------------------------------------
-    def recover(self) -> tuple[str | None, list[tuple[int, str, bytes]]]:
+    def recover(self) -> tuple[str | None, Iterator[tuple[int, str, bytes]]]:
         """The journal left by the last run: its id and its entries ``(offset, topic, payload)``
-        in append order (offset: the frame's first byte in the file). ``(None, [])`` when there
-        is no journal or it was moved aside. Never raises for a bad file (see the module
+        in append order (offset: the frame's first byte in the file), read one frame at a time
+        (memory: about two of the longest frames, whatever the journal's length). ``(None, no
+        entries)`` when there is no journal or it was moved aside. Until ``rotate``,
+        ``position()`` is the end of that journal. Never raises for a bad file (see the module
         docstring); an ``OSError`` reading it propagates."""
         try:
-            data = self.path.read_bytes()
+            fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
-            return None, []
+            return None, iter(())
         try:
-            jid, pos = self._header(data)
+            jid, pos = self._header(fd)
         except JournalError as exc:
-            self._move_aside(str(exc))
-            return None, []
-        entries = []
-        while pos < len(data):
-            body, end = self._frame(data, pos)
-            entry = _entry(body)
-            if entry is None:
-                log.warning("journal %s: torn or corrupt entry at byte %d; its last %d bytes are dropped "
-                            "(a write cut short by a crash or power cut)", self.path, pos, len(data) - pos)
-                break
-            entries.append((pos, *entry))
-            pos = end
-        return jid, entries
+            os.close(fd)
+            self.move_aside(str(exc))
+            return None, iter(())
+        except BaseException:
+            os.close(fd)
+            raise
+        self.id, self.size = jid, os.fstat(fd).st_size
+        return jid, self._closing(fd, self._scan(fd, pos))
 
-    def _header(self, data: bytes) -> tuple[str, int]:
-        body, end = self._frame(data, 0)
-        if body is None:
+    @staticmethod
+    def _closing(fd: int, frames: Iterator) -> Iterator:
+        try:
+            yield from frames
+        finally:
+            os.close(fd)
+
+    def entries(self) -> Iterator[tuple[int, str, bytes]]:
+        """The entries of the open journal, as ``recover`` gives them (appends flushed first)."""
+        self._f.flush()
+        return self._scan(self._f.fileno(), self._first_entry)
+
+    def _header(self, fd: int) -> tuple[str, int]:
+        head = os.pread(fd, FRAME.size, 0)
+        length, crc = FRAME.unpack(head) if len(head) == FRAME.size else (0, None)
+        body = os.pread(fd, length, FRAME.size) if length <= self.max_entry_bytes else b""
+        if crc is None or len(body) != length or zlib.crc32(body) != crc:
             raise JournalError(f"{self.path}: no readable header")
         doc = read_document(body, self.path, "journal", FORMAT, VERSION, self.features, JournalError)
         if not isinstance(doc.get("id"), str):
             raise JournalError(f"{self.path}: no journal id")
-        return doc["id"], end
+        return doc["id"], FRAME.size + length
 
-    def _frame(self, data: bytes, pos: int) -> tuple[bytes | None, int]:
-        """The body of the frame at ``pos`` and the offset after it; None for a torn frame."""
-        if pos + FRAME.size > len(data):
-            return None, pos
-        length, crc = FRAME.unpack_from(data, pos)
-        start, end = pos + FRAME.size, pos + FRAME.size + length
+    def _scan(self, fd: int, pos: int) -> Iterator[tuple[int, str, bytes]]:
+        """The entries of the file ``fd`` from byte ``pos``. An unreadable frame is skipped up
+        to the next frame that reads (a sane length, its CRC-32, an entry's msgpack): logged as
+        corruption when entries follow, as a torn tail when none does."""
+        size = os.fstat(fd).st_size
+        window = FRAME.size + self.max_entry_bytes  # the longest frame the writer writes
+        buf, base = b"", pos  # buf: the file's bytes from offset base
+        bad = None  # offset of the first unreadable byte since the last good frame
+        while pos < size:
+            i = pos - base
+            if len(buf) - i < window and base + len(buf) < size:
+                more = os.pread(fd, max(READ_BYTES, window), base + len(buf))
+                if not more:  # shorter than it was: read what there is
+                    size = base + len(buf)
+                buf, base = buf[i:] + more, pos
+                continue
+            entry, end = self._frame(buf, i)
+            if entry is None:
+                bad = pos if bad is None else bad
+                pos += 1
+                continue
+            if bad is not None:
+                log.warning("journal %s: %d unreadable bytes at byte %d skipped (corrupt, not a torn write: "
+                            "entries follow); the entries after them are replayed", self.path, pos - bad, bad)
+                bad = None
+            yield pos, *entry
+            pos = base + end
+        if bad is not None:
+            log.warning("journal %s: torn or corrupt entry at byte %d; its last %d bytes are dropped "
+                        "(a write cut short by a crash or power cut)", self.path, bad, size - bad)
+
+    def _frame(self, data: bytes, i: int) -> tuple[tuple[str, bytes] | None, int]:
+        """The entry of the frame at ``data[i:]`` and the index after it; None if none reads."""
+        if i + FRAME.size > len(data):
+            return None, i
+        length, crc = FRAME.unpack_from(data, i)
+        start, end = i + FRAME.size, i + FRAME.size + length
         if length > self.max_entry_bytes or end > len(data):
-            return None, pos
+            return None, i
         body = data[start:end]
         if zlib.crc32(body) != crc:
-            return None, pos
-        return body, end
+            return None, i
+        return _entry(body), end
 
-    def _move_aside(self, reason: str) -> Path:
+    def move_aside(self, reason: str) -> Path:
+        """Rename the journal to ``journal.corrupt-<unix time>`` (kept for inspection), logged
+        at ERROR with ``reason``; ``OSError`` if it cannot be renamed."""
         aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
         os.replace(self.path, aside)
         log.error("journal is unusable (%s); moved to %s, its messages are not replayed", reason, aside)
         return aside
 
     # --- writing --------------------------------------------------------------------------
-    def rotate(self, keep: list[tuple[str, bytes]] = ()) -> None:
+    def rotate(self, keep: Iterable[tuple[str, bytes]] = ()) -> None:
         """Start a new journal with a new id holding ``keep`` (``(topic, payload)`` pairs, in
-        order): written to a temporary file, fsynced, renamed over the old one, folder fsynced.
+        order, taken one at a time): written to a temporary file, fsynced, renamed over the old
+        one, folder fsynced; the folder is created again if it is gone.
 
         Raises:
             OSError: the new journal could not be written; appends still go to the old one.
         """
+        self.dir.mkdir(parents=True, exist_ok=True)
         jid = secrets.token_hex(8)
         tmp = self.path.with_name(self.path.name + ".tmp")
-        f = open(tmp, "wb")  # noqa: SIM115 (kept open for appends after the rename)
+        f = open(tmp, "w+b")  # noqa: SIM115 (kept open for appends after the rename; read by entries())
         try:
             header = msgpack.packb({"format": FORMAT, "version": VERSION, "features": self.features,
                                     "id": jid}, use_bin_type=True)
-            size = _write_frame(f, header)
+            size = first = _write_frame(f, header)
+            n = 0
             for topic, payload in keep:
-                size += _write_frame(f, msgpack.packb([topic, bytes(payload)], use_bin_type=True))
+                size += _write_frame(f, self._body(topic, payload))
+                n += 1
             f.flush()
             os.fsync(f.fileno())
             os.replace(tmp, self.path)
@@ -155,14 +211,26 @@ class Journal:
             f.close()
             raise
         self.close()
-        self._f, self.id, self.size, self.n_entries, self._unsynced = f, jid, size, len(keep), False
+        self._f, self.id, self.size, self.n_entries, self._unsynced = f, jid, size, n, False
+        self._first_entry = first
         self.n_syncs += 1
 
     def append(self, topic: str, payload: bytes) -> None:
-        """Add one message (buffered; durable after the next ``sync``)."""
-        self.size += _write_frame(self._f, msgpack.packb([topic, bytes(payload)], use_bin_type=True))
+        """Add one message (buffered; durable after the next ``sync``).
+
+        Raises:
+            JournalError: the entry is longer than a reader accepts (nothing written).
+        """
+        self.size += _write_frame(self._f, self._body(topic, payload))
         self.n_entries += 1
         self._unsynced = True
+
+    def _body(self, topic: str, payload: bytes) -> bytes:
+        body = msgpack.packb([topic, bytes(payload)], use_bin_type=True)
+        if len(body) > self.max_entry_bytes:
+            raise JournalError(f"an entry of {len(body)} bytes is longer than a journal reader accepts "
+                               f"({self.max_entry_bytes})")
+        return body
 
     def sync(self) -> None:
         """Make every append so far durable (flush, ``fdatasync``); nothing to do: no call."""
@@ -171,6 +239,21 @@ class Journal:
             os.fdatasync(self._f.fileno())
             self._unsynced = False
             self.n_syncs += 1
+
+    def check(self) -> None:
+        """Check that the journal's path still names the open file.
+
+        Raises:
+            JournalError: the file was deleted or replaced (the checkpoint folder deleted or
+                swapped underneath): what is appended to it is on no path a restart reads.
+        """
+        own = os.fstat(self._f.fileno())
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise JournalError(f"{self.path} is gone (the checkpoint folder was deleted?)") from None
+        if own.st_nlink == 0 or (st.st_ino, st.st_dev) != (own.st_ino, own.st_dev):
+            raise JournalError(f"{self.path} was deleted or replaced underneath the runtime")
 
     def position(self) -> list:
         """``[id, offset]``: every entry appended so far starts before ``offset`` in this journal."""

@@ -6,11 +6,14 @@ waits for the network thread when too much output is queued (``wait_for_room``),
 the broker's pace. The worker takes messages in arrival order, has its ``Intake``
 (``edgebayes.runtime.ingest``) turn each into validated readings and labels, or refusals, then
 predicts, publishes, learns, raises drift alerts, reports refusals (``report``), and
-acknowledges the message to the broker. With checkpoints on, a reading or label is first
-appended to the write-ahead journal (``edgebayes.runtime.journal``) and acknowledged only once
-it is durable: after the journal's group ``fdatasync`` (when ``min(1000, [queue] max_size)``
-messages wait, or the oldest has waited ``[checkpoint] sync_interval_s``), or after a
-checkpoint round that wrote every changed device, which then starts a new journal. At start
+acknowledges the message to the broker. With checkpoints on, a reading or label (a
+``[[sources]]`` message too) is first appended to the write-ahead journal
+(``edgebayes.runtime.journal``) and acknowledged only once it is durable: after the journal's
+group ``fdatasync`` (when ``min(1000, [queue] max_size)`` messages wait, or the oldest has
+waited ``[checkpoint] sync_interval_s``) and a check that the journal's path still names it,
+or after a checkpoint round, which then starts a new journal (holding the entries of devices
+whose checkpoint failed). Faults are told once per episode (``Durability``); a journal that
+cannot be started at all leaves the worker acknowledging what it processed, not durable. At start
 the journal left by the last run is replayed without publishing anything: each device learns,
 in order, the entries its checkpoint does not include. Readings and labels the broker sent as retained are
 stale and skipped (kind ``retained``). Any other exception while processing a message is
@@ -27,6 +30,7 @@ systemd watchdog fed from here restarts a hung worker).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -38,8 +42,9 @@ from edgebayes.codec import encode
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointForeign, CheckpointReadError, CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.device import Device
+from edgebayes.runtime.durability import Durability
 from edgebayes.runtime.ingest.intake import Intake
-from edgebayes.runtime.journal import Journal
+from edgebayes.runtime.journal import Journal, JournalError
 from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
 from edgebayes.runtime.messages import Label, ProtocolError, Reading, Refusal, Retained
 from edgebayes.runtime.pending import Pending, PendingLabels
@@ -113,6 +118,9 @@ class Worker:
         self._unacked_since = 0.0
         self._commit_max = min(COMMIT_MAX, config.queue.max_size)
         self._journal_failed = False  # an append or sync failed: acknowledge after a full checkpoint
+        self._journal_off = False  # no journal could be started: acknowledge once processed, not durable
+        self._source_devices: dict[int, frozenset[str]] = {}  # [[sources]] entries of the journal -> their devices
+        self.durability = Durability(lambda msg: self.client.publish(topics.alert, encode(msg, self._fmt), qos=1))
         self._last_error: dict[str | None, float] = {}  # at most MAX_ERROR_TOPICS + 1 (see report)
         self._suppressed: Counter = Counter()
         self._closed = False
@@ -214,46 +222,64 @@ class Worker:
         """Journal, process and (once durable) acknowledge one message received on connection
         number ``conn`` (``MqttClient.n_connects`` then)."""
         journal = self.journal
-        if journal is None:
+        if journal is None or self._journal_off:
             self._process(topic, payload, t_recv)
             self._ack(mid, qos, conn)
             return
-        if type(payload) is not Retained and self._journaled(topic):
+        offset = None
+        # a payload over max_payload_bytes is refused by the intake whatever the journal says:
+        # not journaled, so the journal holds only frames its reader takes
+        if (type(payload) is not Retained and len(payload) <= self.config.queue.max_payload_bytes
+                and self.intake.journaled(topic)):
+            offset = journal.size
             try:
                 journal.append(topic, payload)
-            except Exception:
-                self._journal_failed = True
-                log.exception("journal append failed; messages are acknowledged after the next checkpoint")
-        self._process(topic, payload, t_recv)
+            except Exception as exc:  # noqa: BLE001 (any failure: the acknowledgements wait)
+                self._journal_fault("journal append", exc)
+        devices = self._process(topic, payload, t_recv)
+        if offset is not None and devices and not self._native(topic):
+            self._source_devices[offset] = frozenset(devices - {None})  # carried forward with them (checkpoint)
         if not self._unacked:
             self._unacked_since = time.monotonic()
         self._unacked.append((mid, qos, conn))
 
-    def _journaled(self, topic: str) -> bool:
-        """Whether a message on ``topic`` goes to the journal: a device's reading or label
-        (``[[sources]]`` topics do not: their assembler's state is not checkpointed either)."""
+    def _native(self, topic: str) -> bool:
+        """Whether ``topic`` is a reading or label topic of the edgebayes protocol."""
         try:
             return self.topics.route(topic) is not None
         except ProtocolError:
             return False
 
-    def _process(self, topic: str, payload: bytes, t_recv: float) -> None:
+    def _process(self, topic: str, payload: bytes, t_recv: float, skip=None) -> set[str]:
+        """Serve what a message makes (``skip(item)`` true: not served); the devices served."""
         try:
-            self._dispatch(topic, payload, t_recv)
+            return self._dispatch(topic, payload, t_recv, skip)
         except Exception:
             self.n_internal_errors += 1
             log.exception("error processing a message on %s (skipped; %d so far)", topic, self.n_internal_errors)
+            return set()
+
+    def _journal_fault(self, what: str, exc: BaseException) -> None:
+        self._journal_failed = True
+        self.durability.fault(what, exc, "messages are acknowledged after the next checkpoint round that "
+                              "writes every device and a new journal")
 
     def _commit(self) -> None:
         """Make the journal durable and acknowledge the messages processed since the last
-        commit; after a failed append or sync they wait for a checkpoint round instead."""
+        commit, once its path still names it; after a failed append, sync or check they wait
+        for a checkpoint round instead (at once when the folder was deleted: re-created)."""
         if self._journal_failed:
             return
         try:
             self.journal.sync()
-        except Exception:
-            self._journal_failed = True
-            log.exception("journal sync failed; messages are acknowledged after the next checkpoint")
+            self.journal.check()
+        except JournalError as exc:  # deleted or replaced underneath: write everything again
+            self._journal_fault("journal check", exc)
+            self._dirty.update(self.devices)
+            self.checkpoint()
+            return
+        except Exception as exc:  # noqa: BLE001 (any failure: the acknowledgements wait)
+            self._journal_fault("journal sync", exc)
             return
         self._ack_processed()
 
@@ -270,39 +296,77 @@ class Worker:
 
     # --- replay at start ------------------------------------------------------------------
     def _recover(self) -> None:
-        """Replay the journal of the last run (``edgebayes.runtime.journal``): each device
-        learns, in order, the entries after the journal position of its checkpoint. They are
-        first copied to a new journal, so a crash during replay replays them again, and the
-        devices they changed are checkpointed after it; nothing is published (their
-        predictions went out before the crash, or were never wanted)."""
-        jid, entries = self.journal.recover()
-        todo = [(topic, payload) for offset, topic, payload in entries if not self._included(jid, offset, topic)]
-        self.journal.rotate(todo)
+        """Replay the journal of the last run (``edgebayes.runtime.journal``), one entry at a
+        time: each device learns, in order, the entries after the journal position of its
+        checkpoint. The entries replayed are copied to a new journal as they are (``[[sources]]``
+        messages all: they rebuild the assembler), so a crash during replay replays them again,
+        and the devices they changed are checkpointed after it; nothing is published (their
+        predictions went out before the crash, or were never wanted). A journal that cannot be
+        written (a full or read-only disk) leaves the runtime serving without durability."""
         live, self.client = self.client, _Muted()
+        counts = [0, 0]  # entries read, entries replayed
+        failed = None
         try:
-            for topic, payload in todo:
-                self._process(topic, payload, time.perf_counter())
+            jid, entries = self._old_journal()
+            replay = self._replay(jid, entries, counts)
+            try:
+                self.journal.rotate(replay)
+            except OSError as exc:
+                failed = exc
+                for _ in replay:  # the rest replayed, nothing written
+                    pass
         finally:
             self.client = live
-        self.n_replayed = len(todo)
-        if entries:
+        self.n_replayed = counts[1]
+        if counts[0]:
             log.info("journal: %d messages replayed, %d already in their device's checkpoint",
-                     len(todo), len(entries) - len(todo))
+                     counts[1], counts[0] - counts[1])
+        if failed is not None:
+            self._journal_off = True
+            self.durability.fault("starting the journal", failed, "serving without durability: messages are "
+                                  "acknowledged once processed (a crash loses what is not checkpointed); "
+                                  "retried at each checkpoint interval")
         self.checkpoint()  # so the next start does not replay them again
 
-    def _included(self, jid: str | None, offset: int, topic: str) -> bool:
-        """Whether the journal entry at ``offset`` of journal ``jid`` is in its device's checkpoint."""
+    def _old_journal(self):
+        """``Journal.recover()``; a journal that cannot be read (EACCES, EIO) is moved aside for
+        the operator (not overwritten by the next journal), its entries not replayed."""
         try:
-            route = self.topics.route(topic)
-            dev = self._device(route[1], create=False) if route is not None else None
+            return self.journal.recover()
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # the folder cannot be written either: the new journal fails too
+                self.journal.move_aside(f"cannot read it: {type(exc).__name__}: {exc}")
+            return None, iter(())
+
+    def _replay(self, jid: str | None, entries, counts: list[int]):
+        """Serve each journal entry's items its device's checkpoint does not include; yields the
+        entries to keep in the new journal (``counts``: entries read, entries replayed)."""
+        for offset, topic, payload in entries:
+            counts[0] += 1
+            served = self._process(topic, payload, time.perf_counter(),
+                                   lambda item: self._included(item.device, jid, offset))
+            counts[1] += bool(served)
+            if served or not self._native(topic):
+                yield topic, payload
+
+    def _included(self, device: str | None, jid: str | None, offset: int) -> bool:
+        """Whether the journal entry at ``offset`` of journal ``jid`` is in ``device``'s checkpoint."""
+        if device is None:
+            return False
+        try:
+            dev = self._device(device, create=False)
         except ProtocolError:
             return False
         pos = dev.journal_pos if dev is not None else None
         return pos is not None and pos[0] == jid and offset < pos[1]
 
-    def _dispatch(self, topic: str, payload: bytes, t_recv: float) -> None:
+    def _dispatch(self, topic: str, payload: bytes, t_recv: float, skip=None) -> set[str]:
+        served = set()
         for item, where in self.intake.handle(topic, payload):
-            self.serve(item, where, t_recv)
+            if skip is None or not skip(item):
+                self.serve(item, where, t_recv)
+                served.add(item.device)
+        return served
 
     def serve(self, item: Reading | Label | Refusal, topic: str, t_recv: float) -> None:
         """Predict and learn from a validated reading, learn from a label, or report a refusal
@@ -536,31 +600,73 @@ class Worker:
 
     def checkpoint(self, all_devices: bool = False) -> int:
         """Write the checkpoints of devices changed since the last write (or all); returns count.
-        Once every changed device is written, the journal starts over (its messages are all in
-        checkpoints) and the messages processed so far are acknowledged."""
+        Then the journal starts over: empty when every changed device was written, else holding
+        the entries of the devices whose checkpoint failed (so one failing device does not make
+        the journal grow with the others' messages); the messages processed so far are then
+        acknowledged. After a journal fault (a failed append or sync: the journal may miss
+        entries) only a round that wrote every device starts it over."""
         if self.store is None:
             return 0
-        names = list(self.devices) if all_devices else list(self._dirty)
         journal = self.journal
+        names = list(self.devices) if all_devices else list(self._dirty)
+        if self._journal_failed or self._journal_off:
+            with contextlib.suppress(OSError):  # the folder deleted underneath: made again
+                self.store.dir.mkdir(parents=True, exist_ok=True)
         pos = journal.position() if journal is not None else None
         n = 0
         for name in names:
             try:
                 self.store.save(name, self.devices[name].state(pos))
+                self.devices[name].journal_pos = pos
                 self._dirty.discard(name)
+                self.durability.checkpoint_written(name)
                 n += 1
-            except Exception:
-                log.exception("checkpoint of device %s failed; retrying at the next interval", name)
-        if journal is not None and not self._dirty:
-            try:
-                if journal.n_entries or self._journal_failed:
-                    journal.rotate()
-                self._journal_failed = False
-                self._ack_processed()
-            except Exception:
-                self._journal_failed = True
-                log.exception("starting a new journal failed; retrying at the next checkpoint")
+            except Exception as exc:  # noqa: BLE001 (any failure: retried at the next interval)
+                self.durability.checkpoint_failed(name, exc)
+        if journal is None or (self._dirty and (self._journal_failed or self._journal_off)):
+            return n
+        try:
+            if self._dirty:
+                self._rotate_keeping(set(self._dirty))
+            elif journal.n_entries or self._journal_failed or self._journal_off:
+                journal.rotate()
+                self._source_devices.clear()
+        except Exception as exc:  # noqa: BLE001 (any failure: retried at the next checkpoint)
+            self.durability.fault("starting a new journal", exc, "retried at the next checkpoint")
+            return n
+        self._journal_failed = self._journal_off = False
+        self._ack_processed()
+        if not self._dirty:
+            self.durability.recovered("every device checkpointed and a new journal started")
         return n
+
+    def _rotate_keeping(self, failing: set[str]) -> None:
+        """Start a new journal holding the entries of the ``failing`` devices their last
+        checkpoint does not include (``[[sources]]`` entries by the devices they fed)."""
+        journal, jid = self.journal, self.journal.id
+        kept_sources: list[tuple[int, frozenset[str]]] = []  # (index among the kept, devices)
+        n_kept = 0
+
+        def keep():
+            nonlocal n_kept
+            for offset, topic, payload in journal.entries():
+                route = self._native(topic) and self.topics.route(topic)
+                devices = frozenset((route[1],)) if route else self._source_devices.get(offset, frozenset())
+                if any(d in failing and not self._included(d, jid, offset) for d in devices):
+                    if not route:
+                        kept_sources.append((n_kept, devices))
+                    n_kept += 1
+                    yield topic, payload
+
+        journal.rotate(keep())
+        self._source_devices = {}
+        if kept_sources:  # their offsets in the new journal
+            index = dict(kept_sources)
+            for i, (offset, _, _) in enumerate(journal.entries()):
+                if i in index:
+                    self._source_devices[offset] = index[i]
+        log.debug("journal started over keeping %d entries of %d devices whose checkpoint failed",
+                  n_kept, len(failing))
 
     def metrics(self) -> dict:
         """The metrics message (docs/protocol.md "Metrics")."""
@@ -592,6 +698,9 @@ class Worker:
             "n_replayed": self.n_replayed, "n_late": self.n_late,
             "journal_bytes": self.journal.size if self.journal is not None else 0,
             "n_journal_syncs": self.journal.n_syncs if self.journal is not None else 0,
+            "durable": self.journal is not None and self.durability.durable and not self._journal_off,
+            "n_journal_errors": self.durability.n_journal_errors,
+            "n_checkpoints_failing": len(self.durability.failing),
             "n_drift_alerts": self.n_drift_alerts, "errors": dict(self.errors),
             "pending_labels": sum(len(p) for p in pending), "n_devices": len(self.devices),
             "rss_bytes": rss_bytes(), "models": models,

@@ -82,6 +82,17 @@ class Intake:
             handler = next((h for f, h in self.handlers.items() if topic_matches_sub(f, topic)), None)
         return handler
 
+    def journaled(self, topic: str) -> bool:
+        """Whether a message on ``topic`` is input the worker journals: a protocol reading or
+        label, or a ``[[sources]]`` data or availability message (not a handler's topic, not
+        one a source ignores, not a topic refused for its device id)."""
+        try:
+            if self.topics.route(topic) is not None:
+                return True
+        except ProtocolError:
+            return False
+        return self._handler(topic) is None and self.sources is not None and self.sources.reads(topic)
+
     def tick(self) -> list[tuple]:
         """The readings due now (``[assembler] interval_s``), as ``handle`` gives them."""
         return self.sources.tick() if self.sources is not None else []

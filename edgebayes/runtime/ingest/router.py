@@ -85,6 +85,10 @@ class SourceRouter:
             self._routes[topic] = found
         return found
 
+    def reads(self, topic: str) -> bool:
+        """Whether a message on ``topic`` is data or availability of some source."""
+        return any(a.classify(topic) != "ignored" for a in self._match(topic))
+
     def handle(self, topic: str, payload: bytes) -> list[tuple] | None:
         """What a message of a source topic makes (worker thread): ``(item, topic)`` pairs, in
         order; None if no source reads the topic."""
