@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-import msgpack
 import pytest
 
+from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.journal import Journal
 from tests.broker import Broker
 from tests.runtime_client import FEATURES, Device, blobs, wait_for, write_config
@@ -59,10 +59,10 @@ def _config(tmp_path, broker, ck, interval_s: float, extra: str = "") -> Path:
 def n_learned(ck: Path, device: str) -> int | None:
     """Readings the checkpointed naive Bayes of ``device`` has learned (None: no checkpoint)."""
     try:
-        state = msgpack.unpackb((ck / f"{device}.ckpt").read_bytes(), strict_map_key=False)["device"]
+        state = CheckpointStore(ck, FEATURES).read(device)
     except (OSError, ValueError):
         return None
-    return int(state["models"][0]["learner"]["n"])
+    return None if state is None else int(state["models"][0]["learner"]["n"])
 
 
 def publish(dev: Device, device: str, data, first: int = 0, per_s: float = 0.0) -> None:
