@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from edgebayes.codec import encode
+from edgebayes.runtime.admission import Admission
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.device import Device
@@ -93,6 +94,8 @@ class Worker:
         self.tick_hooks: list[Callable[[], None]] = list(tick_hooks)
         self.watchers = tuple(watchers)
         self.memory = plan_memory(config)  # models built with their max_size_bytes share
+        self.admission = Admission(topics, self.intake.filters, config.memory.new_devices_per_min,
+                                   config.memory.evict_idle_s)
         self.guard = None
         if config.memory.rss_limit_mb is not None:
             self.guard = MemoryGuard(
@@ -120,6 +123,8 @@ class Worker:
         self.n_dropped = self.n_errors_suppressed = self.n_internal_errors = self.n_drift_alerts = 0
         self.n_replayed = 0  # journal entries learned again at start
         self.n_late = 0  # readings taken below their device's last seq (Device.check_seq)
+        self.n_evicted = 0  # idle devices checkpointed and dropped to make room (admit_device)
+        self._replaying = False  # the journal is being replayed: no rate of new devices
         self.started_at = time.time()
         now = time.monotonic()
         self._next_tick = now + TICK_S
@@ -273,12 +278,12 @@ class Worker:
         jid, entries = self.journal.recover()
         todo = [(topic, payload) for offset, topic, payload in entries if not self._included(jid, offset, topic)]
         self.journal.rotate(todo)
-        live, self.client = self.client, _Muted()
+        live, self.client, self._replaying = self.client, _Muted(), True
         try:
             for topic, payload in todo:
                 self._process(topic, payload, time.perf_counter())
         finally:
-            self.client = live
+            self.client, self._replaying = live, False
         self.n_replayed = len(todo)
         if entries:
             log.info("journal: %d messages replayed, %d already in their device's checkpoint",
@@ -309,6 +314,8 @@ class Worker:
         device = item.device
         try:
             if isinstance(item, Reading):
+                if device not in self.devices:
+                    self._check_new(device, topic, item.seq)
                 self._reading(item, t_recv)
             else:
                 self._label(item)
@@ -411,15 +418,56 @@ class Worker:
         self.client.publish(out_topic, encode(msg, self._fmt), qos=0)
 
     # --- devices --------------------------------------------------------------------------
+    def _check_new(self, device: str, topic: str, seq: int) -> None:
+        """A reading of a device not in memory: unless it has a checkpoint, it counts against
+        its source's rate of new ids (``Admission``); ``ProtocolError`` ``device_limit`` past it."""
+        if self._replaying or (self.store is not None and self.store.path(device).exists()):
+            return  # acknowledged before the crash, or known
+        why = self.admission.take_new(device, topic)
+        if why is not None:
+            raise ProtocolError("device_limit", why, seq)
+
     def admit_device(self, device: str) -> str | None:
-        """Why a new device cannot be served (None: it can): the model budget, then max_devices."""
+        """Why a new device cannot be served (None: it can): the model budget, then max_devices.
+        While either is full, idle devices are evicted to make room (``_evict``)."""
+        idle = None
+        while True:
+            refusal = self._no_room(device)
+            if refusal is None:
+                return None
+            if idle is None:  # least recently served first; none without checkpoints
+                idle = self.admission.idle() if self.store is not None else []
+            evicted = False
+            while idle and not evicted:
+                evicted = self._evict(idle.pop(0))
+            if not evicted:
+                return refusal
+
+    def _no_room(self, device: str) -> str | None:
         refusal = self.memory.refusal(device, self.devices)
-        if refusal:
-            return refusal
         limit = self.config.memory.max_devices
-        if len(self.devices) >= limit:
-            return f"device {device} refused: the runtime serves at most {limit} devices"
-        return None
+        if not refusal and len(self.devices) >= limit:
+            refusal = f"device {device} refused: the runtime serves at most {limit} devices"
+        return refusal
+
+    def _evict(self, device: str) -> bool:
+        """Write ``device``'s checkpoint and drop it from memory (its next reading restores it);
+        False, and it stays, if the checkpoint cannot be written."""
+        dev = self.devices.get(device)
+        if dev is None:
+            return False
+        pos = self.journal.position() if self.journal is not None else None
+        try:
+            self.store.save(device, dev.state(pos))
+        except Exception:
+            log.exception("checkpoint of idle device %s failed; it is not evicted", device)
+            return False
+        del self.devices[device]
+        self._dirty.discard(device)
+        self.admission.forget(device)
+        self.n_evicted += 1
+        log.info("device %s evicted (idle, checkpointed) to make room; %d evicted so far", device, self.n_evicted)
+        return True
 
     def _new_device(self, device: str) -> Device:
         c = self.config
@@ -431,6 +479,7 @@ class Worker:
         (when ``create``). Raises ``ProtocolError`` ``device_limit`` when not admitted."""
         dev = self.devices.get(device)
         if dev is not None:
+            self.admission.served(device)
             return dev
         state = None
         if self.store is not None:
@@ -453,6 +502,7 @@ class Worker:
                 self.store.move_aside(device, f"{type(exc).__name__}: {exc}")
                 dev = self._new_device(device)
         self.devices[device] = dev
+        self.admission.served(device)
         how = f"restored from its checkpoint (last seq {dev.last_seq})" if restored else "new"
         log.info("device %s admitted, %s; %d of at most %d devices", device, how, len(self.devices),
                  self.config.memory.max_devices)
@@ -543,7 +593,7 @@ class Worker:
             "n_reboots": sum(dev.n_reboots for dev in self.devices.values()),
             "n_publish_failed": getattr(self.client, "n_publish_failed", 0),
             "n_errors_suppressed": self.n_errors_suppressed, "n_internal_errors": self.n_internal_errors,
-            "n_replayed": self.n_replayed, "n_late": self.n_late,
+            "n_replayed": self.n_replayed, "n_late": self.n_late, "n_evicted": self.n_evicted,
             "journal_bytes": self.journal.size if self.journal is not None else 0,
             "n_journal_syncs": self.journal.n_syncs if self.journal is not None else 0,
             "n_drift_alerts": self.n_drift_alerts, "errors": dict(self.errors),
