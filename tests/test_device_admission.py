@@ -90,3 +90,25 @@ def test_without_checkpoints_no_device_is_evicted(broker, tmp_path):
     finally:
         dev.close()
         rt.stop(timeout_s=5)
+
+
+def test_the_rate_of_new_ids_is_a_bucket_per_source_and_idle_devices_come_least_recent_first():
+    from edgebayes.runtime.admission import NATIVE, Admission
+    from edgebayes.runtime.topics import Topics
+
+    clock = [1000.0]
+    adm = Admission(Topics("eb", "+", "rt"), ["zigbee2mqtt/+"], per_min=3, evict_idle_s=5.0,
+                    clock=lambda: clock[0])
+    assert (adm.source("eb/d1/reading"), adm.source("zigbee2mqtt/lamp")) == (NATIVE, "zigbee2mqtt/+")
+    got = [adm.take_new(f"j{i}", "eb/j/reading") is None for i in range(5)]
+    assert got == [True, True, True, False, False]  # 3 at once
+    assert adm.take_new("z1", "zigbee2mqtt/z1") is None  # another source, its own bucket
+    clock[0] += 20.0  # one token every 20 s
+    assert [adm.take_new("a", "eb/a/reading") is None, adm.take_new("b", "eb/b/reading") is None] == [True, False]
+    for name, t in (("a", 1000.0), ("b", 1003.0), ("c", 1001.0), ("d", 1006.0)):
+        clock[0] = t
+        adm.served(name)
+    clock[0] = 1010.0
+    assert adm.idle() == ["a", "c", "b"]  # d was served 5 s ago or less: not idle
+    adm.forget("c")
+    assert adm.idle() == ["a", "b"]
