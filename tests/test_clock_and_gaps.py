@@ -48,7 +48,8 @@ def test_a_device_whose_clock_steps_back_a_day_is_served_again_within_the_bound(
     device's ts follow the runtime's clock, less a day."""
     if shutil.which("faketime") is None:
         pytest.skip("faketime is not installed (apt-get install -y faketime): clock-step test skipped")
-    cfg = write_config(tmp_path / "rt.toml", broker)
+    cfg = write_config(tmp_path / "rt.toml", broker, checkpoint_dir=tmp_path / "ck")
+    cfg.write_text(cfg.read_text().replace("interval_s = 0.3", "interval_s = 3600"))  # the journal only
     log = tmp_path / "rt.log"
     dev = Device(broker)
     t0 = time.time()
@@ -73,7 +74,7 @@ def test_a_device_whose_clock_steps_back_a_day_is_served_again_within_the_bound(
         wait_for(lambda: len(dev.got("prediction")) + len(dev.got("error")) >= 140, timeout_s=20,
                  what="the 40 readings after the step served or refused")
     finally:
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGKILL)  # what it learned is in the journal, acknowledged
         proc.wait(15)
     refused = [e["seq"] for e in dev.got("error")]
     assert {e["kind"] for e in dev.got("error")} == {"duplicate"}
@@ -84,3 +85,11 @@ def test_a_device_whose_clock_steps_back_a_day_is_served_again_within_the_bound(
     served = [p["seq"] for p in dev.got("prediction")][n_before:]
     assert served == list(range(len(refused), 40))
     assert "restarted its seq at" in log.read_text()
+    # the replay after the kill, in a burst and on the real clock, learns what was learned live
+    rt = Runtime(load_config(cfg))
+    rt.start()
+    try:
+        d1 = rt.worker.devices["d1"]
+        assert (d1.slots[0].n_labels, d1.last_seq, d1.n_reboots) == (100 + len(served), 39, 1)
+    finally:
+        rt.stop(timeout_s=5)

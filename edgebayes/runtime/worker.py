@@ -367,6 +367,9 @@ class Worker:
             self._learn(dev, r.seq, r.x, r.y, y_preds)
         else:
             dev.pending.add(r.seq, Pending(time.time(), r.x, y_preds))
+        if how == "reboot" and self.store is not None and not self._replaying:
+            # a reboot told by the arrival times (Device.check_seq) is not told again by a replay
+            self._save(r.device)
 
     def _label(self, lab: Label) -> None:
         dev = self._device(lab.device, create=False)
@@ -435,8 +438,9 @@ class Worker:
             refusal = self._no_room(device)
             if refusal is None:
                 return None
-            if idle is None:  # least recently served first; none without checkpoints
-                idle = self.admission.idle() if self.store is not None else []
+            if idle is None:  # least recently served first; none without checkpoints, nor in a replay
+                # (a checkpoint written then would claim journal entries not replayed yet)
+                idle = self.admission.idle() if self.store is not None and not self._replaying else []
             evicted = False
             while idle and not evicted:
                 evicted = self._evict(idle.pop(0))
@@ -453,20 +457,24 @@ class Worker:
     def _evict(self, device: str) -> bool:
         """Write ``device``'s checkpoint and drop it from memory (its next reading restores it);
         False, and it stays, if the checkpoint cannot be written."""
-        dev = self.devices.get(device)
-        if dev is None:
-            return False
-        pos = self.journal.position() if self.journal is not None else None
-        try:
-            self.store.save(device, dev.state(pos))
-        except Exception:
-            log.exception("checkpoint of idle device %s failed; it is not evicted", device)
+        if device not in self.devices or not self._save(device):
             return False
         del self.devices[device]
-        self._dirty.discard(device)
         self.admission.forget(device)
         self.n_evicted += 1
         log.info("device %s evicted (idle, checkpointed) to make room; %d evicted so far", device, self.n_evicted)
+        return True
+
+    def _save(self, device: str) -> bool:
+        """Write ``device``'s checkpoint now, with the journal position it includes; False
+        (logged) if it cannot be written."""
+        pos = self.journal.position() if self.journal is not None else None
+        try:
+            self.store.save(device, self.devices[device].state(pos))
+        except Exception:
+            log.exception("checkpoint of device %s failed; retrying at the next interval", device)
+            return False
+        self._dirty.discard(device)
         return True
 
     def _new_device(self, device: str) -> Device:
