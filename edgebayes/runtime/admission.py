@@ -6,13 +6,15 @@ new devices out with junk ids (docs/protocol.md "Devices"):
 - **A rate of new ids per source.** A device with neither a model in memory nor a checkpoint
   takes one token of its source's bucket: ``new_devices_per_min`` tokens, refilled at that
   rate. A source is the edgebayes protocol's topics, or the ``[[sources]]`` topic filter the
-  message came on (the assembler's cadence readings, topic ``(assembler)``, are one source). A device with a checkpoint is known and takes none, so after a restart the
-  devices that were served are not out-raced by junk. (MQTT does not tell the runtime who
+  message came on (the assembler's cadence readings, topic ``(assembler)``, are one source).
+  A device with a checkpoint is known and takes none, so after a restart the devices that were
+  served are not out-raced by junk. (MQTT does not tell the runtime who
   published a message, so there is no per-user rate here: the ACL's per-user topics are that.)
 - **Idle devices make room.** With checkpoints on, a device not served for ``evict_idle_s`` is
   written to its checkpoint and evicted, least recently served first, when a new device needs
   its place; its next reading restores it. Without checkpoints nothing is evicted (its
-  learning would be lost): a new device past ``max_devices`` is refused.
+  learning would be lost): a new device past ``max_devices`` is refused. Nor during a journal
+  replay (the checkpoint would claim entries not replayed yet).
 
 Only the worker thread uses these objects.
 """
