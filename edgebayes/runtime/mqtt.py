@@ -55,7 +55,8 @@
   taking the session back (and losing it again) every ``reconnect_min_s``. A restart is told
   by a failed connect, or by the broker's retained ``UPTIME_TOPIC`` (subscribed at QoS 0 on
   each connect, never handed to the consumer): an uptime shorter than the time since the
-  previous connection was made means the broker started after it.
+  previous connection was made means the broker started after it (while a broker is younger
+  than its sys_interval its uptime reads 0, so a takeover is told only once that has passed).
 - Size limit: with ``max_packet_bytes`` the MQTT 5 CONNECT carries a Maximum Packet Size, so
   the broker drops a larger PUBLISH instead of sending it (Mosquitto 2.0.11 logs "Dropping too
   large outgoing PUBLISH"): nothing of it is read or copied here. MQTT 3.1.1 has no such
