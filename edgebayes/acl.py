@@ -95,7 +95,9 @@ def acl_text(config: Config, source: str = "config", ha_user: str | None = HA_US
              f"topic read {prefix}/{devices}/reading",
              f"topic read {prefix}/{devices}/label",
              *(f"topic write {prefix}/+/{kind}" for kind in ("prediction", "drift", "error")),
-             f"topic write {prefix}/runtime/#"]
+             f"topic write {prefix}/runtime/#",
+             "# and the broker's uptime: a broker restart is then not taken for a session takeover",
+             "topic read $SYS/broker/uptime"]
     for a in adapters:
         lines += [f"# [[sources]] #{a.index + 1} ({a.cfg.kind}): the topics it reads",
                   *(f"topic read {f}" for f in a.filters())]

@@ -227,7 +227,7 @@ def test_acl_grants_each_source_kind_its_topics_and_publishers(tmp_path):
         "user rt",
         "topic read site/eb/+/reading", "topic read site/eb/+/label",
         "topic write site/eb/+/prediction", "topic write site/eb/+/drift", "topic write site/eb/+/error",
-        "topic write site/eb/runtime/#",
+        "topic write site/eb/runtime/#", "topic read $SYS/broker/uptime",
         "topic read tele/+/SENSOR", "topic read tele/+/LWT",
         "topic read zigbee2mqtt/+", "topic read zigbee2mqtt/bridge/state", "topic read zigbee2mqtt/+/availability",
         "topic read +/sensor/t/state", "topic read node1/sensor/h/state", "topic read +/status",

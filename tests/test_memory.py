@@ -358,44 +358,85 @@ def test_a_device_whose_models_outgrow_their_charge_leaves_less_room(agr_2000):
 
 # --- RSS guard -------------------------------------------------------------------------------
 
-class Pressure:
-    """Learners with background learners and leaves, and a scripted RSS."""
+class Ballast:
+    """A model that holds scripted bytes and sheds nothing (a naive Bayes with many classes)."""
 
-    def __init__(self, rss):
+    def __init__(self, nbytes):
+        self.nbytes = list(nbytes)
+
+    def memory_bytes(self):
+        return self.nbytes.pop(0) if len(self.nbytes) > 1 else self.nbytes[0]
+
+
+class Pressure:
+    """Learners with background learners and leaves, a ballast model, and a scripted RSS."""
+
+    LIMIT = 10_000_000
+
+    def __init__(self, rss, ballast=(0,)):
         self.rss = list(rss)
         self.alerts, self.events = [], []
         data = agr(1500)
         self.srp = learned(SRPClassifier(n_models=3, seed=1, warning_detector=ADWIN(delta=0.5)), data)
         self.tree = learned(HoeffdingTreeClassifier(grace_period=50, delta=0.01), data)
-        self.guard = MemoryGuard(100_000, lambda: [self.srp, self.tree, GaussianNB()], self.alerts.append,
-                                 lambda: self.events.append("checkpoint"), lambda: self.events.append("stop"),
-                                 read_rss=lambda: self.rss.pop(0))
+        self.ballast = Ballast(ballast)
+        self.guard = MemoryGuard(self.LIMIT, lambda: [self.srp, self.tree, GaussianNB(), self.ballast],
+                                 self.alerts.append, lambda: self.events.append("checkpoint"),
+                                 lambda: self.events.append("stop"), read_rss=lambda: self.rss.pop(0))
+
+    def leaves(self):
+        return self.tree.n_active_leaves + sum(t.n_active_leaves for t in self.srp.members)
 
 
 def test_guard_sheds_background_learners_then_leaves_then_checkpoints_before_stopping():
-    p = Pressure([50_000, 89_000, 91_000, 95_000, 99_000, 100_000, 120_000])
+    """RSS grows with what a model holds (the ballast): the models' own excess is shed."""
+    rss = [5_000_000, 8_900_000, 9_100_000, 9_500_000, 9_900_000, 10_000_000, 12_000_000]
+    p = Pressure(rss, [r - rss[0] for r in rss])
     bkg = p.srp.n_background_learners
-    leaves = p.tree.n_active_leaves + sum(t.n_active_leaves for t in p.srp.members)
+    leaves = p.leaves()
     assert bkg > 0 and leaves > 4
     assert [p.guard.check(), p.guard.check()] == [None, None]  # calm, then below 90 %
     assert p.guard.check() == "shed_background"
     assert p.srp.n_background_learners == 0
     assert p.alerts[0]["action"] == "shed_background" and p.alerts[0]["n_shed"] == bkg
     assert p.guard.check() == "shed_leaves"
-    after = p.tree.n_active_leaves + sum(t.n_active_leaves for t in p.srp.members)
+    after = p.leaves()
     assert p.alerts[1]["n_shed"] == leaves - after > 0
     assert p.guard.check() == "shed_leaves"  # 99 %: still shedding, not stopping
     assert p.events == []
     assert p.guard.check() == "exit"  # at the limit after shedding
     assert p.events == ["checkpoint", "stop"]
     assert [a["action"] for a in p.alerts] == ["shed_background", "shed_leaves", "shed_leaves", "exit"]
-    assert p.alerts[-1] == {**p.alerts[-1], "alert": "memory", "rss_bytes": 100_000, "rss_limit_bytes": 100_000}
+    assert p.alerts[-1] == {**p.alerts[-1], "alert": "memory", "rss_bytes": 10_000_000, "rss_limit_bytes": 10_000_000}
     assert p.guard.check() is None and p.events == ["checkpoint", "stop"]  # stopped: nothing more
 
 
 def test_guard_starts_over_once_rss_is_calm():
-    p = Pressure([95_000, 70_000, 95_000])
+    rss = [9_500_000, 7_000_000, 9_500_000]
+    p = Pressure(rss, [r - 5_000_000 for r in rss])
     assert [p.guard.check(), p.guard.check(), p.guard.check()] == ["shed_background", None, "shed_background"]
+
+
+def test_rss_held_by_the_rest_of_the_process_sheds_nothing_and_is_alerted_once_per_episode():
+    """A 13 MB message being copied (paho's buffer, the payload) raises RSS, not the models: no
+    leaf deactivated, no exit, one alert while RSS stays high, one more after it fell back."""
+    p = Pressure([5_000_000, 9_500_000, 9_600_000, 10_500_000, *[9_600_000] * 20, 7_000_000, 9_500_000])
+    leaves, bkg = p.leaves(), p.srp.n_background_learners
+    actions = [p.guard.check() for _ in range(26)]
+    assert actions == [None, "high_rss", *[None] * 22, None, "high_rss"]
+    assert (p.leaves(), p.srp.n_background_learners, p.events) == (leaves, bkg, [])
+    assert [(a["action"], a["n_shed"]) for a in p.alerts] == [("high_rss", 0), ("high_rss", 0)]
+    assert p.alerts[0]["model_bytes"] == p.srp.memory_bytes() + p.tree.memory_bytes() + GaussianNB().memory_bytes()
+
+
+def test_shedding_stops_once_the_models_excess_is_shed():
+    """RSS stays where it was after the leaves were shed (freed memory is not given back): the
+    bytes the models no longer hold count as the rest's, so shedding stops, one alert says so."""
+    p = Pressure([5_000_000, *[9_060_000] * 10], [0, *[4_060_000] * 10])
+    actions = [p.guard.check() for _ in range(11)]
+    assert actions[:2] == [None, "shed_background"]
+    assert "high_rss" in actions and actions[actions.index("high_rss") + 1:] == [None] * (10 - actions.index("high_rss"))
+    assert p.events == []
 
 
 def test_shed_trees_keep_predicting_and_learning():

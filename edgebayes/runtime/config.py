@@ -19,6 +19,8 @@ with defaults (``-`` = no default, ``None`` = unset)::
                   checkpointed model of that name and kind under this one), then the learner's own
                   parameters under their API names (learning_rate, n_models, ...)
     [memory]      model_budget_bytes=None rss_limit_mb=None max_devices=64
+                  evict_idle_s=10 (with checkpoints: a device idle this long may be
+                  checkpointed and evicted for a new one) new_devices_per_min=60 (per source)
     [checkpoint]  enabled=true (false: no checkpoints, no journal: everything learned is
                   lost at restart) dir=<state dir> (the systemd unit's $STATE_DIRECTORY, else
                   $XDG_STATE_HOME/edgebayes/<[broker] client_id>, XDG_STATE_HOME defaulting to
@@ -166,6 +168,8 @@ class MemoryConfig:
     model_budget_bytes: int | None = None
     rss_limit_mb: float | None = None
     max_devices: int = 64
+    evict_idle_s: float = 10.0
+    new_devices_per_min: int = 60
 
 
 @dataclass(frozen=True)
@@ -377,6 +381,8 @@ SPEC: dict[str, tuple[type, dict[str, tuple[tuple[type, ...], Callable | None]]]
         "model_budget_bytes": (INT, _positive),
         "rss_limit_mb": (NUM, _positive),
         "max_devices": (INT, _positive),
+        "evict_idle_s": (NUM, _non_negative),
+        "new_devices_per_min": (INT, _positive),
     }),
     "checkpoint": (CheckpointConfig, {"enabled": (BOOL, None), "dir": (STR, None), "interval_s": (NUM, _positive),
                                       "sync_interval_s": (NUM, _positive)}),

@@ -32,7 +32,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from edgebayes.base import ClassLimitError, check_count, learner_from_state
 from edgebayes.drift.base import ErrorDetector, detector_from_state
@@ -53,6 +53,14 @@ log = logging.getLogger(__name__)
 
 #: a model error of one kind is logged at most this often per device (seconds); all are reported
 LOG_INTERVAL_S = 60.0
+#: readings in a row past the ``seq_jump`` bound, each within that bound of the one before,
+#: after which the last of them is accepted (a broker dropped the middle of a backlog)
+JUMP_CONFIRM = 3
+#: seconds of duplicates refused in a row, taken in real time on a clock behind the last
+#: accepted ``ts``, after which the next of them starts a new seq epoch (a reboot without RTC)
+CLOCK_CONFIRM_S = 30.0
+#: how far (seconds) arrival time minus ``ts`` may wander within such a run of readings
+CLOCK_TOL_S = 10.0
 
 
 class ModelSlot:
@@ -170,6 +178,20 @@ class ModelSlot:
             raise ValueError(f"model {self.name!r} predicts {proba!r} from a zero reading")
 
 
+class _Refused(NamedTuple):
+    """The last of a run of refused readings of one kind (`Device.check_seq`): how many, when
+    the first arrived (unix s), the last one's ``seq``, ``ts`` and arrival, and the first's
+    arrival minus ``ts``."""
+
+    kind: str
+    n: int
+    first: float
+    seq: int
+    ts: float | None
+    now: float
+    offset: float | None
+
+
 def _error_detector(delta: float) -> ErrorDetector:
     from edgebayes.drift.adwin import ADWIN
 
@@ -204,6 +226,8 @@ class Device:
         self.last_ts: float | None = None  # ts of the last accepted reading
         self.last_recv: float | None = None  # when it arrived (unix s; None: unknown)
         self.accepted = SeqRuns()  # the seqs this epoch accepted
+        # the refused readings in a row that may confirm a jump or a clock step (`_confirms`)
+        self._run: _Refused | None = None
         self.n_reboots = 0  # seq restarts (docs/protocol.md "Reboots")
         self.best = 0  # index of the slot with the best recent accuracy
         self.journal_pos: tuple[str, int] | None = None  # journal position its restored checkpoint includes
@@ -226,6 +250,13 @@ class Device:
           redelivery or a replay carries its original ``ts``, so it stays a duplicate; without
           ``ts`` on both, a reboot cannot be told from a redelivery (a broker restart resends
           ``seq`` 0 too). A later ``ts`` is a reboot.
+
+        Neither refusal lasts (docs/protocol.md "Seq and ts bounds"): the `JUMP_CONFIRM`-th
+        ``seq_jump`` in a row, each within the bound of the one before, is ``"next"`` (the
+        broker dropped the readings between); a duplicate, with ``ts``, that follows
+        `CLOCK_CONFIRM_S` seconds of duplicates with rising ``seq`` and ``ts``, each arriving
+        at the first one's ``now - ts`` within `CLOCK_TOL_S`, is a ``"reboot"`` (the device's
+        clock stepped back: a reboot without RTC). A refused reading starts or extends that run.
         """
         if ts is not None and ts > now + TS_AHEAD_S:
             raise ProtocolError("ts_ahead", f"ts {ts:.6g} is more than {TS_AHEAD_S:g} s ahead of the runtime's "
@@ -234,7 +265,7 @@ class Device:
         if seq > last_seq:
             if self.last_recv is not None:
                 limit = last_seq + SEQ_JUMP + int(SEQ_PER_S * max(0.0, now - self.last_recv))
-                if seq > limit:
+                if seq > limit and not self._confirms("seq_jump", seq, ts, now):
                     raise ProtocolError("seq_jump", f"seq {seq} runs ahead of the last accepted seq {last_seq} "
                                         f"by more than {limit - last_seq} (at most {SEQ_JUMP} + {SEQ_PER_S} "
                                         "per second since it arrived)", seq)
@@ -243,8 +274,25 @@ class Device:
             return "reboot"
         if seq not in self.accepted:
             return "late"
+        if ts is not None and last_ts is not None and self._confirms("clock", seq, ts, now):
+            return "reboot"
         raise ProtocolError("duplicate", f"seq {seq} was accepted already (the last accepted seq is "
                             f"{last_seq}), and its ts is not later (not a reboot)", seq)
+
+    def _confirms(self, kind: str, seq: int, ts: float | None, now: float) -> bool:
+        """Record refused reading ``seq`` in the run of refusals of ``kind`` (``"seq_jump"`` or
+        ``"clock"``) it follows, else start a run with it; whether the run now confirms it."""
+        r = self._run
+        if r is not None and r.kind == kind and seq > r.seq and (
+                seq <= r.seq + SEQ_JUMP + int(SEQ_PER_S * max(0.0, now - r.now)) if kind == "seq_jump"
+                else ts > r.ts and abs(now - ts - r.offset) <= CLOCK_TOL_S):
+            r = _Refused(kind, r.n + 1, r.first, seq, ts, now, r.offset)
+        else:
+            r = _Refused(kind, 1, now, seq, ts, now, None if ts is None else now - ts)
+        self._run = r
+        if kind == "seq_jump":
+            return r.n >= JUMP_CONFIRM
+        return r.n > 1 and now - r.first >= CLOCK_CONFIRM_S
 
     def accept(self, seq: int, ts: float | None, now: float, how: str) -> None:
         """Record reading ``seq`` as accepted (``how`` from `check_seq`); a late one moves
@@ -255,6 +303,7 @@ class Device:
             self.accepted.add(seq)
         if how != "late":
             self.last_seq, self.last_ts, self.last_recv = seq, ts, now
+            self._run = None
 
     def reboot(self) -> int:
         """Start a new seq epoch: pending readings of the old one are dropped (counted), since a

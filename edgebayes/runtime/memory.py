@@ -10,12 +10,19 @@ DESIGN.md 3, "memory is allocated, not discovered". Two limits from ``[memory]``
   is refused, error kind ``class_limit``). A device is admitted only if
   its share still fits beside what the admitted devices hold or were promised
   (`MemoryPlan.refusal`).
-- ``rss_limit_mb``: the process. `MemoryGuard.check` reads ``/proc/self/statm`` and, from
-  `SHED_FRACTION` of the limit on, sheds in a fixed order, one step per check: background
-  learners first (``shed_background``), then half of the trees' active leaves
-  (``shed_leaves``, repeated while RSS stays high). Each step publishes a ``memory`` alert
-  (docs/protocol.md). If RSS is still at the limit after the leaves were shed, it checkpoints
-  every device and only then stops the runtime (exit 1; a service manager restarts it).
+- ``rss_limit_mb``: the process. `MemoryGuard.check` reads ``/proc/self/statm`` and what the
+  models hold (``memory_bytes()`` of every learner). RSS minus the models is what the rest of
+  the process holds; its lowest value seen is the process's floor, and what it holds above the
+  floor (a large message being copied, allocator slack) is not the models' doing. From
+  `SHED_FRACTION` of the limit on, the models' own excess is RSS over that fraction less what
+  the rest holds above its floor; while it is positive the guard sheds in a fixed order, one
+  step per check: background learners first (``shed_background``), then half of the trees'
+  active leaves (``shed_leaves``, repeated while the models' excess lasts). Each step publishes
+  a ``memory`` alert (docs/protocol.md). RSS high for other reasons is alerted once
+  (``high_rss``) and sheds nothing; the guard is re-armed once RSS falls below
+  `CALM_FRACTION` of the limit. If RSS is still at the limit after the leaves were shed, with
+  the models' excess left, it checkpoints every device and only then stops the runtime (exit
+  1; a service manager restarts it).
 """
 
 from __future__ import annotations
@@ -139,6 +146,7 @@ class MemoryGuard:
     Attributes:
         level: shedding steps taken since RSS was last calm (0 none, 1 background learners,
             2+ leaves).
+        floor_bytes: the lowest RSS minus the models' bytes seen (None before the first check).
         n_alerts: alerts published.
     """
 
@@ -153,6 +161,8 @@ class MemoryGuard:
         self._read_rss = read_rss
         self.level = 0
         self.n_alerts = 0
+        self.floor_bytes: int | None = None
+        self._high_alerted = False  # a high_rss alert went out since RSS was last calm
         self.stopped = False
         self._next = 0.0
 
@@ -164,40 +174,54 @@ class MemoryGuard:
             self.check()
 
     def check(self) -> str | None:
-        """Read RSS and take the next step if it is high; returns the action taken, if any."""
+        """Read RSS and the models' bytes; take the next step if the models' own excess calls
+        for it (module docstring); returns the action taken, if any."""
         if self.stopped:
             return None
         rss = self._read_rss()
+        learners = self._learners()
+        models = sum(learner.memory_bytes() for learner in learners)
+        self.floor_bytes = rss - models if self.floor_bytes is None else min(self.floor_bytes, rss - models)
         if rss < CALM_FRACTION * self.limit_bytes:
-            self.level = 0
+            self.level, self._high_alerted = 0, False
             return None
         if rss < SHED_FRACTION * self.limit_bytes:
             return None
+        excess = rss - SHED_FRACTION * self.limit_bytes - (rss - models - self.floor_bytes)
+        if excess <= 0:  # the rest of the process, not the models: shedding them would not help
+            if self._high_alerted:
+                return None
+            self._high_alerted = True
+            self._send("high_rss", rss, 0, models)
+            log.warning("RSS %d bytes is %.0f %% of the limit, the models hold %d bytes: the rest of the "
+                        "process holds %d bytes above its floor of %d; nothing shed", rss,
+                        100.0 * rss / self.limit_bytes, models, rss - models - self.floor_bytes, self.floor_bytes)
+            return "high_rss"
         if self.level >= 2 and rss >= self.limit_bytes:
-            return self._exit(rss)
+            return self._exit(rss, models)
         self.level += 1
         method = "shed_background" if self.level == 1 else "shed_leaves"
         n_shed = 0
-        for learner in self._learners():
+        for learner in learners:
             n_shed += _shed(learner, method)
-        self._send(method, rss, n_shed)
-        log.warning("RSS %d bytes is %.0f %% of the limit: %s shed %d", rss, 100.0 * rss / self.limit_bytes,
-                    method, n_shed)
+        self._send(method, rss, n_shed, models)
+        log.warning("RSS %d bytes is %.0f %% of the limit, the models' own excess %d bytes: %s shed %d", rss,
+                    100.0 * rss / self.limit_bytes, excess, method, n_shed)
         return method
 
-    def _exit(self, rss: int) -> str:
+    def _exit(self, rss: int, models: int) -> str:
         log.critical("RSS %d bytes is at the limit of %d after shedding: checkpointing, then stopping",
                      rss, self.limit_bytes)
         self._checkpoint()
-        self._send("exit", rss, 0)
+        self._send("exit", rss, 0, models)
         self.stopped = True
         self._stop()
         return "exit"
 
-    def _send(self, action: str, rss: int, n_shed: int) -> None:
+    def _send(self, action: str, rss: int, n_shed: int, models: int) -> None:
         self.n_alerts += 1
         self._alert({"ts": time.time(), "alert": "memory", "action": action, "rss_bytes": rss,
-                     "rss_limit_bytes": self.limit_bytes, "n_shed": n_shed})
+                     "rss_limit_bytes": self.limit_bytes, "n_shed": n_shed, "model_bytes": models})
 
 
 def _shed(learner, method: str) -> int:

@@ -47,11 +47,20 @@
   refuses (a QoS 0 message while disconnected) or the broker refuses (a failure PUBACK) is
   counted in ``n_publish_failed``. QoS 0 publishes are never waited for (casebook C34).
 - Session takeover: another client connecting with our client id takes the session, and the
-  broker drops us (MQTT 5 reason 142, or, as Mosquitto 2.0 does, just closing the socket).
-  Told by reason 142, or by ``TAKEOVER_LOSSES`` connections in a row each lost within
-  ``TAKEOVER_WINDOW_S`` of being made; then it is logged at ERROR, ``alert`` gets a
+  broker drops us (MQTT 5 reason 142, or, as Mosquitto 2.0.11 does for MQTT 5 clients too, just
+  closing the socket, exactly as it does when it is restarted). Told by reason 142, or by
+  ``TAKEOVER_LOSSES`` connections in a row each lost within ``TAKEOVER_WINDOW_S`` of being
+  made, none of them ended by a broker restart; then it is logged at ERROR, ``alert`` gets a
   ``session_taken_over`` alert, and the next reconnect waits ``reconnect_max_s`` instead of
-  taking the session back (and losing it again) every ``reconnect_min_s``.
+  taking the session back (and losing it again) every ``reconnect_min_s``. A restart is told
+  by a failed connect, or by the broker's retained ``UPTIME_TOPIC`` (subscribed at QoS 0 on
+  each connect, never handed to the consumer): an uptime shorter than the time since the
+  previous connection was made means the broker started after it (while a broker is younger
+  than its sys_interval its uptime reads 0, so a takeover is told only once that has passed).
+- Size limit: with ``max_packet_bytes`` the MQTT 5 CONNECT carries a Maximum Packet Size, so
+  the broker drops a larger PUBLISH instead of sending it (Mosquitto 2.0.11 logs "Dropping too
+  large outgoing PUBLISH"): nothing of it is read or copied here. MQTT 3.1.1 has no such
+  property: the broker's ``message_size_limit`` must bound what devices publish.
 """
 
 from __future__ import annotations
@@ -97,6 +106,10 @@ SESSION_TAKEN_OVER = 142
 #: Connections lost this soon after being made, this many times in a row, are a takeover.
 TAKEOVER_WINDOW_S = 10.0
 TAKEOVER_LOSSES = 3
+#: Mosquitto's retained "<seconds> seconds" since it started (updated every sys_interval, 10 s)
+UPTIME_TOPIC = "$SYS/broker/uptime"
+#: room in a packet besides the payload: fixed header, topic, packet id, properties (bytes)
+PACKET_ROOM = 4096
 #: CONNACK reasons of a refused login: "Bad user name or password", "Not authorized" (paho
 #: gives MQTT 3.1.1's return codes 4 and 5 these MQTT 5 values)
 LOGIN_REFUSED = (134, 135)
@@ -127,6 +140,8 @@ class MqttClient:
             (module docstring).
         alert: called (network thread) with a ``session_taken_over`` alert (a dict) on a
             session takeover; it is published on the next connect.
+        max_packet_bytes: the MQTT 5 Maximum Packet Size asked of the broker (None: no limit);
+            ``max_payload_bytes + PACKET_ROOM`` for the runtime (module docstring).
 
     Raises:
         TypeError: ``on_message`` cannot take ``(topic, payload, mid, qos)``.
@@ -138,7 +153,7 @@ class MqttClient:
                  on_message: MessageHandler, receive_maximum: int = 65535,
                  max_backlog_bytes: int = 2**20, on_connected: Callable[[], None] | None = None,
                  can_take: Callable[[], bool] = lambda: True,
-                 alert: Callable[[dict], None] | None = None):
+                 alert: Callable[[dict], None] | None = None, max_packet_bytes: int | None = None):
         try:
             inspect.signature(on_message).bind("topic", b"", 0, 0)
         except TypeError:
@@ -175,6 +190,8 @@ class MqttClient:
         self._held: collections.deque = collections.deque()
         self._max_held = max(1, min(receive_maximum, 65535))
         self._connected_at: float | None = None
+        self._lost_conn_at: float | None = None  # when the connection lost last was made (monotonic)
+        self._uptime_mid: int | None = None  # packet id of the UPTIME_TOPIC subscription
         self._n_quick_losses = 0  # connections in a row lost within TAKEOVER_WINDOW_S
         self._hold_off = False  # a takeover: the next reconnect waits reconnect_max_s
         self._stopping = False
@@ -223,6 +240,8 @@ class MqttClient:
             props = Properties(PacketTypes.CONNECT)
             props.SessionExpiryInterval = cfg.session_expiry_s
             props.ReceiveMaximum = max(1, min(receive_maximum, 65535))
+            if max_packet_bytes is not None:
+                props.MaximumPacketSize = max_packet_bytes
             self._connect_properties = props
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -464,6 +483,7 @@ class MqttClient:
                 client.subscribe([(f, SubscribeOptions(qos=1)) for f in self.subscriptions])
             else:
                 client.subscribe([(f, 1) for f in self.subscriptions])
+            self._uptime_mid = client.subscribe(UPTIME_TOPIC, 0)[1]  # its own SUBACK, granted or not
             self.publish(self.status_topic, b"online", qos=1, retain=True)
             self.n_connects += 1
             self.n_connect_failures = 0
@@ -523,7 +543,7 @@ class MqttClient:
             if self._connected_at is not None and not self._stopping:
                 quick = time.monotonic() - self._connected_at < TAKEOVER_WINDOW_S
                 self._n_quick_losses = self._n_quick_losses + 1 if quick else 0
-                self._connected_at = None
+                self._lost_conn_at, self._connected_at = self._connected_at, None
                 if reason_code.value == SESSION_TAKEN_OVER or self._n_quick_losses >= TAKEOVER_LOSSES:
                     self._taken_over(reason_code)
         except Exception:  # noqa: BLE001 (counted and logged: casebook C31)
@@ -550,6 +570,8 @@ class MqttClient:
 
     def _on_subscribe(self, client, userdata, mid, reason_code_list, properties) -> None:
         try:
+            if mid == self._uptime_mid:  # a broker without it, or an ACL denying it: no restart told
+                return
             refused = [(f, rc) for f, rc in zip(self.subscriptions, reason_code_list) if rc.is_failure]
             for f, rc in refused:
                 log.error("subscription to %s refused: %s", f, rc.getName())
@@ -569,6 +591,9 @@ class MqttClient:
             self._callback_error("on_publish")
 
     def _on_message(self, client, userdata, msg) -> None:
+        if msg.topic == UPTIME_TOPIC:
+            self._on_uptime(msg.payload)
+            return
         try:
             item = (msg.topic, Retained(msg.payload) if msg.retain else msg.payload, msg.mid, msg.qos)
         except Exception:  # noqa: BLE001 (a topic that is not UTF-8: counted, logged, acknowledged)
@@ -579,6 +604,18 @@ class MqttClient:
             self._held.append(item)
         else:
             self._deliver(*item)
+
+    def _on_uptime(self, payload: bytes) -> None:
+        """The broker's uptime: shorter than the time since the connection lost last was made,
+        the broker was restarted since, and that loss was no takeover."""
+        try:
+            uptime_s = float(payload.split()[0])
+        except (IndexError, ValueError):
+            return
+        lost = self._lost_conn_at
+        if lost is not None and uptime_s < time.monotonic() - lost and self._n_quick_losses:
+            log.info("the broker was restarted (up %g s): the connection lost was no session takeover", uptime_s)
+            self._n_quick_losses = 0
 
     def _deliver(self, topic: str, payload: bytes, mid: int, qos: int) -> None:
         try:

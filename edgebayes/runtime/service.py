@@ -29,7 +29,7 @@ from edgebayes.runtime.config import Config
 from edgebayes.runtime.discovery import Discovery
 from edgebayes.runtime.ingest.intake import Intake
 from edgebayes.runtime.journal import Journal
-from edgebayes.runtime.mqtt import MqttClient
+from edgebayes.runtime.mqtt import PACKET_ROOM, MqttClient
 from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 
@@ -68,6 +68,7 @@ class Runtime:
             on_message=self._submit, receive_maximum=config.queue.max_size,
             max_backlog_bytes=config.output.max_backlog_bytes, on_connected=self._connected,
             can_take=self._can_take, alert=self._alert,
+            max_packet_bytes=config.queue.max_payload_bytes + PACKET_ROOM,
         )
         self.worker = Worker(config, self.topics, store, journal, client=self.client, intake=self.intake,
                              tick_hooks=tick_hooks, watchers=[self.discovery] if self.discovery else [])

@@ -39,6 +39,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from edgebayes.codec import encode
+from edgebayes.runtime.admission import Admission
 from edgebayes.runtime.checkpoint import CheckpointError, CheckpointForeign, CheckpointReadError, CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.device import Device
@@ -101,6 +102,8 @@ class Worker:
         self.tick_hooks: list[Callable[[], None]] = list(tick_hooks)
         self.watchers = tuple(watchers)
         self.memory = plan_memory(config)  # models built with their max_size_bytes share
+        self.admission = Admission(topics, self.intake.filters, config.memory.new_devices_per_min,
+                                   config.memory.evict_idle_s)
         self.guard = None
         if config.memory.rss_limit_mb is not None:
             self.guard = MemoryGuard(
@@ -133,6 +136,8 @@ class Worker:
         self.n_replayed = 0  # journal entries learned again at start
         self.n_late = 0  # readings taken below their device's last seq (Device.check_seq)
         self.n_saved_at_stop = 0  # devices the final checkpoint round wrote (stop)
+        self.n_evicted = 0  # idle devices checkpointed and dropped to make room (admit_device)
+        self._replaying = False  # the journal is being replayed: no rate of new devices
         self.started_at = time.time()
         now = time.monotonic()
         self._next_tick = now + TICK_S
@@ -303,7 +308,7 @@ class Worker:
         and the devices they changed are checkpointed after it; nothing is published (their
         predictions went out before the crash, or were never wanted). A journal that cannot be
         written (a full or read-only disk) leaves the runtime serving without durability."""
-        live, self.client = self.client, _Muted()
+        live, self.client, self._replaying = self.client, _Muted(), True
         counts = [0, 0]  # entries read, entries replayed
         failed = None
         try:
@@ -316,7 +321,7 @@ class Worker:
                 for _ in replay:  # the rest replayed, nothing written
                     pass
         finally:
-            self.client = live
+            self.client, self._replaying = live, False
         self.n_replayed = counts[1]
         if counts[0]:
             log.info("journal: %d messages replayed, %d already in their device's checkpoint",
@@ -378,6 +383,8 @@ class Worker:
         device = item.device
         try:
             if isinstance(item, Reading):
+                if device not in self.devices:
+                    self._check_new(device, topic, item.seq)
                 self._reading(item, t_recv)
             else:
                 self._label(item)
@@ -428,6 +435,9 @@ class Worker:
             self._learn(dev, r.seq, r.x, y, y_preds)
         else:
             dev.pending.add(r.seq, Pending(time.time(), r.x, y_preds))
+        if how == "reboot" and self.store is not None and not self._replaying:
+            # a reboot told by the arrival times (Device.check_seq) is not told again by a replay
+            self._save(r.device)
 
     def _label(self, lab: Label) -> None:
         dev = self._device(lab.device, create=False)
@@ -481,15 +491,64 @@ class Worker:
         self.client.publish(out_topic, encode(msg, self._fmt), qos=0)
 
     # --- devices --------------------------------------------------------------------------
+    def _check_new(self, device: str, topic: str, seq: int) -> None:
+        """A reading of a device not in memory: unless it has a checkpoint, it counts against
+        its source's rate of new ids (``Admission``); ``ProtocolError`` ``device_limit`` past it."""
+        if self._replaying or (self.store is not None and self.store.exists(device)):
+            return  # acknowledged before the crash, or known
+        why = self.admission.take_new(device, topic)
+        if why is not None:
+            raise ProtocolError("device_limit", why, seq)
+
     def admit_device(self, device: str) -> str | None:
-        """Why a new device cannot be served (None: it can): the model budget, then max_devices."""
+        """Why a new device cannot be served (None: it can): the model budget, then max_devices.
+        While either is full, idle devices are evicted to make room (``_evict``)."""
+        idle = None
+        while True:
+            refusal = self._no_room(device)
+            if refusal is None:
+                return None
+            if idle is None:  # least recently served first; none without checkpoints, nor in a replay
+                # (a checkpoint written then would claim journal entries not replayed yet)
+                idle = self.admission.idle() if self.store is not None and not self._replaying else []
+            evicted = False
+            while idle and not evicted:
+                evicted = self._evict(idle.pop(0))
+            if not evicted:
+                return refusal
+
+    def _no_room(self, device: str) -> str | None:
         refusal = self.memory.refusal(device, self.devices)
-        if refusal:
-            return refusal
         limit = self.config.memory.max_devices
-        if len(self.devices) >= limit:
-            return f"device {device} refused: the runtime serves at most {limit} devices"
-        return None
+        if not refusal and len(self.devices) >= limit:
+            refusal = f"device {device} refused: the runtime serves at most {limit} devices"
+        return refusal
+
+    def _evict(self, device: str) -> bool:
+        """Write ``device``'s checkpoint and drop it from memory (its next reading restores it);
+        False, and it stays, if the checkpoint cannot be written."""
+        if device not in self.devices or not self._save(device):
+            return False
+        del self.devices[device]
+        self.admission.forget(device)
+        self.n_evicted += 1
+        log.info("device %s evicted (idle, checkpointed) to make room; %d evicted so far", device, self.n_evicted)
+        return True
+
+    def _save(self, device: str, pos: list | None = None) -> bool:
+        """Write ``device``'s checkpoint with the journal position it includes (None: the
+        journal's position now); False if it cannot be written (told through ``Durability``)."""
+        if pos is None and self.journal is not None:
+            pos = self.journal.position()
+        try:
+            self.store.save(device, self.devices[device].state(pos))
+        except Exception as exc:  # noqa: BLE001 (any failure: retried at the next interval)
+            self.durability.checkpoint_failed(device, exc)
+            return False
+        self.devices[device].journal_pos = pos
+        self._dirty.discard(device)
+        self.durability.checkpoint_written(device)
+        return True
 
     def _new_device(self, device: str) -> Device:
         c = self.config
@@ -503,6 +562,7 @@ class Worker:
         restored (left as it is: the device is not served, so no fresh model overwrites it)."""
         dev = self.devices.get(device)
         if dev is not None:
+            self.admission.served(device)
             return dev
         saved = self.store is not None and self.store.exists(device)
         if not saved and not create:
@@ -514,6 +574,7 @@ class Worker:
         how = f"restored from its checkpoint (last seq {dev.last_seq})" if dev is not None else "new"
         dev = dev or self._new_device(device)
         self.devices[device] = dev
+        self.admission.served(device)
         log.info("device %s admitted, %s; %d of at most %d devices", device, how, len(self.devices),
                  self.config.memory.max_devices)
         return dev
@@ -615,14 +676,7 @@ class Worker:
         pos = journal.position() if journal is not None else None
         n = 0
         for name in names:
-            try:
-                self.store.save(name, self.devices[name].state(pos))
-                self.devices[name].journal_pos = pos
-                self._dirty.discard(name)
-                self.durability.checkpoint_written(name)
-                n += 1
-            except Exception as exc:  # noqa: BLE001 (any failure: retried at the next interval)
-                self.durability.checkpoint_failed(name, exc)
+            n += self._save(name, pos)
         if journal is None or (self._dirty and (self._journal_failed or self._journal_off)):
             return n
         try:
@@ -695,7 +749,7 @@ class Worker:
             "n_reboots": sum(dev.n_reboots for dev in self.devices.values()),
             "n_publish_failed": getattr(self.client, "n_publish_failed", 0),
             "n_errors_suppressed": self.n_errors_suppressed, "n_internal_errors": self.n_internal_errors,
-            "n_replayed": self.n_replayed, "n_late": self.n_late,
+            "n_replayed": self.n_replayed, "n_late": self.n_late, "n_evicted": self.n_evicted,
             "journal_bytes": self.journal.size if self.journal is not None else 0,
             "n_journal_syncs": self.journal.n_syncs if self.journal is not None else 0,
             "durable": self.journal is not None and self.durability.durable and not self._journal_off,
