@@ -5,16 +5,15 @@ checkpoint are known and never counted against it."""
 
 import time
 
-import msgpack
-
+from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import load_config
 from edgebayes.runtime.service import Runtime
-from tests.runtime_client import Device, blobs, wait_for, write_config
+from tests.runtime_client import FEATURES, Device, blobs, wait_for, write_config
 
 
 def _runtime(broker, tmp_path, memory: str, checkpoints=True) -> Runtime:
     cfg = write_config(tmp_path / "rt.toml", broker, checkpoint_dir=tmp_path / "ck" if checkpoints else None,
-                       extra=f"[memory]\n{memory}")
+                       extra=f"[memory]\n{memory}" + ("" if checkpoints else "[checkpoint]\nenabled = false\n"))
     rt = Runtime(load_config(cfg))
     rt.start()
     wait_for(rt.client.subscribed.is_set, what="runtime subscription")
@@ -45,8 +44,7 @@ def test_a_new_device_is_admitted_when_junk_ids_fill_max_devices(broker, tmp_pat
         assert rt.worker.errors["device_limit"] == 0 and dev.got("error") == []
         assert rt.worker.n_evicted == 3  # good (for junk7), junk0 (for new), junk1 (for good again)
         assert sorted(rt.worker.devices) == ["good", "junk2", "junk3", "junk4", "junk5", "junk6", "junk7", "new"]
-        saved = msgpack.unpackb((tmp_path / "ck" / "junk0.ckpt").read_bytes(), strict_map_key=False)
-        assert saved["device"]["last_seq"] == 0
+        assert CheckpointStore(tmp_path / "ck", FEATURES).read("junk0")["last_seq"] == 0
         good = rt.worker.devices["good"]
         assert (good.last_seq, good.slots[0].n_labels) == (1, 2)  # restored: it learned both
     finally:

@@ -50,9 +50,13 @@ def _run(config: Path, log: Path) -> subprocess.Popen:
     return proc
 
 
-def _config(tmp_path, broker, ck, interval_s: float, extra: str = "") -> Path:
+V311 = 'protocol = "mqttv311"\n'  # a [broker] line
+
+
+def _config(tmp_path, broker, ck, interval_s: float, extra: str = "", broker_extra: str = "") -> Path:
     cfg = write_config(tmp_path / f"rt-{interval_s}.toml", broker, checkpoint_dir=ck, extra=extra)
-    cfg.write_text(cfg.read_text().replace("interval_s = 0.3", f"interval_s = {interval_s}\nsync_interval_s = {SYNC_S}"))
+    cfg.write_text(cfg.read_text().replace("interval_s = 0.3", f"interval_s = {interval_s}\nsync_interval_s = {SYNC_S}")
+                   .replace("[broker]\n", "[broker]\n" + broker_extra))
     return cfg
 
 
@@ -78,7 +82,7 @@ def predicted(dev: Device, device: str, n: int) -> None:
 
 
 def kill_and_count(proc, tmp_path, broker, ck, log, expected: dict[str, int], before_restart=None,
-                   extra: str = "") -> dict:
+                   extra: str = "", broker_extra: str = "") -> dict:
     """SIGKILL the runtime, restart it (checkpoints every 0.3 s), wait for ``expected``
     (device -> readings learned), stop it with SIGTERM; what each device's checkpoint holds."""
     time.sleep(20 * SYNC_S)  # every reading processed is fsynced and acknowledged by now
@@ -86,7 +90,7 @@ def kill_and_count(proc, tmp_path, broker, ck, log, expected: dict[str, int], be
     assert proc.wait(10) == -signal.SIGKILL
     if before_restart is not None:
         before_restart()
-    proc = _run(_config(tmp_path, broker, ck, 0.3, extra), log)
+    proc = _run(_config(tmp_path, broker, ck, 0.3, extra, broker_extra), log)
     try:
         with contextlib.suppress(AssertionError):  # asserted by the caller, with the counts
             wait_for(lambda: all(n_learned(ck, d) == n for d, n in expected.items()), timeout_s=15,
@@ -110,7 +114,8 @@ def test_an_oversize_reading_between_others_costs_no_acknowledged_reading(tmp_pa
     """A frame longer than the reader accepts used to be journaled: at the restart the reader
     took it for a torn tail and dropped every entry after it (50 of 100 here)."""
     ck, log = tmp_path / "ck", tmp_path / "rt.log"
-    proc = _run(_config(tmp_path, broker, ck, 3600), log)
+    # MQTT 3.1.1: no Maximum Packet Size in CONNECT, so the broker delivers the oversize reading
+    proc = _run(_config(tmp_path, broker, ck, 3600, broker_extra=V311), log)
     dev = Device(broker)
     data = blobs(100, seed=5)
     publish(dev, "d2", data[:50])
@@ -118,7 +123,7 @@ def test_an_oversize_reading_between_others_costs_no_acknowledged_reading(tmp_pa
     publish(dev, "d2", data[50:], first=50)
     predicted(dev, "d2", 100)
     wait_for(lambda: any(e["kind"] == "oversize" for e in dev.got("error")), what="the oversize refusal")
-    learned = kill_and_count(proc, tmp_path, broker, ck, log, {"d2": 100})
+    learned = kill_and_count(proc, tmp_path, broker, ck, log, {"d2": 100}, broker_extra=V311)
     assert learned == {"d2": 100}  # none lost, none learned twice
     assert "messages replayed" in log.read_text()
 
