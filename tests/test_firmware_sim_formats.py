@@ -14,36 +14,10 @@ from firmware_sim.device import SimConfig, build_devices
 from firmware_sim.monitor import Monitor
 from firmware_sim.runner import Simulator
 from tests.runtime_client import wait_for
+from tests.test_sources_e2e import SOURCES
 
 N = 60
-CONFIG = """
-[schema]
-features = ["attrib1", "attrib2", "attrib3"]
-[[models]]
-name = "nb"
-kind = "gaussian_nb"
-[output]
-format = "json"
-[[sources]]
-kind = "tasmota"
-topic = "tele/+/SENSOR"
-features = { attrib1 = "SIM.attrib1", attrib2 = "SIM.attrib2", attrib3 = "SIM.attrib3" }
-[[sources]]
-kind = "tasmota"
-topic = "stat/+/RESULT"
-label = "Var1"
-label_window_after_s = 0.5
-[[sources]]
-kind = "zigbee2mqtt"
-topic = "zigbee2mqtt/z-0"
-device = "z-0"
-features = { attrib1 = "attrib1", attrib2 = "attrib2", attrib3 = "attrib3" }
-[[sources]]
-kind = "zigbee2mqtt"
-topic = "zigbee2mqtt/z-0_label"
-device = "z-0"
-label = "action"
-label_window_after_s = 0.5
+CONFIG = SOURCES + """\
 [[sources]]
 kind = "esphome"
 topic = "e-0/sensor/+/state"
