@@ -337,3 +337,24 @@ def test_behind_lists_every_peer_ahead_by_more_than_the_seeds_spread():
         "- Accuracy on NOMAO: River ARF 97.45 % vs our best (SRP) 97.20 % (0.25 points behind; seeds' spread 0.20).",
         "- Accuracy on NOMAO: River NB 87.60 % vs our NB 75.00 % (12.60 points behind; seeds' spread 0.00).",
     ]
+
+
+def test_the_claims_give_each_verdict_from_the_numbers():
+    """Ranks over the paper's columns (SRP first, a tie, or another first), the real-set order
+    SRP >= BAG >= SRS per set, and the depth and kappa curves checkpoint by checkpoint."""
+    from bench import sections
+
+    acc = {"AGR_A": {"NB": 60.0, "HT": 70.0, "SRP": 90.0, "SRS": 89.0, "BAG": 80.0},
+           "NOMAO": {"NB": 80.0, "HT": 90.0, "SRP": 96.0, "SRS": 97.0, "BAG": 98.0},
+           "ADS": {"NB": 80.0, "HT": 90.0, "SRP": 99.0, "SRS": 97.0, "BAG": 98.0}}
+    curves = {"LED_A": {"SRP": [(1, 0, 0.3, 5.0), (2, 0, 0.3, 9.0)], "BAG": [(1, 0, 0.8, 6.0), (2, 0, 0.9, 8.0)],
+                        "SRS": [(1, 0, 0.2, 1.0), (2, 0, 0.2, 2.0)]}}
+    lines = sections.claims_section(acc, curves, report.PAPER, {"NOMAO", "ADS"}, "1,000 samples", "cmd")
+    assert lines[0] == sections.CLAIMS
+    one, two, three, four, five = (next(x for x in lines if x.startswith(f"{k}. ")) for k in range(1, 6))
+    assert "1,000 samples) and the paper's columns it runs: holds: SRP 1.67, BAG 2.00, SRS 2.33" in one
+    assert "Real sets: does not hold (BAG first): BAG 1.50, SRP 2.00, SRS 2.50" in two
+    assert "holds on 1 of 2 real sets (ADS); BAG above SRP on NOMAO (+2.00); SRS above BAG on none" in three
+    assert four.endswith("Does not hold at every checkpoint: LED_A: SRP above BAG at 1 of 2 checkpoints; "
+                         "LED_A: SRP above SRS at 2 of 2 checkpoints.")
+    assert "Holds: LED_A: SRP below BAG at 2 of 2 checkpoints; LED_A: SRS below BAG at 2 of 2" in five
