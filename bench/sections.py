@@ -124,7 +124,8 @@ def claims_section(acc: dict, curves: dict, paper: dict, real, length: str, comm
     SRP, SRS, BAG)}, ``real`` the real sets' names, ``length`` what the synthetic streams ran (words)."""
     real = set(real)
     L = [CLAIMS, "",
-         f"Reproduce: `{command}` (this section is computed from section 1's means and section 2's curves). Each "
+         f"Reproduce: `{command}` (this section is computed from section 1's means and section 2's curves; its "
+         f"synthetic streams: {length}, the paper's 1,000,000). Each "
          "claim of the paper that its Table I or figures 3-6 support, in its words or close, then its verdict on "
          "this run. The paper ranks 10 columns (LB, OAUE, DWM, OB and ARF beside ours); the ranks here are over "
          "the columns both have (NB, HT, SRP, SRS, BAG), so they are comparable with each other, not with the "
