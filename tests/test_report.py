@@ -358,3 +358,18 @@ def test_the_claims_give_each_verdict_from_the_numbers():
     assert four.endswith("Does not hold at every checkpoint: LED_A: SRP above BAG at 1 of 2 checkpoints; "
                          "LED_A: SRP above SRS at 2 of 2 checkpoints.")
     assert "Holds: LED_A: SRP below BAG at 2 of 2 checkpoints; LED_A: SRS below BAG at 2 of 2" in five
+
+
+def test_moa_reads_elecs_day_as_a_nominal_attribute(tmp_path):
+    """What MOA itself makes of the ARFF file: ELEC's day nominal with its 7 values, period numeric."""
+    pytest.importorskip("capymoa", reason="capymoa is not installed (MOA's columns need it)")
+    from capymoa.stream import ARFFStream
+
+    from bench.srp import write_arff
+
+    X, y, schema = report.load("ELEC", None)
+    write_arff(tmp_path / "elec.arff", X[:100], y[:100], schema)
+    header = ARFFStream(str(tmp_path / "elec.arff")).get_schema().get_moa_header()
+    day, period = (schema.feature_names.index(n) for n in ("day", "period"))
+    assert header.attribute(day).isNominal() and header.attribute(day).numValues() == 7
+    assert header.attribute(period).isNumeric()
