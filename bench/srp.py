@@ -22,6 +22,9 @@ Systems (``--systems``):
   ``measureByteSize``, which needs the SizeOf java agent: the agent's classes ship inside
   CapyMOA's moa.jar without the manifest entry, so the bench writes a two-file agent jar to the
   temporary directory and starts the JVM with ``-javaagent`` (when that fails, bytes show -1).
+  The ARFF file declares the schema's nominal features ``{0,1,...}`` (`write_arff`), so MOA
+  treats them as nominal. `moa_learner` also builds MOA's NaiveBayes, HoeffdingTree and SRP's
+  Resampling variant (BAG) for ``python -m bench.report``.
 
 Columns: accuracy in %, samples/s (our and River's: process CPU time of predict + learn; MOA:
 CapyMOA's CPU time of its evaluation loop, JIT and GC threads included), model bytes at the end
