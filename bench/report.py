@@ -1,6 +1,6 @@
 """The published comparison: edgebayes against River and MOA on the same streams, in one run.
 
-    python -m bench.report --jobs 2 --resume rows.jsonl  # full: per `PLAN` (estimated 5.5 h on 2 cores)
+    python -m bench.report --jobs 2 --resume rows.jsonl  # full: per `PLAN` (estimated 5.4 h on 2 cores)
     python -m bench.report --plan --jobs 2   # the full run's rows, samples, seeds and estimated time; no run
     python -m bench.report --quick           # small: 5,000 samples, 3 streams, one seed (a few minutes)
     python -m bench.report --samples 20000 --seeds 2 --streams AGR_G LED_A ELEC --jobs 2 --out /tmp/r
@@ -18,7 +18,7 @@ Writes ``docs/results.md`` (``--out``), and PNG plots next to it when matplotlib
    counterpart's, and every cell beside the paper's. River's SRPClassifier and ARFClassifier in a
    table of their own. The full run follows `PLAN`: Table I at the paper's 1,000,000 samples of
    each synthetic stream, 3 seeds; River's ensembles at 200,000, one seed; the real sets whole
-   (``--plan``: about 5.5 h on 2 cores; ``--resume`` carries it over several sessions). A section
+   (``--plan``: about 5.4 h on 2 cores; ``--resume`` carries it over several sessions). A section
    after 2 gives the paper's claims, one by one, with their verdict on the run (`bench.sections`).
 2. Seed 000, figures 3-6: average pairwise kappa and average tree depth over time for SRP, SRS
    and BAG on AGR_G and LED_A (`edgebayes.ensemble.diagnostics.DiversityMonitor`).
@@ -389,8 +389,8 @@ def run_rows(tasks: list[dict], jobs: int, resume: Path | None = None) -> list[d
 
 #: Process CPU seconds of a row of 100 samples (interpreter, imports; MOA: the JVM), per system.
 FIXED_S = {"NB": 0.3, "HT": 0.3, "SRP": 0.3, "SRS": 0.3, "BAG": 0.3, "River SRP": 2.0, "River ARF": 1.5,
-           "MOA SRP": 4.7, "River NB": 1.7, "River HT": 1.6, "NB mixed": 0.3, "MOA NB": 3.5, "MOA HT": 3.5,
-           "MOA BAG": 4.7}
+           "MOA SRP": 4.7, "River NB": 1.7, "River HT": 1.6, "NB mixed": 0.2, "MOA NB": 3.3, "MOA HT": 3.5,
+           "MOA BAG": 4.6}
 #: Samples per CPU second of a row beyond `FIXED_S` (the stream, the learner, its input dicts, MOA's
 #: ARFF file; on AGR_G and LED_A with section 2's diversity curves), per system and stream, printed
 #: by ``--measure`` (seed 1; 2026-12-01, AMD EPYC, 2 cores, one of them busy with other work):
@@ -428,21 +428,24 @@ SPEED = {
     "River HT": {"LED_A": 2_960, "LED_G": 2_900, "AGR_A": 13_100, "AGR_G": 17_500, "RBF_M": 11_800,
                  "RBF_F": 12_000, "ELEC": 26_800, "ELEC_NODATE": 18_000, "WEATHER": 50_000, "OCCUPANCY": 27_800,
                  "POWERSUPPLY": 9_420, "GAS": 732, "WISDM": 2_640, "NOMAO": 2_560, "ADS": 190},
-    # Not yet measured by --measure. The synthetic streams: one AGR_A row each at 1,000,000 samples, seed
-    # 1 (2026-12-02; NB mixed 25.3 s CPU, MOA NB 22.4 s, MOA HT 23.2 s, MOA BAG 637 s), the same
-    # speed taken for the other five; the real sets: the rows named, whole, seed 1, and for the others
-    # `_like`'s speed there x the two systems' ratio on ELEC (below). MOA BAG: MOA SRP's x its AGR_A ratio
-    # to MOA SRP's 2,340 (0.68: every tree sees all the features). The full run's first step refreshes them:
-    # python -m bench.report --measure --samples 100000 --systems "NB mixed" "MOA NB" "MOA HT" "MOA BAG"
-    "NB mixed": {**dict.fromkeys(PRESETS, 40_000), "ELEC": 82_700, "NOMAO": 6_390, "ADS": 132},
-    "MOA NB": {**dict.fromkeys(PRESETS, 52_900), "ELEC": 48_400, "NOMAO": 16_900, "ADS": 1_770},
-    "MOA HT": {**dict.fromkeys(PRESETS, 50_800), "ELEC": 43_100, "NOMAO": 10_000, "ADS": 1_000},
+    # The four columns added on 2026-12-02. Real sets: ``--measure --samples 100000 --systems "NB mixed" "MOA NB"
+    # "MOA HT" "MOA BAG" --streams`` (the nine real sets, whole). Synthetic streams: one AGR_A row each at
+    # 1,000,000 samples, seed 1 (NB mixed 25.3 s CPU, MOA NB 22.4 s, MOA HT 23.2 s, MOA BAG 637 s), the
+    # same speed taken for the other five streams; MOA BAG's: MOA SRP's x their AGR_A ratio (1,580 / 2,340:
+    # every tree sees all the features). ``--measure --samples 100000`` on the synthetic streams refreshes them.
+    "NB mixed": {**dict.fromkeys(PRESETS, 40_000), "ELEC": 59_500, "ELEC_NODATE": 58_700, "WEATHER": 81_800,
+                 "OCCUPANCY": 82_000, "POWERSUPPLY": 93_900, "GAS": 17_000, "WISDM": 29_300, "NOMAO": 5_650,
+                 "ADS": 2_800},
+    "MOA NB": {**dict.fromkeys(PRESETS, 52_900), "ELEC": 81_300, "ELEC_NODATE": 33_300, "WEATHER": 33_300,
+               "OCCUPANCY": 102_000, "POWERSUPPLY": 70_600, "GAS": 8_340, "WISDM": 16_900, "NOMAO": 9_270,
+               "ADS": 769},
+    "MOA HT": {**dict.fromkeys(PRESETS, 50_800), "ELEC": 66_200, "ELEC_NODATE": 40_600, "WEATHER": 162_000,
+               "OCCUPANCY": 260_000, "POWERSUPPLY": 68_600, "GAS": 5_520, "WISDM": 21_700, "NOMAO": 7_450,
+               "ADS": 672},
+    "MOA BAG": {"ELEC": 3_600, "ELEC_NODATE": 3_660, "WEATHER": 2_400, "OCCUPANCY": 11_100, "POWERSUPPLY": 3_720,
+                "GAS": 508, "WISDM": 684, "NOMAO": 955, "ADS": 348},
 }
-SPEED["MOA BAG"] = {stream: v * 1_580 / SPEED["MOA SRP"]["AGR_A"] for stream, v in SPEED["MOA SRP"].items()}
-for _system, _like in (("NB mixed", "NB"), ("MOA NB", "MOA SRP"), ("MOA HT", "MOA SRP")):
-    # a real set not yet measured: `_like`'s speed there x the two systems' ratio on ELEC
-    for _stream in REAL:
-        SPEED[_system].setdefault(_stream, SPEED[_like][_stream] * SPEED[_system]["ELEC"] / SPEED[_like]["ELEC"])
+SPEED["MOA BAG"].update({stream: SPEED["MOA SRP"][stream] * 1_580 / SPEED["MOA SRP"]["AGR_A"] for stream in PRESETS})
 #: A system's speed over a long stream over its `SPEED`, where the short runs are far shorter than
 #: the plan's rows: River's ensembles (measured on 20,000 samples) ran AGR_A's 100,000 at 0.81x
 #: (SRP) and 0.87x (ARF) their samples/s on 20,000, their trees larger. (Our ensembles and MOA,
@@ -456,7 +459,7 @@ SEED001_S = 15
 #: paper's 1,000,000 samples with 3 seeds; River's SRP and ARF, which alone took 3.9 of the 4.8 CPU
 #: hours of the 200,000-sample run of 2026-12-02, stay at 200,000 and one seed in a table of their
 #: own, and River's NB and HT (section 4's speed ratios) at 200,000 too. ``--plan`` prints the
-#: estimate: 5.5 h on 2 cores, over `BUDGET_S` (MOA's SRP and BAG alone take 5.3 h of CPU, River's
+#: estimate: 5.4 h on 2 cores, over `BUDGET_S` (MOA's SRP and BAG alone take 5.2 h of CPU, River's
 #: SRP and ARF 3.7 h); ``--resume`` carries the finished rows from one session to the next.
 PLAN = {
     **{system: {"samples": 1_000_000, "seeds": 3} for system in TABLE1},
