@@ -22,6 +22,9 @@ Systems (``--systems``):
   ``measureByteSize``, which needs the SizeOf java agent: the agent's classes ship inside
   CapyMOA's moa.jar without the manifest entry, so the bench writes a two-file agent jar to the
   temporary directory and starts the JVM with ``-javaagent`` (when that fails, bytes show -1).
+  The ARFF file declares the schema's nominal features ``{0,1,...}`` (`write_arff`), so MOA
+  treats them as nominal. `moa_learner` also builds MOA's NaiveBayes, HoeffdingTree and SRP's
+  Resampling variant (BAG) for ``python -m bench.report``.
 
 Columns: accuracy in %, samples/s (our and River's: process CPU time of predict + learn; MOA:
 CapyMOA's CPU time of its evaluation loop, JIT and GC threads included), model bytes at the end
@@ -140,19 +143,37 @@ def write_arff(path: Path, X, y, schema) -> None:
                              for j, v in enumerate(xi)) + f",{yi}\n")
 
 
-def run_moa(X, y, schema, seed, tmp: Path) -> dict:
-    from capymoa.classifier import StreamingRandomPatches
+def moa_learner(learner: str, schema, seed: int, ht: dict | None = None):
+    """A CapyMOA learner: ``"SRP"`` / ``"BAG"`` (MOA's StreamingRandomPatches, training method
+    RandomPatches / Resampling, the paper's settings), ``"NB"`` (NaiveBayes) or ``"HT"``
+    (HoeffdingTree with ``ht``: grace_period, delta, tau, leaf_prediction "nba")."""
+    from capymoa.classifier import HoeffdingTree, NaiveBayes, StreamingRandomPatches
+
+    if learner == "NB":
+        return NaiveBayes(schema=schema, random_seed=seed)
+    if learner == "HT":
+        ht = ht or {}
+        return HoeffdingTree(schema=schema, random_seed=seed, grace_period=ht.get("grace_period", 200),
+                             confidence=ht.get("delta", 1e-7), tie_threshold=ht.get("tau", 0.05),
+                             leaf_prediction="NaiveBayesAdaptive")
+    method = {"SRP": "RandomPatches", "BAG": "Resampling"}[learner]
+    return StreamingRandomPatches(
+        schema=schema, random_seed=seed, ensemble_size=PAPER["n_models"],
+        base_learner=f"trees.HoeffdingTree -g {TREE['grace_period']} -c {TREE['delta']}",
+        max_features=PAPER["subspace_size"], lambda_param=PAPER["lam"], training_method=method,
+    )
+
+
+def run_moa(X, y, schema, seed, tmp: Path, learner: str = "SRP", ht: dict | None = None) -> dict:
+    """MOA's ``learner`` (`moa_learner`) test-then-train on (X, y) written to an ARFF file
+    (`write_arff`: the schema's nominal features as ARFF nominal attributes), in MOA's own loop."""
     from capymoa.evaluation import prequential_evaluation
     from capymoa.stream import ARFFStream
 
     path = tmp / "stream.arff"
     write_arff(path, X, y, schema)
     stream = ARFFStream(str(path))
-    model = StreamingRandomPatches(
-        schema=stream.get_schema(), random_seed=seed, ensemble_size=PAPER["n_models"],
-        base_learner=f"trees.HoeffdingTree -g {TREE['grace_period']} -c {TREE['delta']}",
-        max_features=PAPER["subspace_size"], lambda_param=PAPER["lam"],
-    )
+    model = moa_learner(learner, stream.get_schema(), seed, ht)
     result = prequential_evaluation(stream, model, max_instances=len(y), window_size=len(y), optimise=True)
     try:
         size = int(model.moa_learner.measureByteSize())
