@@ -87,7 +87,7 @@ def run(n_flips: int, n_readings: int, seed: int) -> dict:
             spoilt[bit // 8] ^= 1 << (bit % 8)
             (copy / "d1.ckpt").write_bytes(bytes(spoilt))
             try:
-                dev = _worker(copy)._device("d1", create=True)
+                dev = _worker(copy).registry.get("d1", create=True)
             except ProtocolError:
                 counts["refused"] += 1
             else:

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from edgebayes.naive_bayes import GaussianNB
+from edgebayes.runtime import registry as registry_module
 from edgebayes.runtime import worker as worker_module
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.messages import ProtocolError
@@ -45,7 +46,7 @@ def _two_generations(ck):
 
 def _restored(ck):
     w = worker(store=CheckpointStore(ck, FEATURES), models=MODELS)
-    return w, w._device("d1", create=True)
+    return w, w.registry.get("d1", create=True)
 
 
 # --- one bad byte -----------------------------------------------------------------------------
@@ -113,8 +114,8 @@ def test_a_checkpoint_that_cannot_be_read_refuses_the_device_and_is_never_overwr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d1.ckpt", "d1.ckpt.1", "kept"]  # nothing moved aside
     (tmp_path / "d1.ckpt").rmdir()
     (tmp_path / "kept").rename(tmp_path / "d1.ckpt")
-    monkeypatch.setattr(worker_module, "READ_RETRY_S", 0.0)
-    w._unreadable["d1"] = (0.0, "")  # the retry is due
+    monkeypatch.setattr(registry_module, "READ_RETRY_S", 0.0)
+    w.registry._unreadable["d1"] = (0.0, "")  # the retry is due
     send(w, "d1", "reading", {"seq": 82, "x": [0, 0, 0], "y": "a"})
     assert [p["seq"] for p in w.client.on("prediction")] == [82]
     assert w.devices["d1"].slots[0].learner.state()["n"] == 81.0  # the 80 it had learned, and seq 82
@@ -295,7 +296,7 @@ def test_unconfigured_models_stay_in_the_checkpoint_for_a_config_that_names_them
     assert "model 'nb' (gaussian_nb) is not configured; kept" in caplog.text
     w2.checkpoint(all_devices=True)
     w3 = worker(store=store, models=MODELS)  # nb back
-    dev = w3._device("d1", create=True)
+    dev = w3.registry.get("d1", create=True)
     assert dev.slots[0].learner.state() == before["models"][0]["learner"]
     assert sorted(dev.pending._items) == [16, 17, 18, 19]
     # matched by name: ht's reading-time prediction kept; nb's was not kept by the run without nb
@@ -315,7 +316,7 @@ def test_a_removed_feature_a_tree_takes_refuses_the_device_and_leaves_its_checkp
     w2 = worker_module.Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, ("f0", "f2")),
                               client=Recorder())
     with caplog.at_level(logging.ERROR), pytest.raises(ProtocolError) as err:
-        w2._device("d1", create=True)
+        w2.registry.get("d1", create=True)
     assert err.value.kind == "checkpoint_refused" and "no longer has 'f1'" in str(err.value)
     assert caplog.text.count("no longer has 'f1'") == 1
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == files
@@ -329,7 +330,7 @@ def test_a_parameter_a_restored_model_cannot_take_is_reported(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         w2 = worker(store=store, models=({"name": "ht", "kind": "hoeffding_tree", "grace_period": 50,
                                           "max_size_bytes": 100_000},))
-        w2._device("d1", create=True)
+        w2.registry.get("d1", create=True)
     assert "model 'ht': grace_period = 50 in the config" in caplog.text
     assert "model 'ht': max_size_bytes = 100000 (its share of the memory plan), the restored model has None" in caplog.text
 
@@ -351,7 +352,7 @@ def test_an_added_feature_a_bounded_naive_bayes_cannot_hold_is_ignored_by_it(tmp
     w2 = worker_module.Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, (*FEATURES, "f3")),
                               client=Recorder())
     with caplog.at_level(logging.WARNING):
-        slot = w2._device("d1", create=True).slots[0]
+        slot = w2.registry.get("d1", create=True).slots[0]
     assert "do not fit its max_size_bytes" in caplog.text
     assert (slot.inputs, slot.learner.state()) == ([0, 1, 2], w.devices["d1"].slots[0].learner.state())
     assert slot.learner.memory_bytes() <= slot.learner.max_size_bytes
@@ -397,7 +398,7 @@ def test_reverting_an_added_feature_drops_it_from_naive_bayes_and_finds_the_tree
     w2.checkpoint(all_devices=True)
     assert w2.devices["d1"].slots[0].learner.n_features_in_ == 4
     with caplog.at_level(logging.WARNING):
-        dev = worker_for(FEATURES)._device("d1", create=True)  # the config reverted
+        dev = worker_for(FEATURES).registry.get("d1", create=True)  # the config reverted
     assert "model 'nb' drops what it learned of 'f3'" in caplog.text
     assert (dev.last_seq, [s.inputs for s in dev.slots]) == (30, [None, None])
     again = GaussianNB.from_state(nb)
@@ -422,7 +423,7 @@ def test_a_version_1_checkpoint_of_an_older_release_is_restored_and_fitted_by_na
     (tmp_path / "d1.ckpt").write_bytes(msgpack.packb(doc, use_bin_type=True))
     cfg = parse_config({"schema": {"features": list(order)}, "output": {"format": "json"}, "models": list(MODELS)})
     dev = worker_module.Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, order),
-                               client=Recorder())._device("d1", create=True)
+                               client=Recorder()).registry.get("d1", create=True)
     x = [0.4, 2.0, -1.0]
     assert dev.predict([x[2], x[0], x[1]]) == w.devices["d1"].predict(x)
     assert [e.x for e in dev.pending._items.values()] == [

@@ -42,7 +42,7 @@ def test_a_new_device_is_admitted_when_junk_ids_fill_max_devices(broker, tmp_pat
         wait_for(lambda: {"new", "good"} <= _served(dev) and len(dev.got("prediction")) == 11,
                  what="new and good served")
         assert rt.worker.errors["device_limit"] == 0 and dev.got("error") == []
-        assert rt.worker.n_evicted == 3  # good (for junk7), junk0 (for new), junk1 (for good again)
+        assert rt.worker.registry.n_evicted == 3  # good (for junk7), junk0 (for new), junk1 (for good again)
         assert sorted(rt.worker.devices) == ["good", "junk2", "junk3", "junk4", "junk5", "junk6", "junk7", "new"]
         assert CheckpointStore(tmp_path / "ck", FEATURES).read("junk0")["last_seq"] == 0
         good = rt.worker.devices["good"]
@@ -84,7 +84,7 @@ def test_without_checkpoints_no_device_is_evicted(broker, tmp_path):
         for name in ("a", "b", "c"):
             dev.publish(name, "reading", {"seq": 0, "x": x, "y": y})
         wait_for(lambda: rt.worker.n_readings + rt.worker.errors["device_limit"] == 3, what="3 readings")
-        assert (sorted(rt.worker.devices), rt.worker.errors["device_limit"], rt.worker.n_evicted) == (["a", "b"], 1, 0)
+        assert (sorted(rt.worker.devices), rt.worker.errors["device_limit"], rt.worker.registry.n_evicted) == (["a", "b"], 1, 0)
     finally:
         dev.close()
         rt.stop(timeout_s=5)

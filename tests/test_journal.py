@@ -249,7 +249,7 @@ def test_a_device_whose_checkpoint_fails_keeps_only_its_entries_and_loses_nothin
     (tmp_path / "d2.ckpt.tmp").rmdir()
     again = worker(tmp_path)  # the crash: d2 learns its 6 entries again, d1 nothing
     assert again.n_replayed == 6 and again.errors == {}
-    assert {d: again._device(d, create=False).slots[0].learner.state() for d in ("d1", "d2")} == expected
+    assert {d: again.registry.get(d, create=False).slots[0].learner.state() for d in ("d1", "d2")} == expected
 
 
 def test_a_journal_that_cannot_be_read_is_moved_aside_not_overwritten(tmp_path, caplog):
@@ -291,4 +291,4 @@ def test_source_entries_of_a_failing_device_are_carried_and_replayed_through_the
 
 
 def n_learned_of(w, device: str) -> int:
-    return int(w._device(device, create=False).slots[0].learner.state()["n"])
+    return int(w.registry.get(device, create=False).slots[0].learner.state()["n"])

@@ -23,9 +23,9 @@ raises skips that reading, keeps its state and is reported (kinds ``learner_erro
 writes due checkpoints, publishes due metrics, serves the readings the intake's assembler has
 due, and calls the ``watchers`` (``tick(devices)``: Home Assistant discovery) and ``tick_hooks``.
 
-Hooks for later work: ``admit_device`` is where a memory budget refuses a device that does not
-fit, and ``tick_hooks`` are called from this loop at least every ``TICK_S`` seconds (a
-systemd watchdog fed from here restarts a hung worker).
+The devices served, their checkpoints, admission and eviction are its ``DeviceRegistry``
+(``edgebayes.runtime.registry``). ``tick_hooks`` are called from this loop at least every
+``TICK_S`` seconds (a systemd watchdog fed from here restarts a hung worker).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 
 from edgebayes.codec import encode
 from edgebayes.runtime.admission import Admission
-from edgebayes.runtime.checkpoint import CheckpointError, CheckpointForeign, CheckpointReadError, CheckpointStore
+from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.device import Device
 from edgebayes.runtime.durability import Durability
@@ -48,8 +48,8 @@ from edgebayes.runtime.ingest.intake import Intake
 from edgebayes.runtime.journal import Journal, JournalError
 from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
 from edgebayes.runtime.messages import Label, ProtocolError, Reading, Refusal, Retained
-from edgebayes.runtime.pending import Pending, PendingLabels
-from edgebayes.runtime.remap import SchemaChange
+from edgebayes.runtime.pending import Pending
+from edgebayes.runtime.registry import DeviceRegistry
 from edgebayes.runtime.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -61,8 +61,6 @@ MAX_ERROR_TOPICS = 4096
 #: most messages in one journal fsync (fewer when ``[queue] max_size``, the broker's receive
 #: maximum, is smaller: the broker sends no more until some are acknowledged)
 COMMIT_MAX = 1000
-#: seconds between two attempts to read a checkpoint that could not be read (EACCES, EIO)
-READ_RETRY_S = 5.0
 #: error kinds counted as malformed input (the others are protocol-level refusals)
 MALFORMED = frozenset({"oversize", "decode", "not_a_map", "field", "vector_length", "not_finite",
                        "out_of_range", "unknown_feature", "device_id"})
@@ -98,12 +96,16 @@ class Worker:
         self.intake = intake if intake is not None else Intake(config, topics)
         self.queue: queue.Queue = queue.Queue(maxsize=config.queue.max_size)
         self.client = client
-        self.devices: dict[str, Device] = {}
         self.tick_hooks: list[Callable[[], None]] = list(tick_hooks)
         self.watchers = tuple(watchers)
         self.memory = plan_memory(config)  # models built with their max_size_bytes share
-        self.admission = Admission(topics, self.intake.filters, config.memory.new_devices_per_min,
-                                   config.memory.evict_idle_s)
+        self.durability = Durability(lambda msg: self.client.publish(topics.alert, encode(msg, self._fmt), qos=1))
+        self.registry = DeviceRegistry(
+            config, store, self.memory,
+            Admission(topics, self.intake.filters, config.memory.new_devices_per_min, config.memory.evict_idle_s),
+            self.durability, lambda: self.journal.position() if self.journal is not None else None)
+        self.devices = self.registry.devices  # the same dict: watchers and metrics read it
+        self._dirty = self.registry.dirty
         self.guard = None
         if config.memory.rss_limit_mb is not None:
             self.guard = MemoryGuard(
@@ -116,14 +118,12 @@ class Worker:
         self._pred_qos = config.output.prediction_qos
         self._names = [m.name for m in config.models]
         self._dirty: set[str] = set()
-        self._unreadable: dict[str, tuple[float, str]] = {}  # device -> (next read attempt, why)
         self._unacked: list[tuple[int, int, int]] = []  # (mid, qos, connection) waiting for the journal
         self._unacked_since = 0.0
         self._commit_max = min(COMMIT_MAX, config.queue.max_size)
         self._journal_failed = False  # an append or sync failed: acknowledge after a full checkpoint
         self._journal_off = False  # no journal could be started: acknowledge once processed, not durable
         self._source_devices: dict[int, frozenset[str]] = {}  # [[sources]] entries of the journal -> their devices
-        self.durability = Durability(lambda msg: self.client.publish(topics.alert, encode(msg, self._fmt), qos=1))
         self._last_error: dict[str | None, float] = {}  # at most MAX_ERROR_TOPICS + 1 (see report)
         self._suppressed: Counter = Counter()
         self._closed = False
@@ -136,8 +136,6 @@ class Worker:
         self.n_replayed = 0  # journal entries learned again at start
         self.n_late = 0  # readings taken below their device's last seq (Device.check_seq)
         self.n_saved_at_stop = 0  # devices the final checkpoint round wrote (stop)
-        self.n_evicted = 0  # idle devices checkpointed and dropped to make room (admit_device)
-        self._replaying = False  # the journal is being replayed: no rate of new devices
         self.started_at = time.time()
         now = time.monotonic()
         self._next_tick = now + TICK_S
@@ -308,7 +306,7 @@ class Worker:
         and the devices they changed are checkpointed after it; nothing is published (their
         predictions went out before the crash, or were never wanted). A journal that cannot be
         written (a full or read-only disk) leaves the runtime serving without durability."""
-        live, self.client, self._replaying = self.client, _Muted(), True
+        live, self.client, self.registry.replaying = self.client, _Muted(), True
         counts = [0, 0]  # entries read, entries replayed
         failed = None
         try:
@@ -321,7 +319,7 @@ class Worker:
                 for _ in replay:  # the rest replayed, nothing written
                     pass
         finally:
-            self.client, self._replaying = live, False
+            self.client, self.registry.replaying = live, False
         self.n_replayed = counts[1]
         if counts[0]:
             log.info("journal: %d messages replayed, %d already in their device's checkpoint",
@@ -359,7 +357,7 @@ class Worker:
         if device is None:
             return False
         try:
-            dev = self._device(device, create=False)
+            dev = self.registry.get(device, create=False)
         except ProtocolError:
             return False
         pos = dev.journal_pos if dev is not None else None
@@ -384,7 +382,7 @@ class Worker:
         try:
             if isinstance(item, Reading):
                 if device not in self.devices:
-                    self._check_new(device, topic, item.seq)
+                    self.registry.check_new(device, topic, item.seq)
                 self._reading(item, t_recv)
             else:
                 self._label(item)
@@ -408,7 +406,7 @@ class Worker:
         dev.model_errors.clear()
 
     def _reading(self, r: Reading, t_recv: float) -> None:
-        dev = self._device(r.device, create=True)
+        dev = self.registry.get(r.device, create=True)
         now = time.time()
         how = dev.check_seq(r.seq, r.ts, now)  # refused: duplicate, seq_jump, ts_ahead
         y = self._check_label(dev, r.y, r.seq) if r.y is not None else None  # refused: the whole reading
@@ -435,12 +433,12 @@ class Worker:
             self._learn(dev, r.seq, r.x, y, y_preds)
         else:
             dev.pending.add(r.seq, Pending(time.time(), r.x, y_preds))
-        if how == "reboot" and self.store is not None and not self._replaying:
+        if how == "reboot" and self.store is not None and not self.registry.replaying:
             # a reboot told by the arrival times (Device.check_seq) is not told again by a replay
-            self._save(r.device)
+            self.registry.save(r.device)
 
     def _label(self, lab: Label) -> None:
-        dev = self._device(lab.device, create=False)
+        dev = self.registry.get(lab.device, create=False)
         entry = dev.pending.get(lab.seq) if dev is not None else None
         if entry is None:
             raise ProtocolError("unknown_seq", f"no pending reading with seq {lab.seq} (never seen, "
@@ -490,145 +488,6 @@ class Worker:
                "n_suppressed": self._suppressed.pop(key, 0)}
         self.client.publish(out_topic, encode(msg, self._fmt), qos=0)
 
-    # --- devices --------------------------------------------------------------------------
-    def _check_new(self, device: str, topic: str, seq: int) -> None:
-        """A reading of a device not in memory: unless it has a checkpoint, it counts against
-        its source's rate of new ids (``Admission``); ``ProtocolError`` ``device_limit`` past it."""
-        if self._replaying or (self.store is not None and self.store.exists(device)):
-            return  # acknowledged before the crash, or known
-        why = self.admission.take_new(device, topic)
-        if why is not None:
-            raise ProtocolError("device_limit", why, seq)
-
-    def admit_device(self, device: str) -> str | None:
-        """Why a new device cannot be served (None: it can): the model budget, then max_devices.
-        While either is full, idle devices are evicted to make room (``_evict``)."""
-        idle = None
-        while True:
-            refusal = self._no_room(device)
-            if refusal is None:
-                return None
-            if idle is None:  # least recently served first; none without checkpoints, nor in a replay
-                # (a checkpoint written then would claim journal entries not replayed yet)
-                idle = self.admission.idle() if self.store is not None and not self._replaying else []
-            evicted = False
-            while idle and not evicted:
-                evicted = self._evict(idle.pop(0))
-            if not evicted:
-                return refusal
-
-    def _no_room(self, device: str) -> str | None:
-        refusal = self.memory.refusal(device, self.devices)
-        limit = self.config.memory.max_devices
-        if not refusal and len(self.devices) >= limit:
-            refusal = f"device {device} refused: the runtime serves at most {limit} devices"
-        return refusal
-
-    def _evict(self, device: str) -> bool:
-        """Write ``device``'s checkpoint and drop it from memory (its next reading restores it);
-        False, and it stays, if the checkpoint cannot be written."""
-        if device not in self.devices or not self._save(device):
-            return False
-        del self.devices[device]
-        self.admission.forget(device)
-        self.n_evicted += 1
-        log.info("device %s evicted (idle, checkpointed) to make room; %d evicted so far", device, self.n_evicted)
-        return True
-
-    def _save(self, device: str, pos: list | None = None) -> bool:
-        """Write ``device``'s checkpoint with the journal position it includes (None: the
-        journal's position now); False if it cannot be written (told through ``Durability``)."""
-        if pos is None and self.journal is not None:
-            pos = self.journal.position()
-        try:
-            self.store.save(device, self.devices[device].state(pos))
-        except Exception as exc:  # noqa: BLE001 (any failure: retried at the next interval)
-            self.durability.checkpoint_failed(device, exc)
-            return False
-        self.devices[device].journal_pos = pos
-        self._dirty.discard(device)
-        self.durability.checkpoint_written(device)
-        return True
-
-    def _new_device(self, device: str) -> Device:
-        c = self.config
-        return Device(device, self.memory.models, c.evaluation.accuracy_window, c.drift.delta,
-                      PendingLabels(c.labels.max_pending, c.labels.max_age_s), c.schema.features)
-
-    def _device(self, device: str, create: bool) -> Device | None:
-        """The device's model set: in memory, else restored from its checkpoint, else new
-        (when ``create``). Raises ``ProtocolError``: ``device_limit`` when not admitted,
-        ``checkpoint_unreadable`` or ``checkpoint_refused`` while its checkpoint cannot be
-        restored (left as it is: the device is not served, so no fresh model overwrites it)."""
-        dev = self.devices.get(device)
-        if dev is not None:
-            self.admission.served(device)
-            return dev
-        saved = self.store is not None and self.store.exists(device)
-        if not saved and not create:
-            return None
-        refusal = self.admit_device(device)
-        if refusal:
-            raise ProtocolError("device_limit", refusal)
-        dev = self._restore(device) if saved else None
-        how = f"restored from its checkpoint (last seq {dev.last_seq})" if dev is not None else "new"
-        dev = dev or self._new_device(device)
-        self.devices[device] = dev
-        self.admission.served(device)
-        log.info("device %s admitted, %s; %d of at most %d devices", device, how, len(self.devices),
-                 self.config.memory.max_devices)
-        return dev
-
-    def _restore(self, device: str) -> Device | None:
-        """The device restored from the newest checkpoint generation that reads back intact and
-        restores; damaged generations are moved aside once one works or none is left (None: a
-        fresh device). Raises ``ProtocolError`` (see ``_device``) for a file that cannot be
-        read (retried every `READ_RETRY_S`), of another version, or for a schema change."""
-        now = time.monotonic()
-        retry_at, why = self._unreadable.get(device, (0.0, ""))
-        if now < retry_at:
-            raise ProtocolError("checkpoint_unreadable", why)
-        features, damaged, generation = self.config.schema.features, [], 0
-        while True:
-            try:
-                saved = self.store.read_generation(device, generation)
-            except CheckpointReadError as exc:
-                why = f"checkpoint of device {device} cannot be read ({exc.strerror}); the device is not served, " \
-                      f"its checkpoint is left as it is and read again in {READ_RETRY_S:g} s"
-                if device not in self._unreadable:
-                    log.error("%s", why)
-                self._unreadable[device] = (now + READ_RETRY_S, why)
-                raise ProtocolError("checkpoint_unreadable", why) from None
-            except CheckpointForeign as exc:
-                raise ProtocolError("checkpoint_refused", f"{exc}; the device is not served") from None
-            except CheckpointError as exc:
-                self.store.move_aside(device, f"{exc}; the device starts fresh", (0, 1))
-                return None
-            if self._unreadable.pop(device, None) is not None:
-                log.info("checkpoint of device %s can be read again", device)
-            if saved is None:
-                self.store.move_aside(device, f"{'; '.join(damaged)}; the device starts fresh", (0, 1))
-                return None
-            dev = self._new_device(device)
-            try:
-                dev.load_state(saved.state, len(features), saved.features)
-            except SchemaChange as exc:
-                log.error("device %s: %s; its checkpoint is left as it is and the device is not served", device, exc)
-                raise ProtocolError("checkpoint_refused", f"{exc}") from None
-            except Exception as exc:  # noqa: BLE001 (any unusable state: the next generation, else fresh)
-                damaged.append(f"{saved.path.name}: {type(exc).__name__}: {exc}")
-                log.error("checkpoint of device %s cannot be restored (%s)", device, damaged[-1])
-                generation = saved.generation + 1
-                continue
-            if saved.generation or damaged:
-                self.store.move_aside(device, "; ".join(damaged) or "the newest generation is damaged",
-                                      tuple(range(saved.generation)))
-                log.warning("device %s: restored from the previous checkpoint generation %s (last seq %d, "
-                            "journal position %s); what it learned after that is replayed if the journal still "
-                            "holds it, else lost (at most its readings and labels of one checkpoint round)",
-                            device, saved.path.name, dev.last_seq, saved.state.get("journal"))
-            return dev
-
     # --- periodic work --------------------------------------------------------------------
     def _tick(self) -> None:
         now = time.monotonic()
@@ -676,7 +535,7 @@ class Worker:
         pos = journal.position() if journal is not None else None
         n = 0
         for name in names:
-            n += self._save(name, pos)
+            n += self.registry.save(name, pos)
         if journal is None or (self._dirty and (self._journal_failed or self._journal_off)):
             return n
         try:
@@ -749,7 +608,7 @@ class Worker:
             "n_reboots": sum(dev.n_reboots for dev in self.devices.values()),
             "n_publish_failed": getattr(self.client, "n_publish_failed", 0),
             "n_errors_suppressed": self.n_errors_suppressed, "n_internal_errors": self.n_internal_errors,
-            "n_replayed": self.n_replayed, "n_late": self.n_late, "n_evicted": self.n_evicted,
+            "n_replayed": self.n_replayed, "n_late": self.n_late, "n_evicted": self.registry.n_evicted,
             "journal_bytes": self.journal.size if self.journal is not None else 0,
             "n_journal_syncs": self.journal.n_syncs if self.journal is not None else 0,
             "durable": self.journal is not None and self.durability.durable and not self._journal_off,

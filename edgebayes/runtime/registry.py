@@ -1,0 +1,202 @@
+"""The devices a runtime serves: in memory, restored from their checkpoints, admitted, evicted.
+
+A device not in memory is restored from the newest checkpoint generation that reads back intact
+(``CheckpointStore``; a file that cannot be read, EACCES or EIO, refuses the device and is read
+again every ``READ_RETRY_S`` seconds instead of being taken for damage), else made new. A new
+device is admitted while the model budget (``plan_memory``) and ``[memory] max_devices`` hold
+it; when either is full, idle devices are checkpointed and evicted, least recently served first
+(``Admission``), and each source brings at most ``[memory] new_devices_per_min`` new ids.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from edgebayes.runtime.admission import Admission
+from edgebayes.runtime.checkpoint import CheckpointError, CheckpointForeign, CheckpointReadError, CheckpointStore
+from edgebayes.runtime.config import Config
+from edgebayes.runtime.device import Device
+from edgebayes.runtime.durability import Durability
+from edgebayes.runtime.memory import MemoryPlan
+from edgebayes.runtime.messages import ProtocolError
+from edgebayes.runtime.pending import PendingLabels
+from edgebayes.runtime.remap import SchemaChange
+
+log = logging.getLogger(__name__)
+
+#: seconds between two attempts to read a checkpoint that could not be read (EACCES, EIO)
+READ_RETRY_S = 5.0
+
+
+class DeviceRegistry:
+    """The model sets of the devices served (see the module docstring); used by the worker
+    thread only.
+
+    Args:
+        config: the validated config.
+        store: checkpoint store, or None for no checkpoints (then nothing is evicted).
+        memory: the memory plan (``plan_memory(config)``): the models' shares and the budget.
+        admission: new-id rates per source and the least-recently-served order.
+        durability: where a failing checkpoint write is told.
+        position: the journal position a checkpoint written now includes (None: no journal).
+
+    Attributes:
+        devices: device id -> ``Device``, the devices in memory.
+        dirty: ids of the devices changed since their last checkpoint.
+        replaying: set while the journal is replayed at start (no new-id rate, no eviction).
+        n_evicted: idle devices checkpointed and dropped to make room.
+    """
+
+    def __init__(self, config: Config, store: CheckpointStore | None, memory: MemoryPlan, admission: Admission,
+                 durability: Durability, position: Callable[[], list | None]):
+        self.config = config
+        self.store = store
+        self.memory = memory
+        self.admission = admission
+        self.durability = durability
+        self.position = position
+        self.devices: dict[str, Device] = {}
+        self.dirty: set[str] = set()
+        self.replaying = False
+        self.n_evicted = 0
+        self._unreadable: dict[str, tuple[float, str]] = {}  # device -> (next read attempt, why)
+
+    def check_new(self, device: str, topic: str, seq: int) -> None:
+        """A reading of a device not in memory: unless it has a checkpoint, it counts against
+        its source's rate of new ids (``Admission``); ``ProtocolError`` ``device_limit`` past it."""
+        if self.replaying or (self.store is not None and self.store.exists(device)):
+            return  # acknowledged before the crash, or known
+        why = self.admission.take_new(device, topic)
+        if why is not None:
+            raise ProtocolError("device_limit", why, seq)
+
+    def admit(self, device: str) -> str | None:
+        """Why a new device cannot be served (None: it can): the model budget, then max_devices.
+        While either is full, idle devices are evicted to make room (``_evict``)."""
+        idle = None
+        while True:
+            refusal = self._no_room(device)
+            if refusal is None:
+                return None
+            if idle is None:  # least recently served first; none without checkpoints, nor in a replay
+                # (a checkpoint written then would claim journal entries not replayed yet)
+                idle = self.admission.idle() if self.store is not None and not self.replaying else []
+            evicted = False
+            while idle and not evicted:
+                evicted = self._evict(idle.pop(0))
+            if not evicted:
+                return refusal
+
+    def _no_room(self, device: str) -> str | None:
+        refusal = self.memory.refusal(device, self.devices)
+        limit = self.config.memory.max_devices
+        if not refusal and len(self.devices) >= limit:
+            refusal = f"device {device} refused: the runtime serves at most {limit} devices"
+        return refusal
+
+    def _evict(self, device: str) -> bool:
+        """Write ``device``'s checkpoint and drop it from memory (its next reading restores it);
+        False, and it stays, if the checkpoint cannot be written."""
+        if device not in self.devices or not self.save(device):
+            return False
+        del self.devices[device]
+        self.admission.forget(device)
+        self.n_evicted += 1
+        log.info("device %s evicted (idle, checkpointed) to make room; %d evicted so far", device, self.n_evicted)
+        return True
+
+    def save(self, device: str, pos: list | None = None) -> bool:
+        """Write ``device``'s checkpoint with the journal position it includes (None: the
+        journal's position now); False if it cannot be written (told through ``Durability``)."""
+        if pos is None:
+            pos = self.position()
+        try:
+            self.store.save(device, self.devices[device].state(pos))
+        except Exception as exc:  # noqa: BLE001 (any failure: retried at the next interval)
+            self.durability.checkpoint_failed(device, exc)
+            return False
+        self.devices[device].journal_pos = pos
+        self.dirty.discard(device)
+        self.durability.checkpoint_written(device)
+        return True
+
+    def new_device(self, device: str) -> Device:
+        c = self.config
+        return Device(device, self.memory.models, c.evaluation.accuracy_window, c.drift.delta,
+                      PendingLabels(c.labels.max_pending, c.labels.max_age_s), c.schema.features)
+
+    def get(self, device: str, create: bool) -> Device | None:
+        """The device's model set: in memory, else restored from its checkpoint, else new
+        (when ``create``). Raises ``ProtocolError``: ``device_limit`` when not admitted,
+        ``checkpoint_unreadable`` or ``checkpoint_refused`` while its checkpoint cannot be
+        restored (left as it is: the device is not served, so no fresh model overwrites it)."""
+        dev = self.devices.get(device)
+        if dev is not None:
+            self.admission.served(device)
+            return dev
+        saved = self.store is not None and self.store.exists(device)
+        if not saved and not create:
+            return None
+        refusal = self.admit(device)
+        if refusal:
+            raise ProtocolError("device_limit", refusal)
+        dev = self._restore(device) if saved else None
+        how = f"restored from its checkpoint (last seq {dev.last_seq})" if dev is not None else "new"
+        dev = dev or self.new_device(device)
+        self.devices[device] = dev
+        self.admission.served(device)
+        log.info("device %s admitted, %s; %d of at most %d devices", device, how, len(self.devices),
+                 self.config.memory.max_devices)
+        return dev
+
+    def _restore(self, device: str) -> Device | None:
+        """The device restored from the newest checkpoint generation that reads back intact and
+        restores; damaged generations are moved aside once one works or none is left (None: a
+        fresh device). Raises ``ProtocolError`` (see ``_device``) for a file that cannot be
+        read (retried every `READ_RETRY_S`), of another version, or for a schema change."""
+        now = time.monotonic()
+        retry_at, why = self._unreadable.get(device, (0.0, ""))
+        if now < retry_at:
+            raise ProtocolError("checkpoint_unreadable", why)
+        features, damaged, generation = self.config.schema.features, [], 0
+        while True:
+            try:
+                saved = self.store.read_generation(device, generation)
+            except CheckpointReadError as exc:
+                why = f"checkpoint of device {device} cannot be read ({exc.strerror}); the device is not served, " \
+                      f"its checkpoint is left as it is and read again in {READ_RETRY_S:g} s"
+                if device not in self._unreadable:
+                    log.error("%s", why)
+                self._unreadable[device] = (now + READ_RETRY_S, why)
+                raise ProtocolError("checkpoint_unreadable", why) from None
+            except CheckpointForeign as exc:
+                raise ProtocolError("checkpoint_refused", f"{exc}; the device is not served") from None
+            except CheckpointError as exc:
+                self.store.move_aside(device, f"{exc}; the device starts fresh", (0, 1))
+                return None
+            if self._unreadable.pop(device, None) is not None:
+                log.info("checkpoint of device %s can be read again", device)
+            if saved is None:
+                self.store.move_aside(device, f"{'; '.join(damaged)}; the device starts fresh", (0, 1))
+                return None
+            dev = self.new_device(device)
+            try:
+                dev.load_state(saved.state, len(features), saved.features)
+            except SchemaChange as exc:
+                log.error("device %s: %s; its checkpoint is left as it is and the device is not served", device, exc)
+                raise ProtocolError("checkpoint_refused", f"{exc}") from None
+            except Exception as exc:  # noqa: BLE001 (any unusable state: the next generation, else fresh)
+                damaged.append(f"{saved.path.name}: {type(exc).__name__}: {exc}")
+                log.error("checkpoint of device %s cannot be restored (%s)", device, damaged[-1])
+                generation = saved.generation + 1
+                continue
+            if saved.generation or damaged:
+                self.store.move_aside(device, "; ".join(damaged) or "the newest generation is damaged",
+                                      tuple(range(saved.generation)))
+                log.warning("device %s: restored from the previous checkpoint generation %s (last seq %d, "
+                            "journal position %s); what it learned after that is replayed if the journal still "
+                            "holds it, else lost (at most its readings and labels of one checkpoint round)",
+                            device, saved.path.name, dev.last_seq, saved.state.get("journal"))
+            return dev
