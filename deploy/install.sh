@@ -329,11 +329,20 @@ setup_broker() {
   broker_conf_text | write_file "$R$MOSQUITTO_CONF" 0644 root:root
   write_acl
   write_password
-  say "devices: mosquitto_passwd -b ${THEIR_PASSWD:-$MOSQUITTO_PASSWD} DEVICE_ID PASSWORD (user name = device id)"
-  [ -n "$HA_USER" ] && say "Home Assistant: mosquitto_passwd -b ${THEIR_PASSWD:-$MOSQUITTO_PASSWD} $HA_USER PASSWORD, the same in its MQTT integration"
+  local passwd="${THEIR_PASSWD:-$MOSQUITTO_PASSWD}"
+  say "devices: mosquitto_passwd -b $passwd DEVICE_ID PASSWORD (user name = device id)"
+  say "watching the topics (firmware-sim monitor, mosquitto_sub -u monitor): mosquitto_passwd -b $passwd monitor PASSWORD"
+  if [ -n "$HA_USER" ] && has_user "$R$passwd" "$HA_USER"; then
+    say "Home Assistant: its user $HA_USER is in $passwd already (password unchanged); the ACL grants it discovery and the runtime's outputs"
+  elif [ -n "$HA_USER" ]; then
+    say "Home Assistant: mosquitto_passwd -b $passwd $HA_USER PASSWORD, the same in its MQTT integration"
+  fi
   systemctl_or_note enable mosquitto
   systemctl_or_note restart mosquitto
 }
+
+# Whether Mosquitto's password file $1 has user $2.
+has_user() { [ -r "$1" ] && grep -q "^$2:" "$1"; }
 
 # A generated password for the runtime, in its password file and in the broker's.
 write_password() {

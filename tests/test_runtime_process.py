@@ -141,7 +141,8 @@ def test_a_config_without_a_checkpoint_table_keeps_its_learning_across_a_restart
         off.learn_one(x, y)
     assert dev.predictions()[30]["proba"] == off.predict_proba_one(data[30][0])
     text = log.read_text()
-    assert f"checkpoints and journal in {where}" in text
+    assert f"checkpoints and journal in {where}: learning is kept across restarts; devices saved there: 0 " in text
+    assert "devices saved there: 1 (d1) (each restored at its first message)" in text
     assert "restored from its checkpoint (last seq 29)" in text
 
 

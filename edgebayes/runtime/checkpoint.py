@@ -119,6 +119,15 @@ class CheckpointStore:
     def path(self, device: str, generation: int = 0) -> Path:
         return self.dir / f"{device}{SUFFIXES[generation]}"
 
+    def saved_devices(self) -> list[str]:
+        """The ids of the devices with a checkpoint generation in the folder, sorted; [] when
+        the folder cannot be listed."""
+        try:
+            names = os.listdir(self.dir)
+        except OSError:
+            return []
+        return sorted({n.removesuffix(suffix) for n in names for suffix in SUFFIXES if n.endswith(suffix)})
+
     def exists(self, device: str) -> bool:
         """Whether any generation of ``device``'s checkpoint may be there: True also when the
         folder cannot be searched (EACCES), so that `read` reports it instead of a fresh model

@@ -55,7 +55,10 @@ def main(args: argparse.Namespace) -> int:
         log.warning("checkpoints are off ([checkpoint] enabled = false): everything learned is lost "
                     "when the runtime stops; remove that line to keep learning across restarts")
     else:
-        log.info("checkpoints and journal in %s: learning is kept across restarts", where)
+        saved = runtime.worker.store.saved_devices()
+        names = ", ".join(saved[:8]) + (", ..." if len(saved) > 8 else "")
+        log.info("checkpoints and journal in %s: learning is kept across restarts; devices saved there: %d%s "
+                 "(each restored at its first message)", where, len(saved), f" ({names})" if saved else "")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: stop.set())
