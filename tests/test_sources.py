@@ -656,3 +656,18 @@ def test_esphome_status_and_shelly_online_take_their_devices_offline():
     router.handle("node1/status", b"offline")
     router.handle("shelly1/online", b"false")
     assert said == [("node1", seqs["node1"]), ("shelly1", seqs["shelly1"])]
+
+
+def test_a_feature_no_reading_has_a_value_for_is_told_once(monkeypatch, caplog):
+    """A key path that names nothing the device sends (a typo, firmware in another language):
+    before, the readings came with that feature missing and only sources.missing_values said so."""
+    w = tasmota_example_worker()
+    for i in range(25):
+        payload = bme280(21.0 + i, 40.0, 1000.0, "ON")
+        payload["BME280"]["Temprature"] = payload["BME280"].pop("Temperature")
+        feed(w, "tele/tas-0/SENSOR", payload, at=100.0 + i, monkeypatch=monkeypatch)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        "[[sources]]: no value for feature(s) temperature in the first 10 readings; check where the config takes "
+        "them from (counted in the metrics as sources.missing_values)"]
+    assert w.metrics()["sources"]["missing_values"] == w.metrics()["sources"]["readings"] > 10

@@ -74,6 +74,8 @@ class SourceRouter:
         self._last_mapped: dict[tuple, tuple] = {}  # origin -> its last message's mapped values and label
         self._routes: dict[str, list[Adapter]] = {}
         self._out: list[tuple] = []  # what the message being handled made
+        self._unseen = dict.fromkeys(config.schema.features)  # features no source reading had a value for yet
+        self._n_assembled = 0  # source readings served, counted up to HINT_AFTER
         self.filters = list(dict.fromkeys(f for a in self.adapters for f in a.filters()))
 
     def _match(self, topic: str) -> list[Adapter]:
@@ -229,17 +231,32 @@ class SourceRouter:
         except ProtocolError as exc:
             self._refuse(device if NAME_RE.match(device) else None, topic, exc.kind, str(exc), exc.seq)
             return
-        self._deliver(item, topic)
+        self._deliver(item, topic, assembled=False)
 
-    def _deliver(self, item: Reading | Label, topic: str) -> None:
+    def _deliver(self, item: Reading | Label, topic: str, assembled: bool = True) -> None:
         if isinstance(item, Reading):
             self.counts["readings"] += 1
             n_missing = sum(map(math.isnan, item.x))
             if n_missing:
                 self.counts["missing_values"] += n_missing
+            if assembled and self._n_assembled < HINT_AFTER:
+                self._hint_unseen(item.x)
         else:
             self.counts["labels"] += 1
         self._out.append((item, topic))
+
+    def _hint_unseen(self, x: list[float]) -> None:
+        """Log once when the first ``HINT_AFTER`` readings assembled from the sources had no value
+        for a feature: its key path likely does not match what the devices send (a typo there is
+        otherwise only a count in ``sources.missing_values``)."""
+        for name, v in zip(self.parser.features, x):
+            if name in self._unseen and not math.isnan(v):
+                del self._unseen[name]
+        self._n_assembled += 1
+        if self._n_assembled == HINT_AFTER and self._unseen:
+            log.warning("[[sources]]: no value for feature(s) %s in the first %d readings; check where the config "
+                        "takes them from (counted in the metrics as sources.missing_values)",
+                        ", ".join(self._unseen), HINT_AFTER)
 
     def _refuse(self, device: str | None, topic: str, kind: str, explanation: str, seq: int | None = None) -> None:
         self.counts[kind] += 1
