@@ -447,10 +447,16 @@ do_install() {
   install_config
   setup_broker
   install_unit
-  say "done: systemctl status edgebayes; journalctl -u edgebayes -f"
+  if [ "$DRY_RUN" = 1 ]; then say "done: nothing was changed"
+  elif [ -n "$R" ]; then say "done: files installed under $R (no service started)"
+  else say "done: systemctl status edgebayes; journalctl -u edgebayes -f"; fi
   say "next: edit [schema] features (and [[sources]], see docs/examples/) in $CONFIG for your sensors: it is an example for an occupancy node"
   say "check it: $VENV/bin/edgebayes run --config $CONFIG prints one line per problem and exits 2 (with none it runs: Ctrl-C stops it)"
-  say "then: sudo systemctl restart edgebayes; after changing [[sources]] or [topics], run sudo deploy/install.sh again (it makes the broker's ACL again)"
+  if [ "$BROKER" = 1 ]; then
+    say "then: sudo systemctl restart edgebayes; after changing [[sources]] or [topics], run sudo deploy/install.sh again (it makes the broker's ACL again)"
+  else
+    say "then: sudo systemctl restart edgebayes; after changing [[sources]], [topics] or [homeassistant], add what 'edgebayes acl --config $CONFIG' prints to your broker's ACL"
+  fi
 }
 
 do_uninstall() {

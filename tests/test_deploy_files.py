@@ -298,5 +298,5 @@ def test_readmes_acl_lines_for_an_existing_broker_are_what_edgebayes_acl_grants(
         return out
 
     wanted = grants(block)
-    assert len(wanted) == 19 and wanted <= grants(acl_text(load_config(config))), wanted - grants(
+    assert len(wanted) == 20 and wanted <= grants(acl_text(load_config(config))), wanted - grants(
         acl_text(load_config(config)))
