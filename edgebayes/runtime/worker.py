@@ -117,7 +117,6 @@ class Worker:
         self._fmt = config.output.format
         self._pred_qos = config.output.prediction_qos
         self._names = [m.name for m in config.models]
-        self._dirty: set[str] = set()
         self._unacked: list[tuple[int, int, int]] = []  # (mid, qos, connection) waiting for the journal
         self._unacked_since = 0.0
         self._commit_max = min(COMMIT_MAX, config.queue.max_size)
