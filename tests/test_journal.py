@@ -292,3 +292,31 @@ def test_source_entries_of_a_failing_device_are_carried_and_replayed_through_the
 
 def n_learned_of(w, device: str) -> int:
     return int(w.registry.get(device, create=False).slots[0].learner.state()["n"])
+
+
+def test_a_replay_naming_more_devices_than_max_devices_learns_them_all(tmp_path):
+    """Devices evicted live to make room were refused at replay (device_limit): their entries
+    were dropped with the new journal, acknowledged readings lost (20 of 40 here)."""
+    cfg = parse_config({"schema": {"features": list(FEATURES)}, "output": {"format": "json"},
+                        "memory": {"max_devices": 2, "evict_idle_s": 0},
+                        "checkpoint": {"dir": str(tmp_path), "interval_s": 3600},
+                        "models": [{"name": "nb", "kind": "gaussian_nb"}]})
+
+    def start():
+        w = Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, FEATURES), journal(tmp_path),
+                   client=AckRecorder())
+        w._recover()
+        return w
+
+    w = start()
+    data = blobs(10, seed=11)
+    for d in ("a", "b", "c", "d"):  # a and b evicted (checkpointed) for c and d
+        for i, (x, y) in enumerate(data):
+            w._handle(f"eb/{d}/reading", json.dumps({"seq": i, "ts": 1000.0 + i, "x": x, "y": y}).encode(),
+                      i + 1, 1, 0.0, 0)
+    w._commit()
+    assert w.registry.n_evicted == 2 and sorted(w.devices) == ["c", "d"]
+    again = start()  # the crash: c and d have only the journal
+    assert again.errors == {} and len(again.devices) <= 2
+    assert {d: int(again.registry.get(d, create=True).slots[0].learner.state()["n"]) for d in "abcd"} == \
+        dict.fromkeys("abcd", 10)

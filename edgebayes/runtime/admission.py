@@ -86,6 +86,10 @@ class Admission:
         """``device`` left memory."""
         self._served.pop(device, None)
 
+    def least_recent(self) -> list[str]:
+        """Every device served, least recently served first."""
+        return sorted(self._served, key=self._served.__getitem__)
+
     def idle(self) -> list[str]:
         """The devices not served for ``evict_idle_s`` seconds, least recently served first."""
         horizon = self.clock() - self.evict_idle_s

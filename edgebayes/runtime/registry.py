@@ -45,7 +45,8 @@ class DeviceRegistry:
     Attributes:
         devices: device id -> ``Device``, the devices in memory.
         dirty: ids of the devices changed since their last checkpoint.
-        replaying: set while the journal is replayed at start (no new-id rate, no eviction).
+        replaying: set while the journal is replayed at start: no new-id rate, no limit (``fit``
+            evicts after it), no eviction (a checkpoint then would claim entries not replayed yet).
         n_evicted: idle devices checkpointed and dropped to make room.
     """
 
@@ -75,19 +76,31 @@ class DeviceRegistry:
     def admit(self, device: str) -> str | None:
         """Why a new device cannot be served (None: it can): the model budget, then max_devices.
         While either is full, idle devices are evicted to make room (``_evict``)."""
+        if self.replaying:  # its messages were acknowledged: served over the limits, then ``fit``
+            return None
         idle = None
         while True:
             refusal = self._no_room(device)
             if refusal is None:
                 return None
-            if idle is None:  # least recently served first; none without checkpoints, nor in a replay
-                # (a checkpoint written then would claim journal entries not replayed yet)
-                idle = self.admission.idle() if self.store is not None and not self.replaying else []
+            if idle is None:  # least recently served first; none without checkpoints
+                idle = self.admission.idle() if self.store is not None else []
             evicted = False
             while idle and not evicted:
                 evicted = self._evict(idle.pop(0))
             if not evicted:
                 return refusal
+
+    def fit(self) -> int:
+        """Evict devices, least recently served first, until ``[memory] max_devices`` holds the
+        rest (after a journal replay, which serves every device its entries name); returns how
+        many. A device whose checkpoint cannot be written stays."""
+        n = 0
+        for device in self.admission.least_recent():
+            if len(self.devices) <= self.config.memory.max_devices:
+                break
+            n += self._evict(device)
+        return n
 
     def _no_room(self, device: str) -> str | None:
         refusal = self.memory.refusal(device, self.devices)

@@ -329,6 +329,8 @@ class Worker:
                                   "acknowledged once processed (a crash loses what is not checkpointed); "
                                   "retried at each checkpoint interval")
         self.checkpoint()  # so the next start does not replay them again
+        if self.store is not None:
+            self.registry.fit()  # the replay admitted every device it named, past max_devices
 
     def _old_journal(self):
         """``Journal.recover()``; a journal that cannot be read (EACCES, EIO) is moved aside for
