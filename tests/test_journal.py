@@ -4,8 +4,11 @@ acknowledging only what is durable and replaying exactly what its checkpoints mi
 import json
 import logging
 import shutil
+import struct
 import tracemalloc
+import zlib
 
+import msgpack
 import pytest
 
 from edgebayes.base import learner_from_state
@@ -320,3 +323,41 @@ def test_a_replay_naming_more_devices_than_max_devices_learns_them_all(tmp_path)
     assert again.errors == {} and len(again.devices) <= 2
     assert {d: int(again.registry.get(d, create=True).slots[0].learner.state()["n"]) for d in "abcd"} == \
         dict.fromkeys("abcd", 10)
+
+
+def _plain_frame(body: bytes) -> bytes:
+    return struct.pack("<II", len(body), zlib.crc32(body)) + body
+
+
+def test_a_frame_written_inside_a_payload_is_never_replayed_as_an_entry(tmp_path):
+    """A client's payload holding a well-formed frame for another device's topic, then damage:
+    the reader used to resynchronise onto that inner frame and replay it as d1's reading."""
+    forged = msgpack.packb(["eb/d1/reading", json.dumps({"seq": 1000, "x": [9e9] * 3, "y": "EVIL"}).encode()],
+                           use_bin_type=True)
+    for damage in ("length", "torn"):
+        j = journal(tmp_path / damage)
+        (tmp_path / damage).mkdir()
+        j.rotate()
+        j.append("eb/d1/reading", b"good-1")
+        at = j.size
+        j.append("eb/mallory/reading", b"junk " + _plain_frame(forged) + b" junk")
+        j.append("eb/d1/reading", b"good-2")
+        j.sync()
+        data = bytearray((tmp_path / damage / "journal").read_bytes())
+        if damage == "length":
+            data[at] ^= 0x40  # the outer frame's length: the reader scans on from there
+        else:
+            inner = data.find(_plain_frame(forged))
+            data = data[:inner + len(_plain_frame(forged)) + 3]  # cut inside the outer frame, after the inner one
+        (tmp_path / damage / "journal").write_bytes(bytes(data))
+        topics = [t for _, t, _ in journal(tmp_path / damage).recover()[1]]
+        assert topics == (["eb/d1/reading", "eb/d1/reading"] if damage == "length" else ["eb/d1/reading"]), damage
+
+
+def test_a_version_1_journal_of_an_earlier_release_is_still_replayed(tmp_path):
+    header = msgpack.packb({"format": "edgebayes-journal", "version": 1, "features": list(FEATURES),
+                            "id": "00112233aabbccdd"}, use_bin_type=True)
+    entry = msgpack.packb(["eb/d1/reading", b"{}"], use_bin_type=True)
+    (tmp_path / "journal").write_bytes(_plain_frame(header) + _plain_frame(entry) * 2)
+    jid, entries = journal(tmp_path).recover()
+    assert jid == "00112233aabbccdd" and [t for _, t, _ in entries] == ["eb/d1/reading"] * 2

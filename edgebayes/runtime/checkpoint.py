@@ -62,10 +62,10 @@ class CheckpointForeign(ValueError):
     """A sound checkpoint this release does not read (another format version)."""
 
 
-def read_document(data: bytes, path: Path, what: str, fmt: str, version: int, features: list | None,
+def read_document(data: bytes, path: Path, what: str, fmt: str, version: int | tuple[int, ...], features: list | None,
                   error: type[Exception], foreign: type[Exception] | None = None) -> dict:
     """The msgpack map in ``data`` (the bytes of ``path``), checked to be an edgebayes ``what``
-    ("checkpoint", "journal") of format name ``fmt`` and ``version``, made for ``features``
+    ("checkpoint", "journal") of format name ``fmt`` and ``version`` (or one of them), made for ``features``
     (None: any; the caller maps them).
 
     Raises:
@@ -79,7 +79,7 @@ def read_document(data: bytes, path: Path, what: str, fmt: str, version: int, fe
         raise error(f"{path}: not msgpack: {type(exc).__name__}: {exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != fmt:
         raise error(f"{path}: not an edgebayes {what}")
-    if doc.get("version") != version:
+    if doc.get("version") not in (version if isinstance(version, tuple) else (version,)):
         raise (foreign or error)(f"{path}: {what} version {doc.get('version')!r}, this release reads {version}")
     if features is not None and doc.get("features") != features:
         raise error(f"{path}: made for features {doc.get('features')!r}, the schema has {features}")

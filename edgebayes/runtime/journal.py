@@ -2,12 +2,15 @@
 
 One file per runtime, ``<checkpoint dir>/journal``: a sequence of frames, each
 ``<u32 length><u32 crc32>`` (little-endian) followed by ``length`` bytes of msgpack. The first
-frame is the header ``{"format": "edgebayes-journal", "version": 1, "features": [...],
-"id": "<16 hex digits>"}``; every other frame is one message as it came from the broker,
-``[topic, payload]`` (str, bytes). The worker appends a message before processing it and
-acknowledges it to the broker only after ``sync`` (one ``fdatasync`` for a whole group of
-messages), so a message the broker holds as acknowledged is in the journal, in a checkpoint,
-or both.
+frame is the header ``{"format": "edgebayes-journal", "version": 2, "features": [...],
+"id": "<16 hex digits>"}``, its CRC-32 plain; every other frame is one message as it came from
+the broker, ``[topic, payload]`` (str, bytes), its CRC-32 started from the CRC-32 of the id
+(``zlib.crc32(body, zlib.crc32(id))``): a frame that a client wrote inside its own payload does not
+check out as this journal's, so a reader resynchronising past a damaged frame never takes one
+for an entry (version 1 journals, with plain CRCs, are still read). The worker appends a
+message before processing it and acknowledges it to the broker only after ``sync`` (one
+``fdatasync`` for a whole group of messages), so a message the broker holds as acknowledged is
+in the journal, in a checkpoint, or both.
 
 A device's checkpoint records the journal position its state includes (``position``:
 ``[id, offset]``). At start the runtime replays, for each device, the entries after that
@@ -45,7 +48,8 @@ import msgpack
 from edgebayes.runtime.checkpoint import fsync_dir, read_document
 
 FORMAT = "edgebayes-journal"
-VERSION = 1
+VERSION = 2
+VERSIONS = (1, 2)  # read back; version 1: entry CRCs not seeded with the journal id
 FRAME = struct.Struct("<II")  # body length in bytes, zlib.crc32 of the body
 READ_BYTES = 1 << 18  # bytes read at once when reading a journal back
 
@@ -96,7 +100,7 @@ class Journal:
         except FileNotFoundError:
             return None, iter(())
         try:
-            jid, pos = self._header(fd)
+            jid, pos, seed = self._header(fd)
         except JournalError as exc:
             os.close(fd)
             self.move_aside(str(exc))
@@ -105,7 +109,7 @@ class Journal:
             os.close(fd)
             raise
         self.id, self.size = jid, os.fstat(fd).st_size
-        return jid, self._closing(fd, self._scan(fd, pos))
+        return jid, self._closing(fd, self._scan(fd, pos, seed))
 
     @staticmethod
     def _closing(fd: int, frames: Iterator) -> Iterator:
@@ -117,21 +121,22 @@ class Journal:
     def entries(self) -> Iterator[tuple[int, str, bytes]]:
         """The entries of the open journal, as ``recover`` gives them (appends flushed first)."""
         self._f.flush()
-        return self._scan(self._f.fileno(), self._first_entry)
+        return self._scan(self._f.fileno(), self._first_entry, _seed(self.id))
 
-    def _header(self, fd: int) -> tuple[str, int]:
+    def _header(self, fd: int) -> tuple[str, int, int]:
+        """The journal's id, the offset of its first entry and its entries' CRC seed."""
         head = os.pread(fd, FRAME.size, 0)
         length, crc = FRAME.unpack(head) if len(head) == FRAME.size else (0, None)
         body = os.pread(fd, length, FRAME.size) if length <= self.max_entry_bytes else b""
         if crc is None or len(body) != length or zlib.crc32(body) != crc:
             raise JournalError(f"{self.path}: no readable header")
-        doc = read_document(body, self.path, "journal", FORMAT, VERSION, self.features, JournalError)
+        doc = read_document(body, self.path, "journal", FORMAT, VERSIONS, self.features, JournalError)
         if not isinstance(doc.get("id"), str):
             raise JournalError(f"{self.path}: no journal id")
-        return doc["id"], FRAME.size + length
+        return doc["id"], FRAME.size + length, _seed(doc["id"]) if doc["version"] >= 2 else 0
 
-    def _scan(self, fd: int, pos: int) -> Iterator[tuple[int, str, bytes]]:
-        """The entries of the file ``fd`` from byte ``pos``. An unreadable frame is skipped up
+    def _scan(self, fd: int, pos: int, seed: int) -> Iterator[tuple[int, str, bytes]]:
+        """The entries of the file ``fd`` from byte ``pos`` (CRCs from ``seed``). An unreadable frame is skipped up
         to the next frame that reads (a sane length, its CRC-32, an entry's msgpack): logged as
         corruption when entries follow, as a torn tail when none does."""
         size = os.fstat(fd).st_size
@@ -146,7 +151,7 @@ class Journal:
                     size = base + len(buf)
                 buf, base = buf[i:] + more, pos
                 continue
-            entry, end = self._frame(buf, i)
+            entry, end = self._frame(buf, i, seed)
             if entry is None:
                 bad = pos if bad is None else bad
                 pos += 1
@@ -161,7 +166,7 @@ class Journal:
             log.warning("journal %s: torn or corrupt entry at byte %d; its last %d bytes are dropped "
                         "(a write cut short by a crash or power cut)", self.path, bad, size - bad)
 
-    def _frame(self, data: bytes, i: int) -> tuple[tuple[str, bytes] | None, int]:
+    def _frame(self, data: bytes, i: int, seed: int) -> tuple[tuple[str, bytes] | None, int]:
         """The entry of the frame at ``data[i:]`` and the index after it; None if none reads."""
         if i + FRAME.size > len(data):
             return None, i
@@ -170,7 +175,7 @@ class Journal:
         if length > self.max_entry_bytes or end > len(data):
             return None, i
         body = data[start:end]
-        if zlib.crc32(body) != crc:
+        if zlib.crc32(body, seed) != crc:
             return None, i
         return _entry(body), end
 
@@ -201,7 +206,7 @@ class Journal:
             size = first = _write_frame(f, header)
             n = 0
             for topic, payload in keep:
-                size += _write_frame(f, self._body(topic, payload))
+                size += _write_frame(f, self._body(topic, payload), _seed(jid))
                 n += 1
             f.flush()
             os.fsync(f.fileno())
@@ -221,7 +226,7 @@ class Journal:
         Raises:
             JournalError: the entry is longer than a reader accepts (nothing written).
         """
-        self.size += _write_frame(self._f, self._body(topic, payload))
+        self.size += _write_frame(self._f, self._body(topic, payload), _seed(self.id))
         self.n_entries += 1
         self._unsynced = True
 
@@ -265,8 +270,13 @@ class Journal:
             self._f = None
 
 
-def _write_frame(f, body: bytes) -> int:
-    f.write(FRAME.pack(len(body), zlib.crc32(body)))
+def _seed(jid: str) -> int:
+    """Where the CRC-32 of a journal's entries starts: the CRC-32 of its id."""
+    return zlib.crc32(jid.encode())
+
+
+def _write_frame(f, body: bytes, seed: int = 0) -> int:
+    f.write(FRAME.pack(len(body), zlib.crc32(body, seed)))
     f.write(body)
     return FRAME.size + len(body)
 
