@@ -160,3 +160,25 @@ def test_checkpoints_turned_off_are_warned_of_at_start_and_at_stop(broker, tmp_p
         "the runtime stops; remove that line to keep learning across restarts",
         "edgebayes.runtime: stopped; checkpoints are off: nothing learned was saved"]
     assert not (Path(os.environ["XDG_STATE_HOME"]) / "edgebayes").exists()
+
+
+def test_a_new_client_id_beside_a_default_folder_with_checkpoints_is_warned_of(broker, tmp_path):
+    log = tmp_path / "rt.log"
+    dev = Device(broker)
+    proc = _run(write_config(tmp_path / "a.toml", broker, client_id="rt-test"), log)
+    (x, y), = blobs(1, seed=3)
+    _wait_online(dev)
+    dev.publish("d1", "reading", {"seq": 0, "x": x, "y": y})
+    wait_for(lambda: len(dev.predictions()) == 1, what="a prediction")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(15) == 0
+    proc = _run(write_config(tmp_path / "b.toml", broker, client_id="rt-renamed"), log)
+    try:
+        wait_for(lambda: "no checkpoint in" in log.read_text(), what="the warning")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(15)
+    state = Path(os.environ["XDG_STATE_HOME"]) / "edgebayes"
+    assert (f"WARNING edgebayes.runtime: no checkpoint in {state / 'rt-renamed'}, the default folder for client_id "
+            f"'rt-renamed', but {state / 'rt-test'} holds some (another [broker] client_id?): set [checkpoint] "
+            f'dir = "{state / "rt-test"}" to go on learning from them') in log.read_text()

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
 
 from edgebayes import backend_description
-from edgebayes.runtime.config import ConfigError, check_files, load_config
+from edgebayes.runtime.config import ConfigError, check_files, default_checkpoint_dir, load_config
 
 log = logging.getLogger("edgebayes.runtime")
 
@@ -51,14 +52,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     log.info("backend: %s", backend_description())  # after the one-line start errors
     where = config.checkpoint.dir
-    if where is None:
-        log.warning("checkpoints are off ([checkpoint] enabled = false): everything learned is lost "
-                    "when the runtime stops; remove that line to keep learning across restarts")
-    else:
-        saved = runtime.worker.store.saved_devices()
-        names = ", ".join(saved[:8]) + (", ..." if len(saved) > 8 else "")
-        log.info("checkpoints and journal in %s: learning is kept across restarts; devices saved there: %d%s "
-                 "(each restored at its first message)", where, len(saved), f" ({names})" if saved else "")
+    _say_where(config, runtime.worker.store)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: stop.set())
@@ -81,3 +75,25 @@ def main(args: argparse.Namespace) -> int:
         saved = runtime.worker.n_saved_at_stop
         log.info("stopped; %d of %d devices saved in %s", saved, len(runtime.worker.devices), where)
     return 0
+
+
+def _say_where(config, store) -> None:
+    """Log where learning is kept and what is there; warn when nothing will be kept, or when a
+    default folder is empty beside one of another client id that holds checkpoints."""
+    where = config.checkpoint.dir
+    if where is None:
+        log.warning("checkpoints are off ([checkpoint] enabled = false): everything learned is lost "
+                    "when the runtime stops; remove that line to keep learning across restarts")
+        return
+    saved = store.saved_devices()
+    names = ", ".join(saved[:8]) + (", ..." if len(saved) > 8 else "")
+    log.info("checkpoints and journal in %s: learning is kept across restarts; devices saved there: %d%s "
+             "(each restored at its first message)", where, len(saved), f" ({names})" if saved else "")
+    if saved or where != default_checkpoint_dir(config.broker.client_id) or os.environ.get("STATE_DIRECTORY"):
+        return
+    others = sorted(d for d in where.parent.glob("*") if d != where and any(d.glob("*.ckpt")))
+    if others:
+        log.warning("no checkpoint in %s, the default folder for client_id %r, but %s holds some (another "
+                    "[broker] client_id?): set [checkpoint] dir = \"%s\" to go on learning from them",
+                    where, config.broker.client_id, others[0], others[0])
+
