@@ -232,6 +232,33 @@ def test_a_full_disk_at_start_serves_without_durability_and_says_so(tmp_path, br
     assert "durable again" in text
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounting a tmpfs needs root")
+def test_a_checkpoint_folder_that_cannot_be_made_at_start_serves_without_durability(tmp_path, broker):
+    """The runtime used to exit 2 (a restart loop under systemd) when the folder could not be made."""
+    ro, log = tmp_path / "ro", tmp_path / "rt.log"
+    ro.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=256k", "tmpfs", str(ro)], check=True)
+    ck, proc = ro / "ck", None
+    try:
+        cfg = _config(tmp_path, broker, ck, 0.3, extra="[output]\nmetrics_interval_s = 0.2\n")
+        dev = Device(broker)
+        proc = _run(cfg, log)
+        publish(dev, "d1", blobs(10, seed=12))
+        predicted(dev, "d1", 10)
+        wait_for(lambda: any(m.get("durable") is False for m in dev.got("metrics")), what="metrics durable false")
+        subprocess.run(["mount", "-o", "remount,rw", str(ro)], check=True)
+        wait_for(lambda: n_learned(ck, "d1") == 10, what="d1 checkpointed once the folder can be made")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        subprocess.run(["umount", "-l", str(ro)], check=False)
+    text = log.read_text()
+    assert "Traceback" not in text and "cannot create it (Read-only file system)" in text
+
+
 def test_a_tasmota_reading_acknowledged_before_a_kill_is_learned_after_the_restart(tmp_path, broker):
     """[[sources]] messages used to bypass the journal: acknowledged, then lost by a crash."""
     ck, log = tmp_path / "ck", tmp_path / "rt.log"

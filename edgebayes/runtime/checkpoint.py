@@ -99,11 +99,12 @@ class CheckpointStore:
     """Reads and writes the checkpoints of one runtime.
 
     Args:
-        directory: the folder (created if missing).
+        directory: the folder (created if missing; one that cannot be created now, a read-only or
+            full file system, is logged at ERROR; the worker makes it at its next checkpoint round).
         features: the schema's feature names, written into each checkpoint.
 
     Raises:
-        OSError: ``directory`` is not a folder or cannot be created (a one-line message).
+        NotADirectoryError: ``directory`` is a file (a one-line message).
     """
 
     def __init__(self, directory: str | Path, features: tuple[str, ...]):
@@ -112,8 +113,9 @@ class CheckpointStore:
             raise NotADirectoryError(f"checkpoint dir {self.dir} is not a directory")
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # one line for the operator, not "[Errno 13] ...: '...'"
-            raise OSError(f"checkpoint dir {self.dir}: cannot create: {exc.strerror}") from None
+        except OSError as exc:  # the worker serves without durability and says so (Durability)
+            log.error("checkpoint dir %s: cannot create it (%s); nothing can be saved until it can",
+                      self.dir, exc.strerror)
         self.features = list(features)
 
     def path(self, device: str, generation: int = 0) -> Path:

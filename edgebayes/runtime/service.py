@@ -39,7 +39,7 @@ class Runtime:
     """The whole runtime for one config (see the module docstring).
 
     Raises:
-        OSError: the checkpoint folder cannot be created, or the password file cannot be read.
+        OSError: the checkpoint folder is a file, or the password file cannot be read.
         ConfigError: ``[memory] model_budget_bytes`` cannot hold the models, or a ``[broker]``
             TLS file does not parse.
     """
