@@ -26,9 +26,10 @@ longer than the longest message accepted, bad checksum, not msgpack) is skipped 
 to the next frame that reads, with a logged warning: a corrupt middle costs its own entry, not
 the entries after it. Unreadable bytes with no frame after them are a torn tail (a power cut
 mid-append), dropped with a logged warning, never an exception. ``append`` refuses a frame
-the reader would not take. A journal whose header is unreadable,
-of another format or version, or made for another feature schema is moved aside to
-``journal.corrupt-<unix time>`` with a logged error, as a corrupt checkpoint is. ``check``
+the reader would not take. A journal whose header is unreadable
+or of another format or version is moved aside to ``journal.corrupt-<unix time>`` with a logged
+error, as a corrupt checkpoint is; one made under other ``[schema] features`` is read
+(``recovered_features`` says which: its readings are replayed by name). ``check``
 tells whether the path still names the open file (the folder deleted or replaced underneath).
 """
 
@@ -85,6 +86,7 @@ class Journal:
         self.n_syncs = 0
         self._f = None
         self._first_entry = 0  # offset of the first entry (after the header) of the open journal
+        self.recovered_features: list[str] = self.features  # [schema] features of the journal recover() read
         self._unsynced = False
 
     # --- reading back ---------------------------------------------------------------------
@@ -130,9 +132,13 @@ class Journal:
         body = os.pread(fd, length, FRAME.size) if length <= self.max_entry_bytes else b""
         if crc is None or len(body) != length or zlib.crc32(body) != crc:
             raise JournalError(f"{self.path}: no readable header")
-        doc = read_document(body, self.path, "journal", FORMAT, VERSIONS, self.features, JournalError)
+        doc = read_document(body, self.path, "journal", FORMAT, VERSIONS, None, JournalError)
         if not isinstance(doc.get("id"), str):
             raise JournalError(f"{self.path}: no journal id")
+        features = doc.get("features")
+        if not (isinstance(features, list) and all(isinstance(f, str) for f in features)):
+            raise JournalError(f"{self.path}: no feature list")
+        self.recovered_features = features
         return doc["id"], FRAME.size + length, _seed(doc["id"]) if doc["version"] >= 2 else 0
 
     def _scan(self, fd: int, pos: int, seed: int) -> Iterator[tuple[int, str, bytes]]:

@@ -303,14 +303,23 @@ class Worker:
         checkpoint. The entries replayed are copied to a new journal as they are (``[[sources]]``
         messages all: they rebuild the assembler), so a crash during replay replays them again,
         and the devices they changed are checkpointed after it; nothing is published (their
-        predictions went out before the crash, or were never wanted). A journal that cannot be
+        predictions went out before the crash, or were never wanted). A journal written under
+        other ``[schema] features`` has its readings replayed by name (``Intake.replay_as``);
+        its protocol entries are then not copied (the new journal's header names the new
+        features), their devices being checkpointed right after. A journal that cannot be
         written (a full or read-only disk) leaves the runtime serving without durability."""
         live, self.client, self.registry.replaying = self.client, _Muted(), True
         counts = [0, 0]  # entries read, entries replayed
         failed = None
         try:
             jid, entries = self._old_journal()
-            replay = self._replay(jid, entries, counts)
+            written = self.journal.recovered_features
+            edited = jid is not None and list(written) != list(self.config.schema.features)
+            if edited:
+                log.info("journal written under features %s: its readings are replayed into %s by name",
+                         written, list(self.config.schema.features))
+                self.intake.replay_as(written)
+            replay = self._replay(jid, entries, counts, copy_native=not edited)
             try:
                 self.journal.rotate(replay)
             except OSError as exc:
@@ -319,6 +328,7 @@ class Worker:
                     pass
         finally:
             self.client, self.registry.replaying = live, False
+            self.intake.replay_as(None)
         self.n_replayed = counts[1]
         if counts[0]:
             log.info("journal: %d messages replayed, %d already in their device's checkpoint",
@@ -342,7 +352,7 @@ class Worker:
                 self.journal.move_aside(f"cannot read it: {type(exc).__name__}: {exc}")
             return None, iter(())
 
-    def _replay(self, jid: str | None, entries, counts: list[int]):
+    def _replay(self, jid: str | None, entries, counts: list[int], copy_native: bool = True):
         """Serve each journal entry's items its device's checkpoint does not include; yields the
         entries to keep in the new journal (``counts``: entries read, entries replayed)."""
         for offset, topic, payload in entries:
@@ -350,7 +360,7 @@ class Worker:
             served = self._process(topic, payload, time.perf_counter(),
                                    lambda item: self._included(item.device, jid, offset))
             counts[1] += bool(served)
-            if served or not self._native(topic):
+            if not self._native(topic) or (served and copy_native):
                 yield topic, payload
 
     def _included(self, device: str | None, jid: str | None, offset: int) -> bool:

@@ -9,6 +9,7 @@ through the ``SourceRouter``.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 
 from paho.mqtt.client import topic_matches_sub
@@ -42,6 +43,7 @@ class Intake:
                  on_offline: Callable[[str, int], None] | None = None):
         self.topics = topics
         self.parser = Parser(config.schema.features, config.schema.label, config.queue.max_payload_bytes)
+        self._as_written: tuple[Parser, list[int | None]] | None = None  # replay_as: (parser, schema index -> its)
         self.handlers = dict(handlers or {})
         # with handlers (HA discovery) too, so the metrics hold ``sources`` whenever either is on
         self.sources = SourceRouter(config, on_offline) if config.sources or self.handlers else None
@@ -70,10 +72,28 @@ class Intake:
             if type(payload) is Retained:  # readings are never retained: this one may be any age
                 raise ProtocolError("retained", f"a retained {kind} is stale (the broker keeps it for new "
                                     "subscribers); publish readings and labels with retain off")
-            item = (self.parser.parse_reading if kind == "reading" else self.parser.parse_label)(device, payload)
+            if kind == "label":
+                item = self.parser.parse_label(device, payload)
+            elif self._as_written is None:
+                item = self.parser.parse_reading(device, payload)
+            else:
+                parser, where = self._as_written
+                item = parser.parse_reading(device, payload)
+                item.x = [math.nan if i is None else item.x[i] for i in where]
         except ProtocolError as exc:
             return [(Refusal(device, exc), topic)]
         return [(item, topic)]
+
+    def replay_as(self, features: list[str] | None) -> None:
+        """Parse protocol readings as written under ``features`` (a journal of the last run,
+        written before ``[schema] features`` was edited: a list ``x`` is in that order), their
+        values taken into the schema's order by name: a feature added since is missing (NaN),
+        one removed is dropped. None, or the schema's own features: parse as usual."""
+        if features is None or list(features) == list(self.parser.features):
+            self._as_written = None
+            return
+        parser = Parser(tuple(features), self.parser.label_key, self.parser.max_payload_bytes)
+        self._as_written = parser, [parser.index.get(name) for name in self.parser.features]
 
     def _handler(self, topic: str) -> Callable[[str, bytes], None] | None:
         """The handler whose filter ``topic`` matches (an exact topic first), or None."""
