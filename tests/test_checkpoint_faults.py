@@ -177,10 +177,11 @@ def test_a_permission_error_through_mosquitto_loses_no_model(broker, tmp_path):
     finally:
         _stop(proc)
     off = GaussianNB()
-    for x, y in data[:30]:
+    for x, y in data[:seq]:  # the 30 it had, then the readings refused while unreadable (journaled)
         off.learn_one(x, y)
     assert dev.predictions()[seq]["proba"] == off.predict_proba_one(data[seq][0])  # the learning is kept
     assert "restored from its checkpoint (last seq 29)" in log.read_text()
+    assert f"device d1: {seq - 30} journal messages it was refused" in log.read_text()
 
 
 # --- an edited config --------------------------------------------------------------------------

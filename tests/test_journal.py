@@ -386,3 +386,31 @@ def test_a_journal_written_before_the_features_were_edited_is_replayed_by_name(t
     assert again.n_replayed == 20 and again.errors == {} and not list(tmp_path.glob("journal.corrupt-*"))
     assert again.devices["d1"].slots[0].learner.state() == live.devices["d1"].slots[0].learner.state()
     assert list(journal(tmp_path, tuple(edited)).recover()[1]) == []  # checkpointed: not replayed again
+
+
+def test_entries_refused_while_a_checkpoint_cannot_be_read_are_learned_once_it_can(tmp_path):
+    """A read error (EISDIR here, as EACCES or EIO) at the restart: the device's replayed entries
+    and the readings refused meanwhile were acknowledged, then dropped with the next journal."""
+    w = worker(tmp_path)
+    data = blobs(20, seed=14)
+    readings(w, data[:10])
+    w.checkpoint()  # d1 at seq 9; the journal starts over
+    readings(w, data[10:15], first=10)
+    w._commit()  # the crash: 5 readings in the journal only
+    (tmp_path / "d1.ckpt").rename(tmp_path / "kept")
+    (tmp_path / "d1.ckpt").mkdir()
+    again = worker(tmp_path)
+    readings(again, data[15:18], first=15)  # refused: checkpoint_unreadable, acknowledged
+    again._commit()
+    again.checkpoint()  # the journal starts over keeping d1's 8 entries
+    assert again.errors["checkpoint_unreadable"] == 8 and "d1" not in again.devices
+    assert len(list(journal(tmp_path).recover()[1])) == 8
+    (tmp_path / "d1.ckpt").rmdir()
+    (tmp_path / "kept").rename(tmp_path / "d1.ckpt")
+    again.registry._unreadable["d1"] = (0.0, "")  # the retry is due
+    readings(again, data[18:19], first=18)
+    assert n_learned(again) == 19 and [p["seq"] for p in again.client.on("prediction")] == [18]
+    expected = again.devices["d1"].slots[0].learner.state()
+    again._commit()
+    third = worker(tmp_path)  # a crash before the next checkpoint: the journal again, once
+    assert third.registry.get("d1", create=False).slots[0].learner.state() == expected

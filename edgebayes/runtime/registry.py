@@ -41,6 +41,9 @@ class DeviceRegistry:
         admission: new-id rates per source and the least-recently-served order.
         durability: where a failing checkpoint write is told.
         position: the journal position a checkpoint written now includes (None: no journal).
+        readable_again: ``readable_again(device)``, called once a device whose checkpoint could
+            not be read is restored, before anything else is served to it (the worker learns
+            the journal entries it refused meanwhile).
 
     Attributes:
         devices: device id -> ``Device``, the devices in memory.
@@ -51,13 +54,15 @@ class DeviceRegistry:
     """
 
     def __init__(self, config: Config, store: CheckpointStore | None, memory: MemoryPlan, admission: Admission,
-                 durability: Durability, position: Callable[[], list | None]):
+                 durability: Durability, position: Callable[[], list | None],
+                 readable_again: Callable[[str], None] = lambda device: None):
         self.config = config
         self.store = store
         self.memory = memory
         self.admission = admission
         self.durability = durability
         self.position = position
+        self.readable_again = readable_again
         self.devices: dict[str, Device] = {}
         self.dirty: set[str] = set()
         self.replaying = False
@@ -155,6 +160,7 @@ class DeviceRegistry:
         refusal = self.admit(device)
         if refusal:
             raise ProtocolError("device_limit", refusal)
+        was_unreadable = device in self._unreadable
         dev = self._restore(device) if saved else None
         how = f"restored from its checkpoint (last seq {dev.last_seq})" if dev is not None else "new"
         dev = dev or self.new_device(device)
@@ -162,7 +168,13 @@ class DeviceRegistry:
         self.admission.served(device)
         log.info("device %s admitted, %s; %d of at most %d devices", device, how, len(self.devices),
                  self.config.memory.max_devices)
+        if was_unreadable and not self.replaying:
+            self.readable_again(device)
         return dev
+
+    def unreadable(self) -> set[str]:
+        """The devices refused because their checkpoint cannot be read (yet)."""
+        return set(self._unreadable)
 
     def _restore(self, device: str) -> Device | None:
         """The device restored from the newest checkpoint generation that reads back intact and

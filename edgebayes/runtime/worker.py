@@ -103,7 +103,8 @@ class Worker:
         self.registry = DeviceRegistry(
             config, store, self.memory,
             Admission(topics, self.intake.filters, config.memory.new_devices_per_min, config.memory.evict_idle_s),
-            self.durability, lambda: self.journal.position() if self.journal is not None else None)
+            self.durability, lambda: self.journal.position() if self.journal is not None else None,
+            self._catch_up)
         self.devices = self.registry.devices  # the same dict: watchers and metrics read it
         self._dirty = self.registry.dirty
         self.guard = None
@@ -123,6 +124,7 @@ class Worker:
         self._journal_failed = False  # an append or sync failed: acknowledge after a full checkpoint
         self._journal_off = False  # no journal could be started: acknowledge once processed, not durable
         self._source_devices: dict[int, frozenset[str]] = {}  # [[sources]] entries of the journal -> their devices
+        self._handling: int | None = None  # journal offset of the message being processed
         self._last_error: dict[str | None, float] = {}  # at most MAX_ERROR_TOPICS + 1 (see report)
         self._suppressed: Counter = Counter()
         self._closed = False
@@ -228,17 +230,18 @@ class Worker:
             self._process(topic, payload, t_recv)
             self._ack(mid, qos, conn)
             return
-        offset = None
+        offset = self._handling = None
         # a payload over max_payload_bytes is refused by the intake whatever the journal says:
         # not journaled, so the journal holds only frames its reader takes
         if (type(payload) is not Retained and len(payload) <= self.config.queue.max_payload_bytes
                 and self.intake.journaled(topic)):
-            offset = journal.size
+            offset = self._handling = journal.size
             try:
                 journal.append(topic, payload)
             except Exception as exc:  # noqa: BLE001 (any failure: the acknowledgements wait)
                 self._journal_fault("journal append", exc)
         devices = self._process(topic, payload, t_recv)
+        self._handling = None
         if offset is not None and devices and not self._native(topic):
             self._source_devices[offset] = frozenset(devices - {None})  # carried forward with them (checkpoint)
         if not self._unacked:
@@ -341,6 +344,29 @@ class Worker:
         self.checkpoint()  # so the next start does not replay them again
         if self.store is not None:
             self.registry.fit()  # the replay admitted every device it named, past max_devices
+
+    def _catch_up(self, device: str) -> None:
+        """Learn, in order and publishing nothing, the journal's protocol entries of ``device``
+        that its checkpoint does not include: those refused while the checkpoint could not be
+        read (kept by every rotation meanwhile), up to the message being handled now."""
+        journal = self.journal
+        if journal is None or self._journal_off or journal.id is None:
+            return
+        live, self.client = self.client, _Muted()
+        n = 0
+        try:
+            for offset, topic, payload in list(journal.entries()):
+                route = self._native(topic) and self.topics.route(topic)
+                if not route or route[1] != device or offset == self._handling:
+                    continue
+                n += bool(self._process(topic, payload, time.perf_counter(),
+                                        lambda item: item.device != device
+                                        or self._included(device, journal.id, offset)))
+        finally:
+            self.client = live
+        if n:
+            log.info("device %s: %d journal messages it was refused while its checkpoint could not be read "
+                     "are learned now", device, n)
 
     def _old_journal(self):
         """``Journal.recover()``; a journal that cannot be read (EACCES, EIO) is moved aside for
@@ -549,9 +575,10 @@ class Worker:
             n += self.registry.save(name, pos)
         if journal is None or (self._dirty and (self._journal_failed or self._journal_off)):
             return n
+        held = self._dirty | self.registry.unreadable()  # their entries are not in a checkpoint
         try:
-            if self._dirty:
-                self._rotate_keeping(set(self._dirty))
+            if held:
+                self._rotate_keeping(held)
             elif journal.n_entries or self._journal_failed or self._journal_off:
                 journal.rotate()
                 self._source_devices.clear()
