@@ -182,7 +182,7 @@ def test_a_device_whose_checkpoint_fails_does_not_stop_the_journal_starting_over
     journal = Journal(ck, FEATURES, 65536)
 
     def topics():
-        return [t for _, t, _ in journal.recover()[1]]
+        return [t for _, t, _, _ in journal.recover()[1]]
 
     # good's last 4 entries may still be in the journal's buffer when their predictions are out
     wait_for(lambda: topics() == ["eb/bad/reading"] * 20 and n_learned(ck, "good") == 300, timeout_s=10,

@@ -5,6 +5,7 @@ import json
 import logging
 import shutil
 import struct
+import time
 import tracemalloc
 import zlib
 
@@ -56,16 +57,16 @@ def n_learned(w) -> int:
 
 def test_frames_read_back_in_order_with_their_offsets(tmp_path):
     j = journal(tmp_path)
-    j.rotate([("eb/d1/reading", b"kept")])
+    j.rotate([("eb/d1/reading", b"kept", 1.7e9)])
     j.append("eb/d1/reading", b"\x81\xa3seq\x00")
     j.append("eb/d2/label", b"{}")
     j.sync()
     jid, entries = journal(tmp_path).recover()
     entries = list(entries)
     assert jid == j.id
-    assert [(t, p) for _, t, p in entries] == [("eb/d1/reading", b"kept"), ("eb/d1/reading", b"\x81\xa3seq\x00"),
+    assert [(t, p) for _, t, p, _ in entries] == [("eb/d1/reading", b"kept"), ("eb/d1/reading", b"\x81\xa3seq\x00"),
                                                ("eb/d2/label", b"{}")]
-    offsets = [o for o, _, _ in entries]
+    offsets = [o for o, _, _, _ in entries]
     assert offsets == sorted(offsets) and j.position() == [j.id, j.size] and j.size == (tmp_path / "journal").stat().st_size
 
 
@@ -78,7 +79,7 @@ def test_a_torn_last_entry_is_dropped_and_the_rest_replayed(tmp_path, spoil, cap
     j.sync()
     path = tmp_path / "journal"
     data = bytearray(path.read_bytes())
-    last = j.size - (FRAME.size + len(b"\x92\xadeb/d1/reading\xc4\x14") + 20)
+    last = j.size - (FRAME.size + len(b"\x93\xadeb/d1/reading\xc4\x14") + 20 + 9)  # + the time, a float64
     if spoil == "truncate":
         data = data[:-5]  # the power went mid-write
     elif spoil == "checksum":
@@ -89,7 +90,7 @@ def test_a_torn_last_entry_is_dropped_and_the_rest_replayed(tmp_path, spoil, cap
     with caplog.at_level(logging.WARNING, logger="edgebayes.runtime.journal"):
         jid, entries = journal(tmp_path).recover()
         entries = list(entries)
-    assert jid == j.id and [p for _, _, p in entries] == [b"\x00" * 20, b"\x01" * 20]
+    assert jid == j.id and [p for _, _, p, _ in entries] == [b"\x00" * 20, b"\x01" * 20]
     assert f"torn or corrupt entry at byte {last}" in caplog.text
 
 
@@ -100,7 +101,7 @@ def test_a_journal_of_another_schema_is_read_and_garbage_is_moved_aside(tmp_path
     other.sync()
     j = journal(tmp_path)
     jid, entries = j.recover()
-    assert (jid, [p for _, _, p in entries], j.recovered_features) == (other.id, [b"x"], ["a", "b"])
+    assert (jid, [p for _, _, p, _ in entries], j.recovered_features) == (other.id, [b"x"], ["a", "b"])
     (tmp_path / "journal").write_bytes(b"\x00\x01not a journal")
     with caplog.at_level(logging.ERROR, logger="edgebayes.runtime.journal"):
         jid, entries = journal(tmp_path).recover()
@@ -173,13 +174,13 @@ def test_a_corrupt_entry_in_the_middle_is_skipped_and_the_entries_after_it_kept(
         j.append("eb/d1/reading", bytes([i]) * 20)
     j.sync()
     path = tmp_path / "journal"
-    offsets = [o for o, _, _ in journal(tmp_path).recover()[1]]
+    offsets = [o for o, _, _, _ in journal(tmp_path).recover()[1]]
     data = bytearray(path.read_bytes())
     data[offsets[2] + 2] ^= 0x40  # the third entry's length
     path.write_bytes(bytes(data))
     with caplog.at_level(logging.WARNING, logger="edgebayes.runtime.journal"):
         entries = list(journal(tmp_path).recover()[1])
-    assert [(o, p) for o, _, p in entries] == [(offsets[i], bytes([i]) * 20) for i in (0, 1, 3, 4)]
+    assert [(o, p) for o, _, p, _ in entries] == [(offsets[i], bytes([i]) * 20) for i in (0, 1, 3, 4)]
     assert f"{offsets[3] - offsets[2]} unreadable bytes at byte {offsets[2]} skipped" in caplog.text
     assert "torn or corrupt entry" not in caplog.text
 
@@ -188,10 +189,10 @@ def test_an_entry_longer_than_the_reader_takes_is_never_written(tmp_path):
     j = journal(tmp_path)
     j.rotate()
     with pytest.raises(JournalError, match="longer than a journal reader accepts"):
-        j.append("eb/d1/reading", b"x" * (65536 + 65535 + 17))
+        j.append("eb/d1/reading", b"x" * (65536 + 65535 + 33))
     j.append("eb/d1/reading", b"ok")
     j.sync()
-    assert [p for _, _, p in journal(tmp_path).recover()[1]] == [b"ok"]
+    assert [p for _, _, p, _ in journal(tmp_path).recover()[1]] == [b"ok"]
 
 
 def test_an_oversize_reading_is_refused_acknowledged_and_not_journaled(tmp_path):
@@ -201,7 +202,7 @@ def test_an_oversize_reading_is_refused_acknowledged_and_not_journaled(tmp_path)
     readings(w, blobs(2, seed=6), first=2)
     w._commit()
     assert w.client.acked == [1, 2, 9, 3, 4] and w.errors == {"oversize": 1}
-    assert [t for _, t, _ in journal(tmp_path).recover()[1]] == ["eb/d1/reading"] * 4
+    assert [t for _, t, _, _ in journal(tmp_path).recover()[1]] == ["eb/d1/reading"] * 4
 
 
 def test_reading_a_journal_back_holds_two_frames_not_the_file(tmp_path):
@@ -244,10 +245,10 @@ def test_a_device_whose_checkpoint_fails_keeps_only_its_entries_and_loses_nothin
         w._handle("eb/d2/reading", payload, 100 + i, 1, 0.0, 0)
     w.checkpoint()
     assert w.client.acked == [*range(1, 7), *range(100, 106)]  # all durable: d1 checkpointed, d2 journaled
-    assert [t for _, t, _ in journal(tmp_path).recover()[1]] == ["eb/d2/reading"] * 6
+    assert [t for _, t, _, _ in journal(tmp_path).recover()[1]] == ["eb/d2/reading"] * 6
     readings(w, data[:3], first=6)
     w.checkpoint()  # again: d2's entries carried forward once more, d1's rotated away
-    assert [t for _, t, _ in journal(tmp_path).recover()[1]] == ["eb/d2/reading"] * 6
+    assert [t for _, t, _, _ in journal(tmp_path).recover()[1]] == ["eb/d2/reading"] * 6
     expected = {d: w.devices[d].slots[0].learner.state() for d in ("d1", "d2")}
     (tmp_path / "d2.ckpt.tmp").rmdir()
     again = worker(tmp_path)  # the crash: d2 learns its 6 entries again, d1 nothing
@@ -285,7 +286,7 @@ def test_source_entries_of_a_failing_device_are_carried_and_replayed_through_the
         w._handle(f"tele/{'t1' if i % 2 else 't2'}/SENSOR", json.dumps(doc).encode(), i + 1, 1, 0.0, 0)
     for _ in range(2):  # carried forward twice: the offsets of the kept entries follow them
         w.checkpoint()
-        assert [t for _, t, _ in journal(tmp_path).recover()[1]] == ["tele/t1/SENSOR"] * 4
+        assert [t for _, t, _, _ in journal(tmp_path).recover()[1]] == ["tele/t1/SENSOR"] * 4
     assert w.client.acked == list(range(1, 9))
     assert n_learned_of(w, "t1") == 4 and n_learned_of(w, "t2") == 4
     (tmp_path / "t1.ckpt.tmp").rmdir()
@@ -350,7 +351,7 @@ def test_a_frame_written_inside_a_payload_is_never_replayed_as_an_entry(tmp_path
             inner = data.find(_plain_frame(forged))
             data = data[:inner + len(_plain_frame(forged)) + 3]  # cut inside the outer frame, after the inner one
         (tmp_path / damage / "journal").write_bytes(bytes(data))
-        topics = [t for _, t, _ in journal(tmp_path / damage).recover()[1]]
+        topics = [t for _, t, _, _ in journal(tmp_path / damage).recover()[1]]
         assert topics == (["eb/d1/reading", "eb/d1/reading"] if damage == "length" else ["eb/d1/reading"]), damage
 
 
@@ -360,7 +361,7 @@ def test_a_version_1_journal_of_an_earlier_release_is_still_replayed(tmp_path):
     entry = msgpack.packb(["eb/d1/reading", b"{}"], use_bin_type=True)
     (tmp_path / "journal").write_bytes(_plain_frame(header) + _plain_frame(entry) * 2)
     jid, entries = journal(tmp_path).recover()
-    assert jid == "00112233aabbccdd" and [t for _, t, _ in entries] == ["eb/d1/reading"] * 2
+    assert jid == "00112233aabbccdd" and [t for _, t, _, _ in entries] == ["eb/d1/reading"] * 2
 
 
 def test_a_journal_written_before_the_features_were_edited_is_replayed_by_name(tmp_path):
@@ -414,3 +415,23 @@ def test_entries_refused_while_a_checkpoint_cannot_be_read_are_learned_once_it_c
     again._commit()
     third = worker(tmp_path)  # a crash before the next checkpoint: the journal again, once
     assert third.registry.get("d1", create=False).slots[0].learner.state() == expected
+
+
+def test_a_replay_refuses_what_was_refused_when_it_came(tmp_path, monkeypatch):
+    """A seq jump refused live (seq_jump) fitted the bound at a replay 1,000 s later, measured on
+    the replay's clock: it was learned then, a reading no live run learned."""
+    w = worker(tmp_path)
+    data = blobs(20, seed=15)
+    readings(w, data[:10])
+    w.checkpoint()
+    w._handle("eb/d1/reading", json.dumps({"seq": 200_000, "ts": 1011.0, "x": data[10][0], "y": "EVIL"}).encode(),
+              50, 1, 0.0, 0)
+    readings(w, data[10:20], first=10)
+    w._commit()
+    assert w.errors == {"seq_jump": 1} and n_learned(w) == 20
+    expected = w.devices["d1"].slots[0].learner.state()
+    real = time.time
+    monkeypatch.setattr("edgebayes.runtime.worker.time.time", lambda: real() + 1000.0)  # restarted later
+    again = worker(tmp_path)
+    assert again.registry.get("d1", create=False).slots[0].learner.state() == expected
+    assert again.devices["d1"].last_seq == 19

@@ -4,10 +4,11 @@ One file per runtime, ``<checkpoint dir>/journal``: a sequence of frames, each
 ``<u32 length><u32 crc32>`` (little-endian) followed by ``length`` bytes of msgpack. The first
 frame is the header ``{"format": "edgebayes-journal", "version": 2, "features": [...],
 "id": "<16 hex digits>"}``, its CRC-32 plain; every other frame is one message as it came from
-the broker, ``[topic, payload]`` (str, bytes), its CRC-32 started from the CRC-32 of the id
+the broker, ``[topic, payload, t]`` (str, bytes, its receive time in Unix seconds: a replay
+takes its decisions at the time the message came), its CRC-32 started from the CRC-32 of the id
 (``zlib.crc32(body, zlib.crc32(id))``): a frame that a client wrote inside its own payload does not
 check out as this journal's, so a reader resynchronising past a damaged frame never takes one
-for an entry (version 1 journals, with plain CRCs, are still read). The worker appends a
+for an entry (version 1 journals, with plain CRCs and no times, are still read). The worker appends a
 message before processing it and acknowledges it to the broker only after ``sync`` (one
 ``fdatasync`` for a whole group of messages), so a message the broker holds as acknowledged is
 in the journal, in a checkpoint, or both.
@@ -36,6 +37,7 @@ tells whether the path still names the open file (the folder deleted or replaced
 from __future__ import annotations
 
 import logging
+import math
 import os
 import secrets
 import struct
@@ -80,7 +82,7 @@ class Journal:
         self.dir = Path(directory)
         self.path = self.dir / "journal"
         self.features = list(features)
-        self.max_entry_bytes = max_payload_bytes + 65535 + 16  # + topic + msgpack's framing
+        self.max_entry_bytes = max_payload_bytes + 65535 + 32  # + topic + time + msgpack's framing
         self.id: str | None = None
         self.size = self.n_entries = 0
         self.n_syncs = 0
@@ -90,13 +92,14 @@ class Journal:
         self._unsynced = False
 
     # --- reading back ---------------------------------------------------------------------
-    def recover(self) -> tuple[str | None, Iterator[tuple[int, str, bytes]]]:
-        """The journal left by the last run: its id and its entries ``(offset, topic, payload)``
-        in append order (offset: the frame's first byte in the file), read one frame at a time
-        (memory: about two of the longest frames, whatever the journal's length). ``(None, no
-        entries)`` when there is no journal or it was moved aside. Until ``rotate``,
-        ``position()`` is the end of that journal. Never raises for a bad file (see the module
-        docstring); an ``OSError`` reading it propagates."""
+    def recover(self) -> tuple[str | None, Iterator[tuple[int, str, bytes, float | None]]]:
+        """The journal left by the last run: its id and its entries ``(offset, topic, payload,
+        t)`` in append order (offset: the frame's first byte in the file; ``t``: when it was
+        received, Unix s, None in a version 1 journal), read one frame at a time (memory: about
+        two of the longest frames, whatever the journal's length). ``(None, no entries)`` when
+        there is no journal or it was moved aside. Until ``rotate``, ``position()`` is the end of
+        that journal. Never raises for a bad file (see the module docstring); an ``OSError``
+        reading it propagates."""
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
@@ -120,7 +123,7 @@ class Journal:
         finally:
             os.close(fd)
 
-    def entries(self) -> Iterator[tuple[int, str, bytes]]:
+    def entries(self) -> Iterator[tuple[int, str, bytes, float | None]]:
         """The entries of the open journal, as ``recover`` gives them (appends flushed first)."""
         self._f.flush()
         return self._scan(self._f.fileno(), self._first_entry, _seed(self.id))
@@ -141,7 +144,7 @@ class Journal:
         self.recovered_features = features
         return doc["id"], FRAME.size + length, _seed(doc["id"]) if doc["version"] >= 2 else 0
 
-    def _scan(self, fd: int, pos: int, seed: int) -> Iterator[tuple[int, str, bytes]]:
+    def _scan(self, fd: int, pos: int, seed: int) -> Iterator[tuple[int, str, bytes, float | None]]:
         """The entries of the file ``fd`` from byte ``pos`` (CRCs from ``seed``). An unreadable frame is skipped up
         to the next frame that reads (a sane length, its CRC-32, an entry's msgpack): logged as
         corruption when entries follow, as a torn tail when none does."""
@@ -172,7 +175,7 @@ class Journal:
             log.warning("journal %s: torn or corrupt entry at byte %d; its last %d bytes are dropped "
                         "(a write cut short by a crash or power cut)", self.path, bad, size - bad)
 
-    def _frame(self, data: bytes, i: int, seed: int) -> tuple[tuple[str, bytes] | None, int]:
+    def _frame(self, data: bytes, i: int, seed: int) -> tuple[tuple[str, bytes, float | None] | None, int]:
         """The entry of the frame at ``data[i:]`` and the index after it; None if none reads."""
         if i + FRAME.size > len(data):
             return None, i
@@ -194,8 +197,8 @@ class Journal:
         return aside
 
     # --- writing --------------------------------------------------------------------------
-    def rotate(self, keep: Iterable[tuple[str, bytes]] = ()) -> None:
-        """Start a new journal with a new id holding ``keep`` (``(topic, payload)`` pairs, in
+    def rotate(self, keep: Iterable[tuple[str, bytes, float | None]] = ()) -> None:
+        """Start a new journal with a new id holding ``keep`` (``(topic, payload, t)``, in
         order, taken one at a time): written to a temporary file, fsynced, renamed over the old
         one, folder fsynced; the folder is created again if it is gone.
 
@@ -211,8 +214,8 @@ class Journal:
                                     "id": jid}, use_bin_type=True)
             size = first = _write_frame(f, header)
             n = 0
-            for topic, payload in keep:
-                size += _write_frame(f, self._body(topic, payload), _seed(jid))
+            for topic, payload, t in keep:
+                size += _write_frame(f, self._body(topic, payload, t), _seed(jid))
                 n += 1
             f.flush()
             os.fsync(f.fileno())
@@ -226,18 +229,20 @@ class Journal:
         self._first_entry = first
         self.n_syncs += 1
 
-    def append(self, topic: str, payload: bytes) -> None:
-        """Add one message (buffered; durable after the next ``sync``).
+    def append(self, topic: str, payload: bytes, t: float | None = None) -> None:
+        """Add one message received at ``t`` (Unix s; None: now), buffered; durable after the
+        next ``sync``.
 
         Raises:
             JournalError: the entry is longer than a reader accepts (nothing written).
         """
-        self.size += _write_frame(self._f, self._body(topic, payload), _seed(self.id))
+        self.size += _write_frame(self._f, self._body(topic, payload, time.time() if t is None else t),
+                                  _seed(self.id))
         self.n_entries += 1
         self._unsynced = True
 
-    def _body(self, topic: str, payload: bytes) -> bytes:
-        body = msgpack.packb([topic, bytes(payload)], use_bin_type=True)
+    def _body(self, topic: str, payload: bytes, t: float | None) -> bytes:
+        body = msgpack.packb([topic, bytes(payload), t], use_bin_type=True)
         if len(body) > self.max_entry_bytes:
             raise JournalError(f"an entry of {len(body)} bytes is longer than a journal reader accepts "
                                f"({self.max_entry_bytes})")
@@ -287,15 +292,18 @@ def _write_frame(f, body: bytes, seed: int = 0) -> int:
     return FRAME.size + len(body)
 
 
-def _entry(body: bytes | None) -> tuple[str, bytes] | None:
-    """``(topic, payload)`` of an entry frame's body, None if it is not one."""
+def _entry(body: bytes | None) -> tuple[str, bytes, float | None] | None:
+    """``(topic, payload, t)`` of an entry frame's body, None if it is not one."""
     if body is None:
         return None
     try:
         doc = msgpack.unpackb(body, raw=False)
     except (msgpack.UnpackException, ValueError, TypeError):
         return None
-    if not (isinstance(doc, list) and len(doc) == 2 and isinstance(doc[0], str) and isinstance(doc[1], bytes)):
+    if not (isinstance(doc, list) and len(doc) in (2, 3) and isinstance(doc[0], str) and isinstance(doc[1], bytes)):
         return None
-    return doc[0], doc[1]
+    t = doc[2] if len(doc) == 3 else None
+    if t is not None and not (type(t) is float and math.isfinite(t)):
+        return None
+    return doc[0], doc[1], t
 

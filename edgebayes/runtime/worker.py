@@ -125,6 +125,7 @@ class Worker:
         self._journal_off = False  # no journal could be started: acknowledge once processed, not durable
         self._source_devices: dict[int, frozenset[str]] = {}  # [[sources]] entries of the journal -> their devices
         self._handling: int | None = None  # journal offset of the message being processed
+        self._replayed_at: float | None = None  # when the journal entry being replayed was received
         self._last_error: dict[str | None, float] = {}  # at most MAX_ERROR_TOPICS + 1 (see report)
         self._suppressed: Counter = Counter()
         self._closed = False
@@ -237,7 +238,7 @@ class Worker:
                 and self.intake.journaled(topic)):
             offset = self._handling = journal.size
             try:
-                journal.append(topic, payload)
+                journal.append(topic, payload, time.time())
             except Exception as exc:  # noqa: BLE001 (any failure: the acknowledgements wait)
                 self._journal_fault("journal append", exc)
         devices = self._process(topic, payload, t_recv)
@@ -247,6 +248,11 @@ class Worker:
         if not self._unacked:
             self._unacked_since = time.monotonic()
         self._unacked.append((mid, qos, conn))
+
+    def _now(self) -> float:
+        """Unix time now, or, in a journal replay, when the message replayed came."""
+        t = self._replayed_at
+        return time.time() if t is None else t
 
     def _native(self, topic: str) -> bool:
         """Whether ``topic`` is a reading or label topic of the edgebayes protocol."""
@@ -355,15 +361,16 @@ class Worker:
         live, self.client = self.client, _Muted()
         n = 0
         try:
-            for offset, topic, payload in list(journal.entries()):
+            for offset, topic, payload, t in list(journal.entries()):
                 route = self._native(topic) and self.topics.route(topic)
                 if not route or route[1] != device or offset == self._handling:
                     continue
+                self._replayed_at = t
                 n += bool(self._process(topic, payload, time.perf_counter(),
                                         lambda item: item.device != device
                                         or self._included(device, journal.id, offset)))
         finally:
-            self.client = live
+            self.client, self._replayed_at = live, None
         if n:
             log.info("device %s: %d journal messages it was refused while its checkpoint could not be read "
                      "are learned now", device, n)
@@ -381,13 +388,15 @@ class Worker:
     def _replay(self, jid: str | None, entries, counts: list[int], copy_native: bool = True):
         """Serve each journal entry's items its device's checkpoint does not include; yields the
         entries to keep in the new journal (``counts``: entries read, entries replayed)."""
-        for offset, topic, payload in entries:
+        for offset, topic, payload, t in entries:
             counts[0] += 1
+            self._replayed_at = t  # the decisions of the time it came (seq and ts bounds)
             served = self._process(topic, payload, time.perf_counter(),
                                    lambda item: self._included(item.device, jid, offset))
             counts[1] += bool(served)
+            self._replayed_at = None
             if not self._native(topic) or (served and copy_native):
-                yield topic, payload
+                yield topic, payload, t
 
     def _included(self, device: str | None, jid: str | None, offset: int) -> bool:
         """Whether the journal entry at ``offset`` of journal ``jid`` is in ``device``'s checkpoint."""
@@ -444,7 +453,7 @@ class Worker:
 
     def _reading(self, r: Reading, t_recv: float) -> None:
         dev = self.registry.get(r.device, create=True)
-        now = time.time()
+        now = self._now()
         how = dev.check_seq(r.seq, r.ts, now)  # refused: duplicate, seq_jump, ts_ahead
         y = self._check_label(dev, r.y, r.seq) if r.y is not None else None  # refused: the whole reading
         if how == "late":
@@ -469,7 +478,7 @@ class Worker:
         if y is not None:
             self._learn(dev, r.seq, r.x, y, y_preds)
         else:
-            dev.pending.add(r.seq, Pending(time.time(), r.x, y_preds))
+            dev.pending.add(r.seq, Pending(now, r.x, y_preds))
         if how == "reboot" and self.store is not None and not self.registry.replaying:
             # a reboot told by the arrival times (Device.check_seq) is not told again by a replay
             self.registry.save(r.device)
@@ -495,7 +504,7 @@ class Worker:
         return y
 
     def _learn(self, dev: Device, seq: int, x: list[float], y, y_preds: list) -> None:
-        alerts = dev.learn(seq, x, y, y_preds, time.time())
+        alerts = dev.learn(seq, x, y, y_preds, self._now())
         self.n_learned += 1
         for alert in alerts:
             self.n_drift_alerts += 1
@@ -600,20 +609,20 @@ class Worker:
 
         def keep():
             nonlocal n_kept
-            for offset, topic, payload in journal.entries():
+            for offset, topic, payload, t in journal.entries():
                 route = self._native(topic) and self.topics.route(topic)
                 devices = frozenset((route[1],)) if route else self._source_devices.get(offset, frozenset())
                 if any(d in failing and not self._included(d, jid, offset) for d in devices):
                     if not route:
                         kept_sources.append((n_kept, devices))
                     n_kept += 1
-                    yield topic, payload
+                    yield topic, payload, t
 
         journal.rotate(keep())
         self._source_devices = {}
         if kept_sources:  # their offsets in the new journal
             index = dict(kept_sources)
-            for i, (offset, _, _) in enumerate(journal.entries()):
+            for i, (offset, *_) in enumerate(journal.entries()):
                 if i in index:
                     self._source_devices[offset] = index[i]
         log.debug("journal started over keeping %d entries of %d devices whose checkpoint failed",
