@@ -584,7 +584,8 @@ class Worker:
             n += self.registry.save(name, pos)
         if journal is None or (self._dirty and (self._journal_failed or self._journal_off)):
             return n
-        held = self._dirty | self.registry.unreadable()  # their entries are not in a checkpoint
+        # their entries are in no checkpoint (an open journal only: none is open while it is off)
+        held = self._dirty | self.registry.unreadable() if not self._journal_off else set()
         try:
             if held:
                 self._rotate_keeping(held)
