@@ -435,3 +435,14 @@ def test_a_replay_refuses_what_was_refused_when_it_came(tmp_path, monkeypatch):
     again = worker(tmp_path)
     assert again.registry.get("d1", create=False).slots[0].learner.state() == expected
     assert again.devices["d1"].last_seq == 19
+
+
+def test_durability_comes_back_while_a_device_checkpoint_cannot_be_read(tmp_path):
+    (tmp_path / "journal.tmp").mkdir()  # no journal can be started: serving without durability
+    (tmp_path / "d1.ckpt").mkdir()  # d1's checkpoint cannot be read (EISDIR, as EACCES or EIO)
+    w = worker(tmp_path)
+    readings(w, blobs(1, seed=16))
+    assert w.errors == {"checkpoint_unreadable": 1} and w.metrics()["durable"] is False
+    (tmp_path / "journal.tmp").rmdir()
+    w.checkpoint()
+    assert w.metrics()["durable"] is True and (tmp_path / "journal").is_file()
