@@ -35,10 +35,13 @@ def journal(tmp_path, features=FEATURES):
     return Journal(tmp_path, features, 65536)
 
 
-def worker(tmp_path):
-    cfg = parse_config({"schema": {"features": list(FEATURES)}, "output": {"format": "json", "error_interval_s": 0},
-                        "checkpoint": {"dir": str(tmp_path)}, "models": [{"name": "nb", "kind": "gaussian_nb"}]})
-    w = Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, FEATURES), journal(tmp_path),
+def worker(tmp_path, features=FEATURES, **tables):
+    """A worker journaling and checkpointing into ``tmp_path``, after the replay a start does;
+    ``tables``: config tables beside (or over) the defaults."""
+    cfg = parse_config({"schema": {"features": list(features)}, "output": {"format": "json", "error_interval_s": 0},
+                        "checkpoint": {"dir": str(tmp_path)}, "models": [{"name": "nb", "kind": "gaussian_nb"}],
+                        **tables})
+    w = Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, tuple(features)), journal(tmp_path, features),
                client=AckRecorder())
     w._recover()  # what start() does before the worker thread runs
     return w
@@ -269,17 +272,7 @@ def test_a_journal_that_cannot_be_read_is_moved_aside_not_overwritten(tmp_path, 
 def test_source_entries_of_a_failing_device_are_carried_and_replayed_through_the_assembler(tmp_path):
     source = {"kind": "tasmota", "topic": "tele/+/SENSOR", "features": {f: f"SIM.{f}" for f in FEATURES},
               "label": "SIM.y"}
-    cfg = parse_config({"schema": {"features": list(FEATURES)}, "output": {"format": "json"},
-                        "checkpoint": {"dir": str(tmp_path)}, "sources": [source],
-                        "models": [{"name": "nb", "kind": "gaussian_nb"}]})
-
-    def source_worker():
-        w = Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, FEATURES), journal(tmp_path),
-                   client=AckRecorder())
-        w._recover()
-        return w
-
-    w = source_worker()
+    w = worker(tmp_path, sources=[source])
     (tmp_path / "t1.ckpt.tmp").mkdir()  # t1's checkpoint cannot be written
     for i, (x, y) in enumerate(blobs(8, seed=9)):
         doc = {"Time": i, "SIM": {**dict(zip(FEATURES, x)), "y": y}}
@@ -290,7 +283,7 @@ def test_source_entries_of_a_failing_device_are_carried_and_replayed_through_the
     assert w.client.acked == list(range(1, 9))
     assert n_learned_of(w, "t1") == 4 and n_learned_of(w, "t2") == 4
     (tmp_path / "t1.ckpt.tmp").rmdir()
-    again = source_worker()  # the crash: t1 learns its 4 readings again, t2 nothing
+    again = worker(tmp_path, sources=[source])  # the crash: t1 learns its 4 readings again, t2 nothing
     assert n_learned_of(again, "t1") == 4 and n_learned_of(again, "t2") == 4
 
 
@@ -301,18 +294,8 @@ def n_learned_of(w, device: str) -> int:
 def test_a_replay_naming_more_devices_than_max_devices_learns_them_all(tmp_path):
     """Devices evicted live to make room were refused at replay (device_limit): their entries
     were dropped with the new journal, acknowledged readings lost (20 of 40 here)."""
-    cfg = parse_config({"schema": {"features": list(FEATURES)}, "output": {"format": "json"},
-                        "memory": {"max_devices": 2, "evict_idle_s": 0},
-                        "checkpoint": {"dir": str(tmp_path), "interval_s": 3600},
-                        "models": [{"name": "nb", "kind": "gaussian_nb"}]})
-
-    def start():
-        w = Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, FEATURES), journal(tmp_path),
-                   client=AckRecorder())
-        w._recover()
-        return w
-
-    w = start()
+    tables = {"memory": {"max_devices": 2, "evict_idle_s": 0}, "checkpoint": {"dir": str(tmp_path), "interval_s": 3600}}
+    w = worker(tmp_path, **tables)
     data = blobs(10, seed=11)
     for d in ("a", "b", "c", "d"):  # a and b evicted (checkpointed) for c and d
         for i, (x, y) in enumerate(data):
@@ -320,7 +303,7 @@ def test_a_replay_naming_more_devices_than_max_devices_learns_them_all(tmp_path)
                       i + 1, 1, 0.0, 0)
     w._commit()
     assert w.registry.n_evicted == 2 and sorted(w.devices) == ["c", "d"]
-    again = start()  # the crash: c and d have only the journal
+    again = worker(tmp_path, **tables)  # the crash: c and d have only the journal
     assert again.errors == {} and len(again.devices) <= 2
     assert {d: int(again.registry.get(d, create=True).slots[0].learner.state()["n"]) for d in "abcd"} == \
         dict.fromkeys("abcd", 10)
@@ -371,22 +354,15 @@ def test_a_journal_written_before_the_features_were_edited_is_replayed_by_name(t
     data = blobs(20, seed=13)
     readings(w, data)  # list readings in FEATURES order, journaled, no checkpoint yet
     w._commit()
-    edited = ["f2", "f0", "f3", "f1"]
-
-    def config(features):
-        return parse_config({"schema": {"features": features}, "output": {"format": "json"},
-                             "checkpoint": {"dir": str(tmp_path)}, "models": [{"name": "nb", "kind": "gaussian_nb"}]})
-
-    again = Worker(config(edited), Topics("eb", "+", "rt"), CheckpointStore(tmp_path, tuple(edited)),
-                   journal(tmp_path, tuple(edited)), client=AckRecorder())
-    again._recover()
-    live = Worker(config(edited), Topics("eb", "+", "rt"), None, client=AckRecorder())
+    edited = ("f2", "f0", "f3", "f1")
+    again = worker(tmp_path, edited)
+    live = worker(tmp_path / "live", edited)
     for i, (x, y) in enumerate(data):  # the same readings sent by name under the edited schema
         live._handle("eb/d1/reading", json.dumps({"seq": i, "ts": 1000.0 + i, "x": dict(zip(FEATURES, x)),
                                                   "y": y}).encode(), i + 1, 1, 0.0, 0)
     assert again.n_replayed == 20 and again.errors == {} and not list(tmp_path.glob("journal.corrupt-*"))
     assert again.devices["d1"].slots[0].learner.state() == live.devices["d1"].slots[0].learner.state()
-    assert list(journal(tmp_path, tuple(edited)).recover()[1]) == []  # checkpointed: not replayed again
+    assert list(journal(tmp_path, edited).recover()[1]) == []  # checkpointed: not replayed again
 
 
 def test_entries_refused_while_a_checkpoint_cannot_be_read_are_learned_once_it_can(tmp_path):
