@@ -193,68 +193,75 @@ def test_a_device_whose_checkpoint_fails_does_not_stop_the_journal_starting_over
     assert log.read_text().count("checkpoint of device bad failed") == 1  # not one per interval
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounting a tmpfs needs root")
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounting a tmpfs needs root")
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, options: str):
+    """A tmpfs mounted on the new folder ``path`` (``options``: mount's ``-o``), unmounted after."""
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def killed(proc) -> None:
+    """``proc`` killed, if it still runs (a failed test's runtime)."""
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+@needs_root
 def test_a_full_disk_at_start_serves_without_durability_and_says_so(tmp_path, broker):
     """The runtime used to exit with a traceback (a crash loop under systemd)."""
-    ck, log = tmp_path / "ck", tmp_path / "rt.log"
-    ck.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(ck)], check=True)
-    proc = None
-    try:
-        fd = os.open(ck / "filler", os.O_WRONLY | os.O_CREAT)
-        for chunk in (4096, 1):  # to the last byte
-            with contextlib.suppress(OSError):
-                while True:
-                    os.write(fd, b"\0" * chunk)
-        os.close(fd)
-        cfg = _config(tmp_path, broker, ck, 0.3, extra="[output]\nmetrics_interval_s = 0.2\n")
-        dev = Device(broker)  # subscribed before the runtime starts: the first alert goes out at its connect
-        proc = _run(cfg, log)
-        publish(dev, "d1", blobs(10, seed=10))
-        predicted(dev, "d1", 10)
-        wait_for(lambda: any(m.get("durable") is False for m in dev.got("metrics")), what="metrics durable false")
-        assert proc.poll() is None
-        metrics = [m for m in dev.got("metrics") if m["n_readings"] == 10][-1]
-        assert metrics["durable"] is False and metrics["n_journal_errors"] >= 1
-        (ck / "filler").unlink()
-        wait_for(lambda: [a["durable"] for a in dev.got("alert") if a.get("alert") == "durability"] == [False, True],
-                 what="the durability alerts")
-        wait_for(lambda: n_learned(ck, "d1") == 10, what="d1 checkpointed once the disk has room")
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0
-    finally:
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        subprocess.run(["umount", str(ck)], check=False)
+    ck, log, proc = tmp_path / "ck", tmp_path / "rt.log", None
+    with tmpfs(ck, "size=64k"):
+        try:
+            fill(ck / "filler")
+            cfg = _config(tmp_path, broker, ck, 0.3, extra="[output]\nmetrics_interval_s = 0.2\n")
+            dev = Device(broker)  # subscribed before the runtime starts: the first alert goes out at its connect
+            proc = _run(cfg, log)
+            publish(dev, "d1", blobs(10, seed=10))
+            predicted(dev, "d1", 10)
+            wait_for(lambda: any(m.get("durable") is False for m in dev.got("metrics")), what="metrics durable false")
+            assert proc.poll() is None
+            metrics = [m for m in dev.got("metrics") if m["n_readings"] == 10][-1]
+            assert metrics["durable"] is False and metrics["n_journal_errors"] >= 1
+            (ck / "filler").unlink()
+            wait_for(lambda: [a["durable"] for a in dev.got("alert") if a.get("alert") == "durability"]
+                     == [False, True], what="the durability alerts")
+            wait_for(lambda: n_learned(ck, "d1") == 10, what="d1 checkpointed once the disk has room")
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(15) == 0
+        finally:
+            killed(proc)
     text = log.read_text()
     assert "Traceback" not in text and text.count("not durable: starting the journal") == 1
     assert "durable again" in text
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounting a tmpfs needs root")
+@needs_root
 def test_a_checkpoint_folder_that_cannot_be_made_at_start_serves_without_durability(tmp_path, broker):
     """The runtime used to exit 2 (a restart loop under systemd) when the folder could not be made."""
-    ro, log = tmp_path / "ro", tmp_path / "rt.log"
-    ro.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=256k", "tmpfs", str(ro)], check=True)
-    ck, proc = ro / "ck", None
-    try:
-        cfg = _config(tmp_path, broker, ck, 0.3, extra="[output]\nmetrics_interval_s = 0.2\n")
-        dev = Device(broker)
-        proc = _run(cfg, log)
-        publish(dev, "d1", blobs(10, seed=12))
-        predicted(dev, "d1", 10)
-        wait_for(lambda: any(m.get("durable") is False for m in dev.got("metrics")), what="metrics durable false")
-        subprocess.run(["mount", "-o", "remount,rw", str(ro)], check=True)
-        wait_for(lambda: n_learned(ck, "d1") == 10, what="d1 checkpointed once the folder can be made")
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0
-    finally:
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        subprocess.run(["umount", "-l", str(ro)], check=False)
+    ro, log, proc = tmp_path / "ro", tmp_path / "rt.log", None
+    with tmpfs(ro, "ro,size=256k"):
+        try:
+            ck = ro / "ck"
+            cfg = _config(tmp_path, broker, ck, 0.3, extra="[output]\nmetrics_interval_s = 0.2\n")
+            dev = Device(broker)
+            proc = _run(cfg, log)
+            publish(dev, "d1", blobs(10, seed=12))
+            predicted(dev, "d1", 10)
+            wait_for(lambda: any(m.get("durable") is False for m in dev.got("metrics")), what="metrics durable false")
+            subprocess.run(["mount", "-o", "remount,rw", str(ro)], check=True)
+            wait_for(lambda: n_learned(ck, "d1") == 10, what="d1 checkpointed once the folder can be made")
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(15) == 0
+        finally:
+            killed(proc)
     text = log.read_text()
     assert "Traceback" not in text and "cannot create it (Read-only file system)" in text
 
@@ -276,13 +283,11 @@ def test_a_tasmota_reading_acknowledged_before_a_kill_is_learned_after_the_resta
     assert learned == {"t1": 40}
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounting a tmpfs needs root")
+@needs_root
 def test_a_disk_that_fills_while_running_is_told_once_and_costs_no_acknowledged_reading(tmp_path, broker):
     """Each failed append used to log a traceback, and nothing in metrics or alerts told it."""
     ck, log = tmp_path / "ck", tmp_path / "rt.log"
-    ck.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(ck)], check=True)
-    try:
+    with tmpfs(ck, "size=256k"):
         dev = Device(broker)
         proc = _run(_config(tmp_path, broker, ck, 0.3, extra="[output]\nmetrics_interval_s = 0.2\n"), log)
         data = blobs(300, seed=14)
@@ -296,8 +301,6 @@ def test_a_disk_that_fills_while_running_is_told_once_and_costs_no_acknowledged_
         wait_for(lambda: [a["durable"] for a in dev.got("alert") if a.get("alert") == "durability"] == [False, True],
                  what="the durability alerts")
         learned = kill_and_count(proc, tmp_path, broker, ck, log, {"d1": 300})
-    finally:
-        subprocess.run(["umount", "-l", str(ck)], check=False)
     assert learned == {"d1": 300}
     text = log.read_text()
     assert "Traceback" not in text and text.count(" ERROR ") == 1, text
