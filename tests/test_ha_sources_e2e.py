@@ -13,7 +13,8 @@ from edgebayes.runtime.service import Runtime
 from tests.runtime_client import wait_for
 from tests.test_sources_e2e import Collector
 
-BASE = """
+#: a naive Bayes runtime on two climate features, fed by zigbee2mqtt devices (``ZIGBEE``)
+ZIGBEE = """
 [schema]
 features = ["temperature", "humidity"]
 [[models]]
@@ -22,13 +23,15 @@ kind = "gaussian_nb"
 [output]
 format = "json"
 [[sources]]
-kind = "tasmota"
-topic = "tele/+/SENSOR"
-features = { temperature = "AM2301.Temperature", humidity = "AM2301.Humidity" }
-[[sources]]
 kind = "zigbee2mqtt"
 topic = "zigbee2mqtt/+"
 features = { temperature = "temperature", humidity = "humidity" }
+"""
+BASE = ZIGBEE + """\
+[[sources]]
+kind = "tasmota"
+topic = "tele/+/SENSOR"
+features = { temperature = "AM2301.Temperature", humidity = "AM2301.Humidity" }
 [homeassistant]
 discovery = true
 offline_after_s = 3600

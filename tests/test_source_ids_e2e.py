@@ -12,22 +12,10 @@ import pytest
 from edgebayes.runtime.config import ConfigError, load_config
 from edgebayes.runtime.service import Runtime
 from tests.runtime_client import wait_for
-from tests.test_ha_sources_e2e import publisher, send
+from tests.test_ha_sources_e2e import ZIGBEE, publisher, send
 from tests.test_sources_e2e import Collector
 
-SOURCE = """
-[schema]
-features = ["temperature", "humidity"]
-[[models]]
-name = "nb"
-kind = "gaussian_nb"
-[output]
-format = "json"
-[[sources]]
-kind = "zigbee2mqtt"
-topic = "zigbee2mqtt/+"
-features = { temperature = "temperature", humidity = "humidity" }
-"""
+SOURCE = ZIGBEE
 
 
 def write(tmp_path, broker, body, checkpoint=True):
