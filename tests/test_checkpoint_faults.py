@@ -145,15 +145,7 @@ NO_DAC = ("setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--")
                     reason="needs root and setpriv to drop CAP_DAC_OVERRIDE (a real EACCES for root)")
 def test_a_permission_error_through_mosquitto_loses_no_model(broker, tmp_path):
     ck = tmp_path / "ck"
-    cfg = write_config(tmp_path / "rt.toml", broker, checkpoint_dir=ck, extra="[output]\nerror_interval_s = 0\n")
-    log = tmp_path / "rt.log"
-    dev = Device(broker)
-    data = blobs(40, seed=8)
-    proc = _run(cfg, log)
-    _wait_online(dev)
-    _learn(dev, data[:30])
-    wait_for(lambda: len(dev.predictions()) == 30, what="30 predictions")
-    _stop(proc)
+    cfg, log, dev, data = _first_run(broker, tmp_path, models=None, extra="[output]\nerror_interval_s = 0\n", seed=8)
     files = {p.name: p.read_bytes() for p in ck.glob("d1.ckpt*")}
     for name in files:
         (ck / name).chmod(0)
@@ -200,12 +192,14 @@ def _edit(cfg, features=None, models=None):
     cfg.write_text(text)
 
 
-def _first_run(broker, tmp_path, models=TWO_MODELS):
+def _first_run(broker, tmp_path, models=TWO_MODELS, extra="", seed=9):
+    """A runtime that learns 30 labelled readings of d1 (of 40 made), stopped: its config, log,
+    device client and the 40 readings."""
     ck = tmp_path / "ck"
-    cfg = write_config(tmp_path / "rt.toml", broker, checkpoint_dir=ck, models=models)
+    cfg = write_config(tmp_path / "rt.toml", broker, checkpoint_dir=ck, models=models, extra=extra)
     log = tmp_path / "rt.log"
     dev = Device(broker)
-    data = blobs(40, seed=9)
+    data = blobs(40, seed=seed)
     proc = _run(cfg, log)
     _wait_online(dev)
     _learn(dev, data[:30])
