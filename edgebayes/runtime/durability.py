@@ -70,6 +70,7 @@ class Durability:
                   "interval", device, type(exc).__name__, exc)
 
     def checkpoint_written(self, device: str) -> None:
+        """A checkpoint of ``device`` was written: one INFO if its last write had failed."""
         if device in self.failing:
             self.failing.discard(device)
             log.info("checkpoint of device %s written again", device)

@@ -141,6 +141,7 @@ class DeviceRegistry:
         return True
 
     def new_device(self, device: str) -> Device:
+        """A fresh model set for ``device``: the configured models with their memory-plan shares."""
         c = self.config
         return Device(device, self.memory.models, c.evaluation.accuracy_window, c.drift.delta,
                       PendingLabels(c.labels.max_pending, c.labels.max_age_s), c.schema.features)
