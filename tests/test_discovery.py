@@ -190,7 +190,7 @@ def test_offline_after_s_is_read_and_checked():
     problems = []
     assert parse_homeassistant({"discovery": True, "offline_after_s": 90}, "json", problems).offline_after_s == 90
     assert parse_homeassistant({"offline_after_s": 0}, "json", problems) is None
-    assert problems == ["[homeassistant] offline_after_s = 0 is not valid"]
+    assert problems == ["[homeassistant] offline_after_s = 0: must be > 0"]
     assert DiscoveryConfig().offline_after_s == 3600.0
 
 
@@ -215,7 +215,7 @@ def test_entity_ids_false_and_configs_device_are_read_and_checked():
     cfg = parse_homeassistant({"discovery": True, "entity_ids": False, "configs": "device"}, "json", problems)
     assert (cfg.entity_ids, cfg.configs, problems) == (False, "device", [])
     assert parse_homeassistant({"configs": "both"}, "json", problems) is None
-    assert problems == ["[homeassistant] configs = 'both' is not valid"]
+    assert problems == ["[homeassistant] configs = 'both': must be one of 'entity', 'device'"]
     d, _, _ = discovery(entity_ids=False)
     for cfg in d.configs("t-0").values():
         assert "default_entity_id" not in cfg and "object_id" not in cfg

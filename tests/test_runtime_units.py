@@ -441,7 +441,7 @@ def test_previous_name_must_name_a_model_no_longer_configured():
             return exc.problems
         return []
     assert problems("old") == []
-    assert problems("nb") == ["[[models]] 'bayes': previous_name 'nb' is a configured model (it keeps its own checkpoint)"]
-    assert problems("bayes") == ["[[models]] 'bayes': previous_name must be another model name, got 'bayes'"]
+    assert problems("nb") == ["[[models]] 'bayes' previous_name = 'nb': is a configured model (it keeps its own checkpoint)"]
+    assert problems("bayes") == ["[[models]] 'bayes' previous_name = 'bayes': must be another model's name, not its own"]
     assert parse_config({"schema": {"features": ["a"]}, "models": [
         {"name": "b", "kind": "gaussian_nb", "previous_name": "a"}]}).models[0].previous_name == "a"

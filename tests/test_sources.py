@@ -332,7 +332,7 @@ def test_homeassistant_fixtures_statestream_and_discovery_configs():
 
 
 def test_sparkplug_is_refused_with_a_reason():
-    with pytest.raises(ConfigError, match=r"sparkplug' is not supported .*protobuf"):
+    with pytest.raises(ConfigError, match=r"kind = 'sparkplug': not supported \(Sparkplug B payloads are protobuf"):
         config(["x"], [{"kind": "sparkplug", "topic": "spBv1.0/#", "features": {"x": "x"}}])
     ad = adapters(["x"], [{"kind": "json", "topic": "spBv1.0/#", "device_level": -1, "features": {"x": "value"}}])[0]
     assert {outcome(ad.extract(e["topic"], wire(e["payload"]))) for e in fixtures("sparkplug")} == {("rejected", "decode")}
@@ -348,7 +348,7 @@ def test_config_problems_are_all_reported():
                output={"format": "msgpack"})
     text = str(err.value)
     for part in ("unknown key 'bogus'", "feature 'zz' is not in [schema] features", "device = 'bad id'",
-                 "label_values must map", "key paths need topic", "give device (a fixed id) or device_level",
+                 "label_values = {'x': 1.5}: must map", "key paths need topic", "give device (a fixed id) or device_level",
                  "'a/#/b' is not a valid MQTT topic filter", "[assembler] interval_s = -1",
                  "max_age_s = 0: must be > 0", 'discovery needs [output] format = "json"'):
         assert part in text, part

@@ -1,101 +1,34 @@
 """The runtime's TOML config: read with ``tomllib``, checked in full before anything starts.
 
-Every problem found is reported, one line each (unknown table or key, wrong type, value out of
-range, missing feature list, a model the registry cannot build), in a single ``ConfigError``.
-Keys carry their units (``interval_s``, ``max_age_s``, ``model_budget_bytes``). Tables and keys,
-with defaults (``-`` = no default, ``None`` = unset)::
+Every problem found is reported, one line each naming the table, the key, the value and why
+(unknown table or key, wrong type, value out of range, missing feature list, a model the
+registry cannot build), in a single ``ConfigError``. Keys carry their units (``interval_s``,
+``max_age_s``, ``model_budget_bytes``).
 
-    [broker]      host="127.0.0.1" port=1883 client_id="edgebayes-<hostname>" keepalive_s=60
-                  username=None password_file=None tls_ca_file=None tls_cert_file=None
-                  tls_key_file=None tls_server_name=None (the name the broker's certificate
-                  must hold; default host) tls_insecure=false (true: the certificate is not
-                  verified, for test brokers) (any tls_* key turns TLS on; without
-                  tls_ca_file the system's CAs verify) transport="tcp" ("tcp" | "websockets")
-                  ws_path="/mqtt" protocol="mqttv5" ("mqttv5" | "mqttv311")
-                  session_expiry_s=604800 reconnect_min_s=1 reconnect_max_s=60
-    [topics]      prefix="edgebayes" devices="+" (a device id, or "+" for all)
-    [schema]      features=- (ordered feature names) label="y" (payload key of the label)
-    [[models]]    name=- kind=- (a ``edgebayes.base.KINDS`` name) previous_name=None (restore the
-                  checkpointed model of that name and kind under this one), then the learner's own
-                  parameters under their API names (learning_rate, n_models, ...)
-    [memory]      model_budget_bytes=None rss_limit_mb=None max_devices=64
-                  evict_idle_s=10 (with checkpoints: a device idle this long may be
-                  checkpointed and evicted for a new one) new_devices_per_min=60 (per source)
-    [checkpoint]  enabled=true (false: no checkpoints, no journal: everything learned is
-                  lost at restart) dir=<state dir> (the systemd unit's $STATE_DIRECTORY, else
-                  $XDG_STATE_HOME/edgebayes/<[broker] client_id>, XDG_STATE_HOME defaulting to
-                  ~/.local/state; see ``default_checkpoint_dir``) interval_s=60
-                  sync_interval_s=1 (most seconds a processed message waits for the
-                  journal's group fsync before it is acknowledged)
-    [labels]      max_pending=1000 (per device) max_age_s=3600
-    [output]      format="json" ("json" | "msgpack") prediction_qos=0 metrics_interval_s=10
-                  error_interval_s=1 max_backlog_bytes=1048576 (outgoing messages not yet
-                  written or acknowledged; at the bound the runtime stops taking readings)
-    [queue]       max_size=10000 policy="block" ("block" | "drop_oldest")
-                  max_payload_bytes=65536
-    [evaluation]  accuracy_window=200 (labelled readings per model and device)
-    [drift]       delta=0.002 (ADWIN confidence for models without their own detectors)
-    [[sources]]   kind=- ("edgebayes" | "zigbee2mqtt" | "tasmota" | "esphome" | "shelly" | "json")
-                  topic=None (filter of the messages whose JSON payload holds the features;
-                      for "edgebayes": the protocol prefix)
-                  device=None (a fixed device id for everything this source reads) or
-                  device_level=<per kind> (index of the topic level naming the device; negative
-                      counts from the end; the level is made a device id by turning characters
-                      outside [A-Za-z0-9_-] into "_")
-                  availability_topic=None (an extra availability filter; "json" has no other)
-                  features={} (feature name -> where its value lives, see below)
-                  label=None (where the label lives, same forms as a feature)
-                  label_values={} (wire value as text -> label: "ON", "true", "1", "idle")
-                  label_window_before_s=0 (readings up to this long before a label get it as a
-                      delayed label, by seq) label_window_after_s=60 (readings assembled up to
-                      this long after it get it inline)
-    [assembler]   interval_s=0 (0: a reading when every feature was reported since the last
-                      reading, a value or "no value now", or one is reported again before
-                      that; > 0: a reading every interval_s s from the latest values, the
-                      first once every feature was reported, at most 5 s after the first value)
-                  max_age_s=600 (older values are missing: NaN) dedupe_s=1 (a byte-identical
-                  publish on the same topic within this is a repeat, dropped)
-                  accept_retained=false (retained values delivered on subscribe are stale)
-                  min_features=1 (a reading with fewer present features is not served:
-                      counted and reported as ``too_few_values``; at most the schema's count)
-    [homeassistant]  discovery=false prefix="homeassistant" node_id=None (the configs' node
-                     level is "edgebayes"; a node_id also goes into every unique_id)
-                     drift="event" ("event" | "binary_sensor") drift_off_delay_s=600
-                     offline_after_s=3600 retire_after_s=None (never)
-                     configs="entity" (one config per entity; "device": one per device with
-                     ``cmps``, Home Assistant 2024.11+) entity_ids=true (false: no
-                     default_entity_id or object_id, HA's own entity-id format applies)
-
-Where a value lives: ``"BME280.Temperature"`` (a key path into the JSON payload of a message on
-``topic``; quote keys holding dots: ``'PMS5003."PM2.5"'``), a list of such paths (the first
-present wins: translated firmware, ``["BME280.Temperature", "BME280.Temperatur"]``), or a
-topic: a string with a ``/`` (``"livingroom/sensor/temperature/state"``, wildcards allowed)
-whose plain payload is the value, or ``{topic = "...", path = "..."}`` for JSON on that topic.
-A path element ``NAME[KEY=VALUE]`` picks a block by what it holds: the block named ``NAME`` or
-``NAME-<n>`` whose ``KEY`` is ``VALUE`` (as text). Several Tasmota DS18B20 probes are
-``DS18B20-1``, ``DS18B20-2``, ... in bus order, renumbered when one is removed (``DS18B20``
-alone when one is left), so name each by its 1-Wire ``Id``:
-``"DS18B20[Id=01144A0CB8AA].Temperature"``; a probe that is gone is missing (NaN), never
-another probe's value. Quote a key holding ``[`` (``'"a[1]".b'``).
-
-What the input tables do: ``edgebayes.runtime.ingest`` ([[sources]], [assembler]) and
-``edgebayes.runtime.discovery`` ([homeassistant]).
+The schema is the table dataclasses below: each field made with ``config_schema.key`` is a key
+with its type, default, check and one-line doc; `TABLES` lists the tables. docs/config.md is
+generated from it (``edgebayes config-docs``). A new table is a dataclass of ``key`` fields, its
+`Table` in `TABLES` and its `Config` field. What the input tables do:
+``edgebayes.runtime.ingest`` ([[sources]], [assembler]) and ``edgebayes.runtime.discovery``
+([homeassistant]).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
+import inspect
 import os
 import re
 import socket
 import tomllib
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgebayes.base import make_learner
+from edgebayes.base import learner_class, make_learner
+from edgebayes.drift.adwin import ADWINShared
+from edgebayes.runtime.config_schema import Context, OneOf, SubkeyErrors, Table, closest, key, unknown
 from edgebayes.runtime.names import NAME_RE
 
 
@@ -108,181 +41,7 @@ class ConfigError(ValueError):
                          else f"{source}: {len(problems)} problems:\n  " + "\n  ".join(problems))
 
 
-def _default_client_id() -> str:
-    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:40] or "host"
-    return f"edgebayes-{host}"
-
-
-@dataclass(frozen=True)
-class BrokerConfig:
-    host: str = "127.0.0.1"
-    port: int = 1883
-    client_id: str = field(default_factory=_default_client_id)
-    keepalive_s: int = 60
-    username: str | None = None
-    password_file: str | None = None
-    tls_ca_file: str | None = None
-    tls_cert_file: str | None = None
-    tls_key_file: str | None = None
-    tls_server_name: str | None = None
-    tls_insecure: bool = False
-    transport: str = "tcp"
-    ws_path: str = "/mqtt"
-    protocol: str = "mqttv5"
-    session_expiry_s: int = 604800
-    reconnect_min_s: float = 1.0
-    reconnect_max_s: float = 60.0
-
-    @property
-    def tls(self) -> bool:
-        """Whether the connection uses TLS: any ``tls_*`` key is set."""
-        return bool(self.tls_ca_file or self.tls_cert_file or self.tls_server_name or self.tls_insecure)
-
-
-@dataclass(frozen=True)
-class TopicsConfig:
-    prefix: str = "edgebayes"
-    devices: str = "+"
-
-
-@dataclass(frozen=True)
-class SchemaConfig:
-    features: tuple[str, ...]
-    label: str = "y"
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    name: str
-    kind: str
-    params: dict[str, Any]
-    previous_name: str | None = None  # a checkpoint's model of this name and kind is restored as this one
-
-    def build(self):
-        """A fresh learner of this kind with these parameters."""
-        return make_learner(self.kind, **self.params)
-
-
-@dataclass(frozen=True)
-class MemoryConfig:
-    model_budget_bytes: int | None = None
-    rss_limit_mb: float | None = None
-    max_devices: int = 64
-    evict_idle_s: float = 10.0
-    new_devices_per_min: int = 60
-
-
-@dataclass(frozen=True)
-class CheckpointConfig:
-    """``dir`` None: no checkpoints and no journal. ``parse_config`` fills in
-    ``default_checkpoint_dir`` unless the document says ``enabled = false``."""
-
-    dir: Path | None = None
-    enabled: bool = True
-    interval_s: float = 60.0
-    sync_interval_s: float = 1.0
-
-
-@dataclass(frozen=True)
-class LabelsConfig:
-    max_pending: int = 1000
-    max_age_s: float = 3600.0
-
-
-@dataclass(frozen=True)
-class OutputConfig:
-    format: str = "json"
-    prediction_qos: int = 0
-    metrics_interval_s: float = 10.0
-    error_interval_s: float = 1.0
-    max_backlog_bytes: int = 2**20
-
-
-@dataclass(frozen=True)
-class QueueConfig:
-    max_size: int = 10000
-    policy: str = "block"
-    max_payload_bytes: int = 65536
-
-
-@dataclass(frozen=True)
-class EvaluationConfig:
-    accuracy_window: int = 200
-
-
-@dataclass(frozen=True)
-class DriftConfig:
-    delta: float = 0.002
-
-
-@dataclass(frozen=True)
-class Config:
-    schema: SchemaConfig
-    models: tuple[ModelConfig, ...]
-    broker: BrokerConfig = field(default_factory=BrokerConfig)
-    topics: TopicsConfig = field(default_factory=TopicsConfig)
-    memory: MemoryConfig = field(default_factory=MemoryConfig)
-    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
-    labels: LabelsConfig = field(default_factory=LabelsConfig)
-    output: OutputConfig = field(default_factory=OutputConfig)
-    queue: QueueConfig = field(default_factory=QueueConfig)
-    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
-    drift: DriftConfig = field(default_factory=DriftConfig)
-    # input adapters (edgebayes.runtime.ingest) and HA discovery (edgebayes.runtime.discovery)
-    sources: tuple[SourceConfig, ...] = ()
-    assembler: AssemblerConfig | None = None
-    homeassistant: DiscoveryConfig | None = None
-
-    def with_overrides(self, broker: str | None = None, checkpoint_dir: str | None = None) -> Config:
-        """A copy with the command line's ``--broker HOST:PORT`` / ``--checkpoint-dir`` applied.
-
-        Raises:
-            ConfigError: ``broker`` is not HOST:PORT with a port in 1..65535.
-        """
-        cfg = self
-        if broker is not None:
-            host, sep, port = broker.rpartition(":")
-            if not (sep and host and port.isdigit()):
-                raise ConfigError([f"--broker {broker!r}: expected HOST:PORT"], "command line")
-            if not 1 <= int(port) <= 65535:
-                raise ConfigError([f"--broker {broker!r}: port {port} is out of range 1..65535"], "command line")
-            cfg = dataclasses.replace(cfg, broker=dataclasses.replace(cfg.broker, host=host, port=int(port)))
-        if checkpoint_dir is not None:
-            cfg = dataclasses.replace(
-                cfg, checkpoint=dataclasses.replace(cfg.checkpoint, dir=Path(checkpoint_dir)))
-        return cfg
-
-
-#: what to do about a missing file named by a [broker] key
-_FILE_HINTS = {"password_file": " (create it, see deploy/install.sh, or remove username/password_file)"}
-
-
-def check_files(config: Config, source: str = "config") -> None:
-    """Check that the files the config names (``[broker] password_file``, ``tls_*_file``) can be
-    read now, at start, rather than failing on the first connection attempt.
-
-    Raises:
-        ConfigError: one line per file: the key, the path and why it cannot be read.
-    """
-    problems = []
-    for key in ("password_file", "tls_ca_file", "tls_cert_file", "tls_key_file"):
-        path = getattr(config.broker, key)
-        if path is None:
-            continue
-        try:
-            with open(path, "rb"):
-                pass
-        except FileNotFoundError:
-            problems.append(f"[broker] {key} {path}: no such file{_FILE_HINTS.get(key, '')}")
-        except IsADirectoryError:
-            problems.append(f"[broker] {key} {path}: a folder, not a file")
-        except OSError as exc:
-            problems.append(f"[broker] {key} {path}: cannot read ({exc.strerror})")
-    if problems:
-        raise ConfigError(problems, source)
-
-
-# --- checks: each returns an error message or None -------------------------------------------
+# --- checks: each returns why a value is refused, or None ------------------------------------
 
 def _positive(v):
     return None if v > 0 else "must be > 0"
@@ -292,8 +51,8 @@ def _non_negative(v):
     return None if v >= 0 else "must be >= 0"
 
 
-def _one_of(*choices):
-    return lambda v: None if v in choices else f"must be one of {', '.join(map(repr, choices))}"
+def _non_empty(v):
+    return None if v else "must not be empty"
 
 
 def _name(v):
@@ -304,14 +63,17 @@ def _port(v):
     return None if 1 <= v <= 65535 else "must be in 1..65535"
 
 
+def _levels(v):
+    if not v or any(not lvl or "+" in lvl or "#" in lvl for lvl in v.split("/")):
+        return "must be non-empty topic levels without wildcards, no leading or trailing '/'"
+    return None
+
+
 def _prefix(v):
     if v.startswith("$"):  # $share/..., $SYS: broker-reserved, incoming topics never carry them
         return ("must not start with '$' ($share/ shared subscriptions are not supported: "
                 "each runtime serves the devices its [topics] devices names)")
-    levels = v.split("/")
-    if not v or any(not lvl or "+" in lvl or "#" in lvl for lvl in levels):
-        return "must be non-empty topic levels without wildcards, no leading or trailing '/'"
-    return None
+    return _levels(v)
 
 
 def _ws_path(v):
@@ -352,137 +114,189 @@ def _delta(v):
     return None if 0 < v < 1 else "must be in (0, 1)"
 
 
-INT, NUM, STR, LIST, BOOL = (int,), (int, float), (str,), (list,), (bool,)
-
-#: table -> key -> (accepted types, check or None, dataclass field); missing = dataclass default
-SPEC: dict[str, tuple[type, dict[str, tuple[tuple[type, ...], Callable | None]]]] = {
-    "broker": (BrokerConfig, {
-        "host": (STR, lambda v: None if v else "must not be empty"),
-        "port": (INT, _port),
-        "client_id": (STR, _name),
-        "keepalive_s": (INT, _positive),
-        "username": (STR, None),
-        "password_file": (STR, None),
-        "tls_ca_file": (STR, None),
-        "tls_cert_file": (STR, None),
-        "tls_key_file": (STR, None),
-        "tls_server_name": (STR, lambda v: None if v else "must not be empty"),
-        "tls_insecure": (BOOL, None),
-        "transport": (STR, _one_of("tcp", "websockets")),
-        "ws_path": (STR, _ws_path),
-        "protocol": (STR, _one_of("mqttv5", "mqttv311")),
-        "session_expiry_s": (INT, _non_negative),
-        "reconnect_min_s": (NUM, _positive),
-        "reconnect_max_s": (NUM, _positive),
-    }),
-    "topics": (TopicsConfig, {"prefix": (STR, _prefix), "devices": (STR, _devices)}),
-    "schema": (SchemaConfig, {"features": (LIST, _features), "label": (STR, _label)}),
-    "memory": (MemoryConfig, {
-        "model_budget_bytes": (INT, _positive),
-        "rss_limit_mb": (NUM, _positive),
-        "max_devices": (INT, _positive),
-        "evict_idle_s": (NUM, _non_negative),
-        "new_devices_per_min": (INT, _positive),
-    }),
-    "checkpoint": (CheckpointConfig, {"enabled": (BOOL, None), "dir": (STR, None), "interval_s": (NUM, _positive),
-                                      "sync_interval_s": (NUM, _positive)}),
-    "labels": (LabelsConfig, {"max_pending": (INT, _non_negative), "max_age_s": (NUM, _positive)}),
-    "output": (OutputConfig, {
-        "format": (STR, _one_of("json", "msgpack")),
-        "prediction_qos": (INT, _one_of(0, 1)),
-        "metrics_interval_s": (NUM, _positive),
-        "error_interval_s": (NUM, _non_negative),
-        "max_backlog_bytes": (INT, _backlog),
-    }),
-    "queue": (QueueConfig, {
-        "max_size": (INT, _receive_max),
-        "policy": (STR, _one_of("block", "drop_oldest")),
-        "max_payload_bytes": (INT, _positive),
-    }),
-    "evaluation": (EvaluationConfig, {"accuracy_window": (INT, _window)}),
-    "drift": (DriftConfig, {"delta": (NUM, _delta)}),
-}
+def _default_client_id() -> str:
+    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:40] or "host"
+    return f"edgebayes-{host}"
 
 
-def _type_ok(value, types) -> bool:
-    if isinstance(value, bool):  # TOML true is not a number
-        return bool in types
-    if isinstance(value, float) and not math.isfinite(value):
-        return False
-    return isinstance(value, types)
+def _signature_default(callee: Any, name: str) -> Any:
+    """The default of parameter ``name`` in ``callee``'s signature: the key's default is the
+    callee's own."""
+    return inspect.signature(callee).parameters[name].default
 
 
-def _table(name: str, raw: Any, problems: list[str]) -> Any:
-    cls, keys = SPEC[name]
-    if not isinstance(raw, dict):
-        problems.append(f"[{name}] must be a table")
-        return None
-    values = {}
-    for key, value in raw.items():
-        if key not in keys:
-            problems.append(f"[{name}] unknown key {key!r}; known: {', '.join(keys)}")
-            continue
-        types, check = keys[key]
-        if not _type_ok(value, types):
-            problems.append(f"[{name}] {key} = {value!r}: expected {' or '.join(t.__name__ for t in types)}")
-            continue
-        message = check(value) if check else None
-        if message:
-            problems.append(f"[{name}] {key} = {value!r}: {message}")
-            continue
-        values[key] = value
-    if name == "schema":
-        if "features" not in raw:
-            problems.append("[schema] features: missing (the ordered list of feature names)")
-            return None
-        if "features" not in values:
-            return None
-        values["features"] = tuple(values["features"])
-    if name == "checkpoint" and "dir" in values:
-        values["dir"] = Path(values["dir"])
-    return cls(**values)
+# --- the tables -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    host: str = key("127.0.0.1", "the broker's host name or address", _non_empty)
+    port: int = key(1883, "the broker's port", _port)
+    client_id: str = key(doc="the MQTT client id: names the persistent session and the status topic", check=_name,
+                         factory=_default_client_id, shown='"edgebayes-<hostname>"')
+    keepalive_s: int = key(60, "MQTT keep-alive, seconds", _positive)
+    username: str | None = key(None, "the MQTT user name")
+    password_file: str | None = key(None, "a file whose first line is the MQTT password")
+    tls_ca_file: str | None = key(None, "the CA certificates that verify the broker (any tls_* key turns TLS on; "
+                                  "unset: the system's CAs)")
+    tls_cert_file: str | None = key(None, "the client certificate, for mutual TLS (with tls_key_file)")
+    tls_key_file: str | None = key(None, "the client certificate's private key (with tls_cert_file)")
+    tls_server_name: str | None = key(None, "the name the broker's certificate must hold; unset: host", _non_empty)
+    tls_insecure: bool = key(False, "true: the broker's certificate is not verified, for test brokers")
+    transport: str = key("tcp", "MQTT over TCP or over WebSockets", OneOf("tcp", "websockets"))
+    ws_path: str = key("/mqtt", "the WebSocket path (with transport = \"websockets\")", _ws_path)
+    protocol: str = key("mqttv5", "the MQTT protocol version", OneOf("mqttv5", "mqttv311"))
+    session_expiry_s: int = key(604800, "how long the broker keeps the session and its unread messages, seconds",
+                                _non_negative)
+    reconnect_min_s: float = key(1.0, "the first wait before reconnecting, seconds (doubled up to reconnect_max_s)",
+                                 _positive)
+    reconnect_max_s: float = key(60.0, "the longest wait before reconnecting, seconds", _positive)
+
+    @property
+    def tls(self) -> bool:
+        """Whether the connection uses TLS: any ``tls_*`` key is set."""
+        return bool(self.tls_ca_file or self.tls_cert_file or self.tls_server_name or self.tls_insecure)
 
 
-def _models(raw: Any, problems: list[str]) -> tuple[ModelConfig, ...]:
-    if not isinstance(raw, list) or not raw:
-        problems.append("[[models]]: at least one model is required")
-        return ()
-    models, names = [], set()
-    for i, table in enumerate(raw):
-        where = f"[[models]] #{i + 1}"
-        if not isinstance(table, dict):
-            problems.append(f"{where}: must be a table")
-            continue
-        params = dict(table)
-        name, kind = params.pop("name", None), params.pop("kind", None)
-        previous = params.pop("previous_name", None)
-        if not isinstance(name, str) or _name(name):
-            problems.append(f"{where}: name must be 1 to 64 characters from [A-Za-z0-9_-], got {name!r}")
-            continue
-        where = f"[[models]] {name!r}"
-        if name in names:
-            problems.append(f"{where}: the name is used twice")
-            continue
-        names.add(name)
-        if not isinstance(kind, str):
-            problems.append(f"{where}: kind must be a string, got {kind!r}")
-            continue
-        if previous is not None and (not isinstance(previous, str) or _name(previous) or previous == name):
-            problems.append(f"{where}: previous_name must be another model name, got {previous!r}")
-            continue
-        model = ModelConfig(name, kind, params, previous)
+def _broker_checks(b: BrokerConfig, raw: dict, _: Context) -> Iterator[str]:
+    if b.reconnect_min_s > b.reconnect_max_s:
+        yield (f"reconnect_min_s = {b.reconnect_min_s!r} must not exceed reconnect_max_s = "
+               f"{b.reconnect_max_s!r}")
+    if (b.tls_cert_file is None) != (b.tls_key_file is None):
+        yield "tls_cert_file and tls_key_file go together: give both (mutual TLS) or neither"
+    if "ws_path" in raw and b.transport != "websockets":
+        yield 'ws_path needs transport = "websockets"'
+
+
+@dataclass(frozen=True)
+class TopicsConfig:
+    prefix: str = key("edgebayes", "the first topic levels of the protocol: <prefix>/<device>/reading, ...",
+                      _prefix)
+    devices: str = key("+", 'the device served: a device id, or "+" for all', _devices)
+
+
+@dataclass(frozen=True)
+class SchemaConfig:
+    features: tuple[str, ...] = key(doc="the ordered list of feature names", check=_features)
+    label: str = key("y", "the payload key of the true label in readings and label messages", _label)
+
+
+def _kind(v):
+    try:
+        learner_class(v)
+    except ModuleNotFoundError as exc:
+        return f"is not available in this installation ({exc.name})"
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str = key(doc="the model's name, in predictions and checkpoints", check=_name)
+    kind: str = key(doc="the learner (an edgebayes.base.KINDS name, below)", check=_kind)
+    params: dict[str, Any] = field(default_factory=dict)
+    previous_name: str | None = key(None, "restore the checkpointed model of that name and kind as this one "
+                                    "(a model no longer configured)", _name)
+
+    def build(self):
+        """A fresh learner of this kind with these parameters."""
+        return make_learner(self.kind, **self.params)
+
+
+def _model_checks(m: ModelConfig, raw: dict, _: Context) -> Iterator[str]:
+    if m.previous_name == m.name:
+        yield f"previous_name = {m.previous_name!r}: must be another model's name, not its own"
+    accepted = inspect.signature(learner_class(m.kind)).parameters
+    known = [*TABLES["models"].all_keys(), *accepted]
+    bad = [p for p in m.params if p not in accepted]
+    yield from (f"unknown key {p!r}{closest(p, accepted)}; known: {', '.join(known)}" for p in bad)
+    if not bad:
         try:
-            model.build()  # the learner checks its own parameters
-        except ModuleNotFoundError as exc:
-            problems.append(f"{where}: kind {kind!r} is not available in this installation ({exc.name})")
-            continue
+            m.build()  # the learner checks its own parameters
         except (ValueError, TypeError) as exc:
-            problems.append(f"{where}: {exc}")
-            continue
-        models.append(model)
-    problems.extend(f"[[models]] {m.name!r}: previous_name {m.previous_name!r} is a configured model (it keeps "
-                    "its own checkpoint)" for m in models if m.previous_name in names)
-    return tuple(models)
+            yield str(exc)
+
+
+def _model_names(models: list[ModelConfig | None]) -> Iterator[str]:
+    seen = set()
+    for m in filter(None, models):
+        if m.name in seen:
+            yield f"[[models]] {m.name!r} name = {m.name!r}: the name is used twice"
+        seen.add(m.name)
+    for m in filter(None, models):
+        if m.previous_name in seen:
+            yield (f"[[models]] {m.name!r} previous_name = {m.previous_name!r}: is a configured model (it keeps "
+                   "its own checkpoint)")
+
+
+def _model_title(i: int, raw: dict) -> str:
+    name = raw.get("name")
+    return f"[[models]] {name!r}" if isinstance(name, str) and not _name(name) else f"[[models]] #{i + 1}"
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    model_budget_bytes: int | None = key(None, "the bound of all models of all devices, bytes", _positive)
+    rss_limit_mb: float | None = key(None, "the bound of the process's resident memory, MB", _positive)
+    max_devices: int = key(64, "the most devices served at once", _positive)
+    evict_idle_s: float = key(10.0, "with checkpoints: a device idle this long may be checkpointed and evicted "
+                              "for a new one, seconds", _non_negative)
+    new_devices_per_min: int = key(60, "the most new devices admitted per minute, per source", _positive)
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """``dir`` None: no checkpoints and no journal. ``parse_config`` fills in
+    ``default_checkpoint_dir`` unless the document says ``enabled = false``."""
+
+    dir: Path | None = key(None, "the checkpoints and journal folder; unset: the systemd unit's $STATE_DIRECTORY, "
+                           "else $XDG_STATE_HOME/edgebayes/<[broker] client_id> (~/.local/state when unset)",
+                           shown="the state folder")
+    enabled: bool = key(True, "false: no checkpoints, no journal: everything learned is lost at restart")
+    interval_s: float = key(60.0, "seconds between checkpoints (and one at every clean stop)", _positive)
+    sync_interval_s: float = key(1.0, "the most seconds a processed message waits for the journal's group fsync "
+                                 "before it is acknowledged", _positive)
+
+
+def _checkpoint_checks(c: CheckpointConfig, raw: dict, _: Context) -> Iterator[str]:
+    if not c.enabled and c.dir is not None:
+        yield f"dir is set but enabled = false: remove one of them (dir = {raw['dir']!r})"
+
+
+@dataclass(frozen=True)
+class LabelsConfig:
+    max_pending: int = key(1000, "readings per device waiting for a delayed label", _non_negative)
+    max_age_s: float = key(3600.0, "the longest a reading waits for its delayed label, seconds", _positive)
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    format: str = key("json", "the encoding of predictions (metrics are always JSON)", OneOf("json", "msgpack"))
+    prediction_qos: int = key(0, "the MQTT QoS of predictions", OneOf(0, 1))
+    metrics_interval_s: float = key(10.0, "seconds between metrics messages", _positive)
+    error_interval_s: float = key(1.0, "the least seconds between two error reports on one topic", _non_negative)
+    max_backlog_bytes: int = key(2**20, "outgoing messages not yet written or acknowledged, bytes: at the bound "
+                                 "the runtime stops taking readings", _backlog)
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    max_size: int = key(10000, "incoming messages queued (the MQTT receive maximum)", _receive_max)
+    policy: str = key("block", 'a full queue: "block" holds the broker back, "drop_oldest" drops',
+                      OneOf("block", "drop_oldest"))
+    max_payload_bytes: int = key(65536, "the largest payload taken, bytes", _positive)
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    accuracy_window: int = key(200, "labelled readings per model and device in the accuracy that picks the "
+                               "published prediction", _window)
+
+
+@dataclass(frozen=True)
+class DriftConfig:
+    delta: float = key(_signature_default(ADWINShared, "delta"), "ADWIN's confidence for the models without their "
+                       "own detectors, in (0, 1)", _delta)
 
 
 # --- [[sources]] and [assembler] ------------------------------------------------------------
@@ -498,29 +312,6 @@ class Spec:
 
     topic: str | None
     paths: tuple[tuple[str | Select, ...], ...]
-
-
-@dataclass(frozen=True)
-class SourceConfig:
-    kind: str
-    topic: str | None = None
-    device: str | None = None
-    device_level: int | None = None
-    availability_topic: str | None = None
-    features: tuple[tuple[str, Spec], ...] = ()
-    label: Spec | None = None
-    label_values: tuple[tuple[str, Any], ...] = ()
-    label_window_before_s: float = 0.0
-    label_window_after_s: float = 60.0
-
-
-@dataclass(frozen=True)
-class AssemblerConfig:
-    interval_s: float = 0.0
-    max_age_s: float = 600.0
-    dedupe_s: float = 1.0
-    accept_retained: bool = False
-    min_features: int = 1
 
 
 @dataclass(frozen=True)
@@ -599,241 +390,281 @@ def _topic_filter(v: str) -> str | None:
     return None
 
 
-def _spec(value: Any, where: str, problems: list[str]) -> Spec | None:
-    try:
-        if isinstance(value, str):
-            if "/" in value:
-                bad = _topic_filter(value)
-                if bad:
-                    raise ValueError(f"topic {value!r} {bad}")
-                return Spec(value, ())
-            return Spec(None, (parse_path(value),))
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            return Spec(None, tuple(parse_path(v) for v in value))
-        if isinstance(value, dict) and isinstance(value.get("topic"), str) and set(value) <= {"topic", "path"}:
-            bad = _topic_filter(value["topic"])
+
+
+def _spec(value: Any) -> Spec:
+    """Where a value lives, from its config form (see docs/config.md, [[sources]]).
+
+    Raises:
+        ValueError: why the form is refused.
+    """
+    if isinstance(value, str):
+        if "/" in value:
+            bad = _topic_filter(value)
             if bad:
-                raise ValueError(f"topic {value['topic']!r} {bad}")
-            path = value.get("path")
-            if path is not None and not isinstance(path, str):
-                raise ValueError("path must be a string")
-            return Spec(value["topic"], (parse_path(path),) if path else ())
-        raise ValueError("must be a key path, a list of key paths, a topic, or {topic, path}")
-    except ValueError as exc:
-        problems.append(f"{where}: {exc}")
-        return None
+                raise ValueError(f"topic {value!r} {bad}")
+            return Spec(value, ())
+        return Spec(None, (parse_path(value),))
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return Spec(None, tuple(parse_path(v) for v in value))
+    if isinstance(value, dict) and isinstance(value.get("topic"), str) and set(value) <= {"topic", "path"}:
+        bad = _topic_filter(value["topic"])
+        if bad:
+            raise ValueError(f"topic {value['topic']!r} {bad}")
+        path = value.get("path")
+        if path is not None and not isinstance(path, str):
+            raise ValueError("path must be a string")
+        return Spec(value["topic"], (parse_path(path),) if path else ())
+    raise ValueError("must be a key path, a list of key paths, a topic, or {topic, path}")
 
 
-_SOURCE_KEYS = ("kind", "topic", "device", "device_level", "availability_topic", "features", "label",
-                "label_values", "label_window_before_s", "label_window_after_s")
-
-
-def _source(i: int, raw: Any, features: tuple[str, ...], problems: list[str]) -> SourceConfig | None:
-    where = f"[[sources]] #{i + 1}"
-    if not isinstance(raw, dict):
-        problems.append(f"{where}: must be a table")
-        return None
-    n_before = len(problems)
-    for key in raw:
-        if key not in _SOURCE_KEYS:
-            problems.append(f"{where}: unknown key {key!r}; known: {', '.join(_SOURCE_KEYS)}")
-    kind = raw.get("kind")
-    if kind == "sparkplug":
-        problems.append(f"{where}: kind 'sparkplug' is not supported (Sparkplug B payloads are protobuf)")
-        return None
-    if kind not in SOURCE_KINDS:
-        problems.append(f"{where}: kind = {kind!r}: must be one of {', '.join(map(repr, SOURCE_KINDS))}")
-        return None
-    where = f"[[sources]] #{i + 1} ({kind})"
-    values: dict[str, Any] = {"kind": kind}
-    for key in ("topic", "availability_topic"):
-        if key in raw:
-            v = raw[key]
-            bad = "must be a string" if not isinstance(v, str) else _topic_filter(v)
-            if bad:
-                problems.append(f"{where}: {key} = {v!r} {bad}")
-            values[key] = v
-    if "device" in raw:
-        if not isinstance(raw["device"], str) or not NAME_RE.match(raw["device"]):
-            problems.append(f"{where}: device = {raw['device']!r} must be 1 to 64 characters from [A-Za-z0-9_-]")
-        values["device"] = raw["device"]
-    if "device_level" in raw:
-        if type(raw["device_level"]) is not int:
-            problems.append(f"{where}: device_level = {raw['device_level']!r} must be an integer")
-        values["device_level"] = raw["device_level"]
-    specs = []
-    fmap = raw.get("features", {})
-    if not isinstance(fmap, dict):
-        problems.append(f"{where}: features must be a table (feature name -> where its value lives)")
-        fmap = {}
+def _feature_specs(fmap: dict) -> tuple[tuple[str, Spec], ...]:
+    """``features`` -> ``(name, Spec)`` pairs; raises `SubkeyErrors` naming each refused one."""
+    specs, errors = [], []
     for name, value in fmap.items():
-        if name not in features:
-            problems.append(f"{where}: feature {name!r} is not in [schema] features")
-            continue
-        spec = _spec(value, f"{where} features.{name}", problems)
-        if spec is not None:
-            specs.append((name, spec))
-    values["features"] = tuple(specs)
-    if "label" in raw:
-        values["label"] = _spec(raw["label"], f"{where} label", problems)
-    lmap = raw.get("label_values", {})
-    if not isinstance(lmap, dict) or not all(type(v) in (str, int) for v in lmap.values()):
-        problems.append(f"{where}: label_values must map wire values to str or int labels")
-        lmap = {}
-    values["label_values"] = tuple(lmap.items())
-    for key in ("label_window_before_s", "label_window_after_s"):
-        if key in raw:
-            v = raw[key]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
-                problems.append(f"{where}: {key} = {v!r} must be a number >= 0")
-                continue
-            values[key] = float(v)
-    if kind == "edgebayes":
-        if specs or "label" in raw:
-            problems.append(f"{where}: features and label come from the protocol itself; give only topic (the prefix)")
+        try:
+            specs.append((name, _spec(value)))
+        except ValueError as exc:
+            errors.append((name, value, str(exc)))
+    if errors:
+        raise SubkeyErrors(errors)
+    return tuple(specs)
+
+
+def _label_values(v):
+    return None if all(type(x) in (str, int) for x in v.values()) else "must map wire values to str or int labels"
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    kind: str = key(doc="the payload format (one edgebayes.runtime.ingest adapter each)", check=OneOf(
+        *SOURCE_KINDS, refused={"sparkplug": "not supported (Sparkplug B payloads are protobuf)"}))
+    topic: str | None = key(None, 'the filter of the messages whose JSON payload holds the features; for '
+                            '"edgebayes": the protocol prefix', _topic_filter)
+    device: str | None = key(None, "a fixed device id for everything this source reads", _name)
+    device_level: int | None = key(None, "the index of the topic level naming the device (negative: from the end; "
+                                   "characters outside [A-Za-z0-9_-] become _)", shown="per kind")
+    availability_topic: str | None = key(None, 'an extra availability filter ("json" has no other)', _topic_filter)
+    features: tuple[tuple[str, Spec], ...] = key((), "feature name -> where its value lives (the forms above)",
+                                                 types=(dict,), convert=_feature_specs)
+    label: Spec | None = key(None, "where the label lives, same forms as a feature", types=(str, list, dict),
+                             convert=_spec)
+    label_values: tuple[tuple[str, Any], ...] = key((), 'wire value as text -> label ("ON", "true", "1", "idle")',
+                                                    _label_values, types=(dict,), convert=lambda v: tuple(v.items()))
+    label_window_before_s: float = key(0.0, "readings up to this long before a label get it as a delayed label "
+                                       "(by seq), seconds", _non_negative, convert=float)
+    label_window_after_s: float = key(60.0, "readings assembled up to this long after a label get it inline, "
+                                      "seconds", _non_negative, convert=float)
+
+
+def _source_checks(s: SourceConfig, raw: dict, context: Context) -> Iterator[str]:
+    fmap = raw.get("features")
+    if context.features is not None and isinstance(fmap, dict):
+        yield from (f"features.{name} = {v!r}: feature {name!r} is not in [schema] features "
+                    f"({', '.join(context.features)})" for name, v in fmap.items() if name not in context.features)
+    if s.kind == "edgebayes":
+        if "features" in raw or "label" in raw:
+            yield "features and label come from the protocol itself; give only topic (the prefix)"
         if "topic" not in raw:
-            problems.append(f"{where}: topic (the protocol prefix) is required")
-    elif not specs and values.get("label") is None and len(problems) == n_before:
-        problems.append(f"{where}: maps no feature and no label")
-    if kind == "json" and "device" not in raw and "device_level" not in raw:
-        problems.append(f"{where}: give device (a fixed id) or device_level (the topic level naming the device)")
-    paths_only = any(s.topic is None for _, s in specs) or (values.get("label") and values["label"].topic is None)
+            yield "topic (the protocol prefix) is required"
+    elif not fmap and "label" not in raw:
+        yield "maps no feature and no label"
+    if s.kind == "json" and "device" not in raw and "device_level" not in raw:
+        yield "give device (a fixed id) or device_level (the topic level naming the device)"
+    paths_only = any(f.topic is None for _, f in s.features) or (s.label and s.label.topic is None)
     if paths_only and "topic" not in raw:
-        problems.append(f"{where}: key paths need topic (the filter of the JSON messages)")
-    if len(problems) > n_before:
-        return None
-    return SourceConfig(**values)
+        yield "key paths need topic (the filter of the JSON messages)"
 
 
-def _assembler(raw: Any, features: tuple[str, ...] | None, problems: list[str]) -> AssemblerConfig:
-    if not isinstance(raw, dict):
-        problems.append("[assembler] must be a table")
-        return AssemblerConfig()
-    values = {}
-    for key, v in raw.items():
-        if key == "min_features":
-            n = len(features) if features else 1
-            if type(v) is not int or not 1 <= v <= n:
-                problems.append(f"[assembler] min_features = {v!r}: must be an integer in 1..{n} "
-                                "(the number of [schema] features)")
-                continue
-            values[key] = v
-        elif key == "accept_retained":
-            if not isinstance(v, bool):
-                problems.append(f"[assembler] accept_retained = {v!r}: expected true or false")
-            values[key] = v
-        elif key in ("interval_s", "max_age_s", "dedupe_s"):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
-                problems.append(f"[assembler] {key} = {v!r}: must be a number >= 0")
-            elif key == "max_age_s" and v == 0:
-                problems.append("[assembler] max_age_s = 0: must be > 0")
-            values[key] = float(v) if not isinstance(v, bool) and isinstance(v, (int, float)) else v
-        else:
-            problems.append(f"[assembler] unknown key {key!r}; known: interval_s, max_age_s, dedupe_s, "
-                            "accept_retained, min_features")
-    return AssemblerConfig(**values)
+def _source_title(i: int, raw: dict) -> str:
+    kind = raw.get("kind")
+    return f"[[sources]] #{i + 1}" + (f" ({kind})" if kind in SOURCE_KINDS else "")
+
+
+@dataclass(frozen=True)
+class AssemblerConfig:
+    interval_s: float = key(0.0, "0: a reading when every feature was reported since the last one (a value or "
+                            '"no value now") or one is reported again; > 0: a reading every interval_s seconds from '
+                            "the latest values, the first once every feature was reported, at most 5 s after the "
+                            "first value", _non_negative, convert=float)
+    max_age_s: float = key(600.0, "older values are missing (NaN), seconds", _positive, convert=float)
+    dedupe_s: float = key(1.0, "a byte-identical publish on the same topic within this is a repeat, dropped, "
+                          "seconds", _non_negative, convert=float)
+    accept_retained: bool = key(False, "true: retained values delivered on subscribe are taken (they may be stale)")
+    min_features: int = key(1, "a reading with fewer present features is not served (counted as too_few_values); "
+                            "at most the [schema] features' count")
+
+
+def _assembler_checks(a: AssemblerConfig, raw: dict, context: Context) -> Iterator[str]:
+    n = len(context.features) if context.features else 1
+    if not 1 <= a.min_features <= n:
+        yield f"min_features = {a.min_features!r}: must be an integer in 1..{n} (the number of [schema] features)"
 
 
 # --- [homeassistant] -------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class DiscoveryConfig:
-    discovery: bool = False
-    prefix: str = "homeassistant"
-    node_id: str | None = None
-    drift: str = "event"
-    drift_off_delay_s: float = 600.0
-    offline_after_s: float = 3600.0
-    retire_after_s: float | None = None
-    configs: str = "entity"
-    entity_ids: bool = True
+    discovery: bool = key(False, "true: publish Home Assistant MQTT discovery configs")
+    prefix: str = key("homeassistant", "Home Assistant's discovery prefix", _levels)
+    node_id: str | None = key(None, 'the configs\' node level (unset: "edgebayes"); also goes into every unique_id',
+                              _name)
+    drift: str = key("event", "the entity that reports drift", OneOf("event", "binary_sensor"))
+    drift_off_delay_s: float = key(600.0, "a drift binary_sensor turns off this long after the alert, seconds",
+                                   _positive)
+    offline_after_s: float = key(3600.0, "a device without a reading this long is offline, seconds", _positive)
+    retire_after_s: float | None = key(None, "a device without a reading this long loses its configs, seconds; "
+                                       "unset: never", _positive)
+    configs: str = key("entity", '"entity": one config per entity; "device": one per device with cmps (Home '
+                       "Assistant 2024.11+)", OneOf("entity", "device"))
+    entity_ids: bool = key(True, "false: no default_entity_id or object_id, Home Assistant's own entity-id format "
+                           "applies")
+
+
+def _discovery_checks(d: DiscoveryConfig, raw: dict, context: Context) -> Iterator[str]:
+    if d.discovery and context.output_format != "json":
+        yield 'discovery needs [output] format = "json" (HA templates read JSON)'
 
 
 def parse_homeassistant(raw: Any, output_format: str, problems: list[str]) -> DiscoveryConfig | None:
-    """The ``[homeassistant]`` table; problems appended to ``problems``."""
-    if not isinstance(raw, dict):
-        problems.append("[homeassistant] must be a table")
-        return None
-    n = len(problems)
-    for key, v in raw.items():
-        if key in ("discovery", "entity_ids"):
-            ok = isinstance(v, bool)
-        elif key == "prefix":
-            ok = isinstance(v, str) and bool(v) and all(
-                lvl and "+" not in lvl and "#" not in lvl for lvl in v.split("/"))
-        elif key == "node_id":
-            ok = isinstance(v, str) and bool(NAME_RE.match(v))
-        elif key == "drift":
-            ok = v in ("event", "binary_sensor")
-        elif key == "configs":
-            ok = v in ("entity", "device")
-        elif key in ("drift_off_delay_s", "offline_after_s", "retire_after_s"):
-            ok = not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v < math.inf
-        else:
-            problems.append(f"[homeassistant] unknown key {key!r}; known: discovery, prefix, node_id, "
-                            "drift, drift_off_delay_s, offline_after_s, retire_after_s, configs, entity_ids")
+    """The ``[homeassistant]`` table, None when it holds a problem; problems appended to ``problems``."""
+    return TABLES["homeassistant"].parse(raw, Context(output_format=output_format), problems)
+
+
+#: where a [[sources]] value lives, the forms (Markdown)
+VALUE_FORMS = """\
+Where a value lives: `"BME280.Temperature"` (a key path into the JSON payload of a message on
+`topic`; quote keys holding dots: `'PMS5003."PM2.5"'`), a list of such paths (the first present
+wins: translated firmware, `["BME280.Temperature", "BME280.Temperatur"]`), or a topic: a string
+with a `/` (`"livingroom/sensor/temperature/state"`, wildcards allowed) whose plain payload is the
+value, or `{topic = "...", path = "..."}` for JSON on that topic. A path element
+`NAME[KEY=VALUE]` picks a block by what it holds: the block named `NAME` or `NAME-<n>` whose
+`KEY` is `VALUE` (as text). Several Tasmota DS18B20 probes are `DS18B20-1`, `DS18B20-2`, ... in
+bus order, renumbered when one is removed (`DS18B20` alone when one is left), so name each by its
+1-Wire `Id`: `"DS18B20[Id=01144A0CB8AA].Temperature"`; a probe that is gone is missing (NaN),
+never another probe's value. Quote a key holding `[` (`'"a[1]".b'`)."""
+
+#: every table of the config, in the order of the docs and of the problems reported
+TABLES: dict[str, Table] = {t.name: t for t in (
+    Table("broker", BrokerConfig, "The MQTT broker and how the runtime logs in.", (_broker_checks,)),
+    Table("topics", TopicsConfig, "The topics of the edgebayes protocol (docs/protocol.md)."),
+    Table("schema", SchemaConfig, "What a reading holds. Required.",
+          missing="[schema]: missing (features = the ordered list of feature names)"),
+    Table("models", ModelConfig, "One table per model; every device gets the whole set. The other keys are the "
+          "learner's own parameters under their API names (below). Required.", (_model_checks,), array=True,
+          array_check=_model_names, missing="[[models]]: at least one model is required", title=_model_title,
+          rest="params"),
+    Table("memory", MemoryConfig, "Memory bounds and device admission."),
+    Table("checkpoint", CheckpointConfig, "Checkpoints and the write-ahead journal.", (_checkpoint_checks,)),
+    Table("labels", LabelsConfig, "Delayed labels."),
+    Table("output", OutputConfig, "Predictions, metrics and errors the runtime publishes."),
+    Table("queue", QueueConfig, "Incoming messages waiting for the worker."),
+    Table("evaluation", EvaluationConfig, "Prequential accuracy."),
+    Table("drift", DriftConfig, "Drift detection on each model's error stream."),
+    Table("sources", SourceConfig, "Other firmware's payloads (edgebayes.runtime.ingest): one table per input."
+          "\n\n" + VALUE_FORMS, (_source_checks,), array=True, title=_source_title),
+    Table("assembler", AssemblerConfig, "How [[sources]] values become readings.", (_assembler_checks,)),
+    Table("homeassistant", DiscoveryConfig, "Home Assistant MQTT discovery (edgebayes.runtime.discovery).",
+          (_discovery_checks,)),
+)}
+
+
+@dataclass(frozen=True)
+class Config:
+    schema: SchemaConfig
+    models: tuple[ModelConfig, ...]
+    broker: BrokerConfig = field(default_factory=BrokerConfig)
+    topics: TopicsConfig = field(default_factory=TopicsConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    labels: LabelsConfig = field(default_factory=LabelsConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    queue: QueueConfig = field(default_factory=QueueConfig)
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+    drift: DriftConfig = field(default_factory=DriftConfig)
+    # input adapters (edgebayes.runtime.ingest) and HA discovery (edgebayes.runtime.discovery)
+    sources: tuple[SourceConfig, ...] = ()
+    assembler: AssemblerConfig | None = None
+    homeassistant: DiscoveryConfig | None = None
+
+    def with_overrides(self, broker: str | None = None, checkpoint_dir: str | None = None) -> Config:
+        """A copy with the command line's ``--broker HOST:PORT`` / ``--checkpoint-dir`` applied.
+
+        Raises:
+            ConfigError: ``broker`` is not HOST:PORT with a port in 1..65535.
+        """
+        cfg = self
+        if broker is not None:
+            host, sep, port = broker.rpartition(":")
+            if not (sep and host and port.isdigit()):
+                raise ConfigError([f"--broker {broker!r}: expected HOST:PORT"], "command line")
+            if not 1 <= int(port) <= 65535:
+                raise ConfigError([f"--broker {broker!r}: port {port} is out of range 1..65535"], "command line")
+            cfg = dataclasses.replace(cfg, broker=dataclasses.replace(cfg.broker, host=host, port=int(port)))
+        if checkpoint_dir is not None:
+            cfg = dataclasses.replace(
+                cfg, checkpoint=dataclasses.replace(cfg.checkpoint, dir=Path(checkpoint_dir)))
+        return cfg
+
+
+#: what to do about a missing file named by a [broker] key
+_FILE_HINTS = {"password_file": " (create it, see deploy/install.sh, or remove username/password_file)"}
+
+
+def check_files(config: Config, source: str = "config") -> None:
+    """Check that the files the config names (``[broker] password_file``, ``tls_*_file``) can be
+    read now, at start, rather than failing on the first connection attempt.
+
+    Raises:
+        ConfigError: one line per file: the key, the path and why it cannot be read.
+    """
+    problems = []
+    for name in ("password_file", "tls_ca_file", "tls_cert_file", "tls_key_file"):
+        path = getattr(config.broker, name)
+        if path is None:
             continue
-        if not ok:
-            problems.append(f"[homeassistant] {key} = {v!r} is not valid")
-    if raw.get("discovery") is True and output_format != "json":
-        problems.append('[homeassistant] discovery needs [output] format = "json" (HA templates read JSON)')
-    return DiscoveryConfig(**raw) if len(problems) == n else None
+        try:
+            with open(path, "rb"):
+                pass
+        except FileNotFoundError:
+            problems.append(f"[broker] {name} {path}: no such file{_FILE_HINTS.get(name, '')}")
+        except IsADirectoryError:
+            problems.append(f"[broker] {name} {path}: a folder, not a file")
+        except OSError as exc:
+            problems.append(f"[broker] {name} {path}: cannot read ({exc.strerror})")
+    if problems:
+        raise ConfigError(problems, source)
 
 
-#: tables parsed apart from ``SPEC``: their keys depend on each other or on [schema]
-EXTRA_TABLES = ("sources", "assembler", "homeassistant")
-
-
-def _extra_tables(raw: dict, features: tuple[str, ...] | None, output_format: str,
-                  problems: list[str]) -> dict:
-    """The ``Config`` fields ``sources``, ``assembler``, ``homeassistant`` from a decoded TOML
-    document; every problem is appended to ``problems``."""
-    out: dict[str, Any] = {}
-    if "sources" in raw:
-        if not isinstance(raw["sources"], list) or not raw["sources"]:
-            problems.append("[[sources]] must be an array of tables")
-        elif features is not None:
-            out["sources"] = tuple(s for i, t in enumerate(raw["sources"])
-                                   if (s := _source(i, t, features, problems)) is not None)
-    if "assembler" in raw:
-        out["assembler"] = _assembler(raw["assembler"], features, problems)
-    if "homeassistant" in raw:
-        out["homeassistant"] = parse_homeassistant(raw["homeassistant"], output_format, problems)
-    return out
+#: the tables the others' checks read, parsed first
+_FIRST = ("schema", "output")
 
 
 def parse_config(raw: dict, source: str = "config") -> Config:
     """Validate a decoded TOML document and return the ``Config``.
 
     Raises:
-        ConfigError: listing every problem found, one per line.
+        ConfigError: listing every problem found, one per line, in the order of `TABLES`.
     """
-    problems: list[str] = []
-    for name in raw:
-        if name not in SPEC and name not in ("models", *EXTRA_TABLES):
-            problems.append(f"unknown table [{name}]; known: {', '.join([*SPEC, 'models', *EXTRA_TABLES])}")
-    if "schema" not in raw:
-        problems.append("[schema]: missing (features = the ordered list of feature names)")
-    tables = {name: _table(name, raw[name], problems) for name in SPEC if name in raw}
-    schema, output = tables.get("schema"), tables.get("output") or OutputConfig()
-    tables.update(_extra_tables(raw, schema and schema.features, output.format, problems))
-    models = _models(raw.get("models"), problems)
-    broker = tables.get("broker")
-    if broker and broker.reconnect_min_s > broker.reconnect_max_s:
-        problems.append("[broker] reconnect_min_s must not exceed reconnect_max_s")
-    if broker and (broker.tls_cert_file is None) != (broker.tls_key_file is None):
-        problems.append("[broker] tls_cert_file and tls_key_file go together")
-    if broker and "ws_path" in raw.get("broker", {}) and broker.transport != "websockets":
-        problems.append('[broker] ws_path needs transport = "websockets"')
-    checkpoint = tables.get("checkpoint") or CheckpointConfig()
-    if not checkpoint.enabled and checkpoint.dir is not None:
-        problems.append("[checkpoint] dir is set but enabled = false: remove one of them")
+    found: dict[str, list[str]] = {name: [] for name in TABLES}
+    parsed: dict[str, Any] = {}
+    context = Context()
+    for name in sorted(TABLES, key=lambda n: n not in _FIRST):
+        if name not in raw:
+            found[name] += [TABLES[name].missing] if TABLES[name].missing else []
+            continue
+        parsed[name] = TABLES[name].parse(raw[name], context, found[name])
+        context = Context(getattr(parsed.get("schema"), "features", None),
+                          getattr(parsed.get("output"), "format", context.output_format))
+    problems = [unknown("table", name, TABLES) for name in raw if name not in TABLES]
+    problems += [p for name in TABLES for p in found[name]]
     if problems:
         raise ConfigError(problems, source)
+    checkpoint = parsed.get("checkpoint") or CheckpointConfig()
     if checkpoint.enabled and checkpoint.dir is None:
-        client_id = (broker or BrokerConfig()).client_id
-        tables["checkpoint"] = dataclasses.replace(checkpoint, dir=default_checkpoint_dir(client_id))
-    return Config(models=models, **dict(tables.items()))
+        client_id = (parsed.get("broker") or BrokerConfig()).client_id
+        parsed["checkpoint"] = dataclasses.replace(checkpoint, dir=default_checkpoint_dir(client_id))
+    return Config(**parsed)
 
 
 def default_checkpoint_dir(client_id: str) -> Path:
