@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "budget": ("edgebayes.budget", "check a config's models against its memory budget, no broker needed"),
     "demo": ("edgebayes.demo", "a broker, simulated devices, the runtime and a monitor on this machine"),
     "acl": ("edgebayes.acl", "the Mosquitto ACL that admits a config's runtime, devices and [[sources]]"),
+    "config-docs": ("edgebayes.runtime.config_docs", "the config reference (docs/config.md), from the schema"),
 }
 
 

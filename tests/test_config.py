@@ -1,10 +1,12 @@
-"""The config schema: the shipped config's keys are all in it, and every problem names the table,
-the key, the value and why."""
+"""The config schema: docs/config.md is generated from it, the shipped config's keys are all in
+it, and every problem names the table, the key, the value and why."""
 
 import copy
 import dataclasses
 import inspect
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from edgebayes.base import KINDS, learner_class
 from edgebayes.drift.adwin import ADWINShared
 from edgebayes.runtime import config_schema
 from edgebayes.runtime.config import TABLES, ConfigError, load_config, parse_config
+from edgebayes.runtime.config_docs import reference
 from edgebayes.runtime.config_schema import Context, Table, markdown, type_ok
 
 ROOT = Path(__file__).parent.parent
@@ -37,6 +40,14 @@ def with_key(table, key, value):
     else:
         doc.setdefault(table, {})[key] = value
     return doc
+
+
+def test_docs_config_md_is_the_generated_reference():
+    out = subprocess.run([sys.executable, "-m", "edgebayes", "config-docs"], check=True, capture_output=True,
+                         text=True, timeout=60)
+    assert out.stdout == reference()
+    assert (ROOT / "docs" / "config.md").read_text(encoding="utf-8") == out.stdout, (
+        "docs/config.md is stale: run `edgebayes config-docs > docs/config.md`")
 
 
 def test_the_shipped_config_loads_and_every_key_in_it_even_commented_out_is_in_the_schema():
