@@ -120,3 +120,10 @@ def test_a_table_is_a_dataclass_of_keys():
     assert found == ["[cluster] urls = []: is empty", "[cluster] timeout_s = '2': expected int or float",
                      "[cluster] unknown key 'timeout' (did you mean 'timeout_s'?); known: urls, timeout_s"]
     assert "| `timeout_s` | number | 2.0 | the connect timeout, seconds |" in markdown([table]).splitlines()
+
+
+def test_keys_that_go_together_name_the_one_given():
+    assert problems({**BASE, "broker": {"tls_key_file": "/k"}}) == [
+        "[broker] tls_key_file = '/k' needs tls_cert_file: give both (mutual TLS) or neither"]
+    assert problems({**BASE, "sources": [{"kind": "edgebayes"}]}) == [
+        "[[sources]] #1 (edgebayes) topic: missing (the protocol prefix)"]

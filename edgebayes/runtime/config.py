@@ -162,7 +162,8 @@ def _broker_checks(b: BrokerConfig, raw: dict, _: Context) -> Iterator[str]:
         yield (f"reconnect_min_s = {b.reconnect_min_s!r} must not exceed reconnect_max_s = "
                f"{b.reconnect_max_s!r}")
     if (b.tls_cert_file is None) != (b.tls_key_file is None):
-        yield "tls_cert_file and tls_key_file go together: give both (mutual TLS) or neither"
+        given, other = ("tls_cert_file", "tls_key_file")[::1 if b.tls_key_file is None else -1]
+        yield f"{given} = {getattr(b, given)!r} needs {other}: give both (mutual TLS) or neither"
     if "ws_path" in raw and b.transport != "websockets":
         yield 'ws_path needs transport = "websockets"'
 
@@ -466,9 +467,9 @@ def _source_checks(s: SourceConfig, raw: dict, context: Context) -> Iterator[str
         if "features" in raw or "label" in raw:
             yield "features and label come from the protocol itself; give only topic (the prefix)"
         if "topic" not in raw:
-            yield "topic (the protocol prefix) is required"
+            yield "topic: missing (the protocol prefix)"
     elif not fmap and "label" not in raw:
-        yield "maps no feature and no label"
+        yield "maps no feature and no label: give features or label"
     if s.kind == "json" and "device" not in raw and "device_level" not in raw:
         yield "give device (a fixed id) or device_level (the topic level naming the device)"
     paths_only = any(f.topic is None for _, f in s.features) or (s.label and s.label.topic is None)
