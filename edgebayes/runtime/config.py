@@ -44,32 +44,39 @@ class ConfigError(ValueError):
 # --- checks: each returns why a value is refused, or None ------------------------------------
 
 def _positive(v):
+    """> 0"""
     return None if v > 0 else "must be > 0"
 
 
 def _non_negative(v):
+    """>= 0"""
     return None if v >= 0 else "must be >= 0"
 
 
 def _non_empty(v):
+    """not empty"""
     return None if v else "must not be empty"
 
 
 def _name(v):
+    """1 to 64 characters from [A-Za-z0-9_-]"""
     return None if NAME_RE.match(v) else "must be 1 to 64 characters from [A-Za-z0-9_-]"
 
 
 def _port(v):
+    """1..65535"""
     return None if 1 <= v <= 65535 else "must be in 1..65535"
 
 
 def _levels(v):
+    """topic levels without wildcards"""
     if not v or any(not lvl or "+" in lvl or "#" in lvl for lvl in v.split("/")):
         return "must be non-empty topic levels without wildcards, no leading or trailing '/'"
     return None
 
 
 def _prefix(v):
+    """topic levels without wildcards, not starting with $"""
     if v.startswith("$"):  # $share/..., $SYS: broker-reserved, incoming topics never carry them
         return ("must not start with '$' ($share/ shared subscriptions are not supported: "
                 "each runtime serves the devices its [topics] devices names)")
@@ -77,14 +84,17 @@ def _prefix(v):
 
 
 def _ws_path(v):
+    """starting with /"""
     return None if v.startswith("/") else "must start with '/'"
 
 
 def _devices(v):
+    """a device id, or "+" (all)"""
     return None if v == "+" else _name(v)
 
 
 def _features(v):
+    """distinct non-empty names"""
     if not v:
         return "must list at least one feature name"
     if not all(isinstance(f, str) and f for f in v):
@@ -95,22 +105,27 @@ def _features(v):
 
 
 def _label(v):
+    """not seq, ts or x"""
     return "must not be one of the reading's own keys (seq, ts, x)" if v in ("seq", "ts", "x") else None
 
 
 def _window(v):
+    """1..100000"""
     return None if 1 <= v <= 100000 else "must be in 1..100000"
 
 
 def _receive_max(v):
+    """1..65535"""
     return None if 1 <= v <= 65535 else "must be in 1..65535 (MQTT receive maximum)"
 
 
 def _backlog(v):
+    """>= 65536"""
     return None if v >= 65536 else "must be at least 65536 (a few messages)"
 
 
 def _delta(v):
+    """in (0, 1)"""
     return None if 0 < v < 1 else "must be in (0, 1)"
 
 
@@ -182,6 +197,7 @@ class SchemaConfig:
 
 
 def _kind(v):
+    """a kind below"""
     try:
         learner_class(v)
     except ModuleNotFoundError as exc:
@@ -384,6 +400,7 @@ def _path_select(text: str, name: str, i: int) -> tuple[Select, int]:
 
 
 def _topic_filter(v: str) -> str | None:
+    """an MQTT topic filter"""
     levels = v.split("/")
     if not v or any(("#" in lvl and (lvl != "#" or i != len(levels) - 1)) or ("+" in lvl and lvl != "+")
                     for i, lvl in enumerate(levels)):
@@ -433,6 +450,7 @@ def _feature_specs(fmap: dict) -> tuple[tuple[str, Spec], ...]:
 
 
 def _label_values(v):
+    """labels are strings or integers"""
     return None if all(type(x) in (str, int) for x in v.values()) else "must map wire values to str or int labels"
 
 

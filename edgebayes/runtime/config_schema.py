@@ -115,11 +115,13 @@ class Key:
         return self.default is MISSING
 
     def type_text(self) -> str:
-        """What the docs show as the key's type: the choices, or the TOML types."""
+        """What the docs show as the key's type: the choices, or the TOML types and the check's
+        rule (its docstring)."""
         if isinstance(self.check, OneOf):
-            return " \\| ".join(toml_text(c) for c in self.check.choices)
+            return " | ".join(toml_text(c) for c in self.check.choices)
         shown = [t for t in self.types if not (t is int and float in self.types)]  # a float key takes 1 as 1.0
-        return " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in shown)
+        text = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in shown)
+        return f"{text}, {self.check.__doc__}" if self.check and self.check.__doc__ else text
 
     def default_text(self) -> str:
         if self.required:
@@ -263,7 +265,7 @@ def markdown(tables: Iterable[Table], extra: Callable[[Table], str] | None = Non
     out = []
     for t in tables:
         out += [f"## {t.header}", "", t.doc, "", "| key | type | default | meaning |", "|---|---|---|---|"]
-        out += [f"| `{k.name}` | {k.type_text()} | {_cell(k.default_text())} | {_cell(k.doc)} |"
+        out += [f"| `{k.name}` | {_cell(k.type_text())} | {_cell(k.default_text())} | {_cell(k.doc)} |"
                 for k in t.all_keys().values()]
         more = extra(t) if extra else ""
         out += ["", more] if more else []
