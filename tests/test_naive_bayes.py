@@ -8,7 +8,6 @@ from __future__ import annotations
 import inspect
 import math
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,11 +18,10 @@ from edgebayes import codec
 from edgebayes.base import ClassLimitError, make_learner
 from edgebayes.naive_bayes import EPS_FLOOR, GaussianNB
 from edgebayes.streams import open_stream
-from tests.conftest import BACKENDS, use_backend
+from tests.conftest import BACKENDS, shared_path, use_backend
 
 pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 #: exact; the paper's rate; a rate whose warm-up ends at n = 3; the paper's Algorithm 2 as
 #: written (no warm-up) at both rates
 MODES = [{"learning_rate": None}, {"learning_rate": 0.01}, {"learning_rate": 0.3},
@@ -118,7 +116,7 @@ def test_exact_mode_equals_offline_estimates(data):
 
 
 def test_exact_mode_equals_offline_on_a_real_stream():
-    X, y = open_stream(DATA / "elec2" / "elec2.csv.gz", drop=["date"]).to_arrays(5000)
+    X, y = open_stream(shared_path("data/elec2/elec2.csv.gz"), drop=["date"]).to_arrays(5000)
     model = _fit(X, y)
     classes, prior, mean, var, eps = _offline(X, y)
     assert model.classes_ == classes == ["UP", "DOWN"]
@@ -159,7 +157,7 @@ def test_learn_many_equals_learn_one_on_a_real_stream_across_chunks(mode, monkey
     import edgebayes.naive_bayes as nb
 
     monkeypatch.setattr(nb, "_CHUNK", 700)  # several chunks, some classes absent from a chunk
-    X, y = open_stream(DATA / "elec2" / "elec2.csv.gz", drop=["date"]).to_arrays(3000)
+    X, y = open_stream(shared_path("data/elec2/elec2.csv.gz"), drop=["date"]).to_arrays(3000)
     one, many = _fit(X, y, **mode), GaussianNB(**mode)
     many.learn_many(X, y)
     _assert_same_model(one, many, X)
@@ -589,7 +587,7 @@ UCI = [
 @pytest.mark.parametrize("path", UCI)
 def test_online_10_fold_cv_accuracy_equals_offline(path):
     """Seed 001, Table 2: Algorithm 1 gives the offline learner's 10-fold CV accuracy."""
-    X, y = open_stream(DATA / path).to_arrays()
+    X, y = open_stream(shared_path(f"data/{path}")).to_arrays()
     order = np.random.default_rng(0).permutation(len(y))  # several files are sorted by class
     X, y = X[order], [y[i] for i in order]
     online, offline = [], []
@@ -698,7 +696,7 @@ def test_backends_give_identical_states_probabilities_and_errors(mode, data, for
 @pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
 @pytest.mark.parametrize("writer, reader", [BACKENDS, BACKENDS[::-1]])
 def test_a_state_written_by_one_backend_continues_identically_in_the_other(writer, reader, mode):
-    X, y = open_stream(DATA / "elec2" / "elec2.csv.gz", drop=["date"]).to_arrays(4000)
+    X, y = open_stream(shared_path("data/elec2/elec2.csv.gz"), drop=["date"]).to_arrays(4000)
     with use_backend(writer):
         original = _fit(X[:2500], y[:2500], **mode)
     state = codec.decode(codec.encode(original.state()))
