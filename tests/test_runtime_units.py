@@ -409,7 +409,7 @@ def test_a_reboot_drops_pending_readings_and_is_checkpointed():
     again.load_state(dev.state(), 1)
     assert again.last_recv == 1234.5
     old = dev.state()  # a checkpoint written before reboots were tracked
-    for key in ("last_ts", "last_recv", "n_reboots"):
+    for key in ("version", "last_ts", "last_recv", "n_reboots"):
         del old[key]
     del old["pending"]["n_rebooted"]
     again.load_state(old, 1)
