@@ -1,4 +1,4 @@
-"""ADWIN: MOA's reference vectors, the casebook cases on detectors, bad input, state, memory."""
+"""ADWIN: MOA's reference vectors, the cases of docs/cases.md on detectors, bad input, state, memory."""
 
 from __future__ import annotations
 
@@ -175,7 +175,7 @@ def test_matches_plain_moa_port(
     assert state["variances"] == ref.rows_v
 
 
-# -- casebook ---------------------------------------------------------------------------------
+# -- docs/cases.md------------------------------------------------------------------------------
 
 STEP = [0.0] * 1000 + [1.0] * 1000
 
@@ -370,7 +370,7 @@ def test_a_state_with_abs_max_still_loads():
     assert ADWIN.from_state(dict(state, abs_max=3.5)).state() == state  # written by 0.1.0
 
 
-def test_pickle_round_trip_mid_stream():  # casebook C30, for models that hold detectors
+def test_pickle_round_trip_mid_stream():  # docs/cases.md C30, for models that hold detectors
     stream = _stream(12, 3000, "bits")
     adwin = ADWIN(delta=0.01)
     for x in stream[:2017]:

@@ -377,7 +377,7 @@ def test_monitor_accuracy_equals_a_direct_count(broker):
 
 
 def test_monitor_survives_a_raising_callback_and_counts_it(broker, caplog):
-    # casebook C31: an exception in a callback is logged with its traceback and counted;
+    # docs/cases.md C31: an exception in a callback is logged with its traceback and counted;
     # the messages around it are still processed
     class Fragile(Monitor):
         def _handle(self, topic, payload, now):
@@ -718,7 +718,7 @@ def test_broker_address_parsing():
 
 
 def test_qos0_publish_while_disconnected_fails_fast():
-    # casebook C34: no hang waiting for a QoS 0 message paho will never send; C37: the
+    # docs/cases.md C34: no hang waiting for a QoS 0 message paho will never send; C37: the
     # client is built with callback API v2 and a keyword client id
     conn = Connection(BrokerOptions("127.0.0.1", 1), "sim-x")
     assert conn.client._callback_api_version == mqtt.CallbackAPIVersion.VERSION2

@@ -160,7 +160,7 @@ def test_malformed_input_of_every_kind_is_survived_counted_and_reported(broker, 
     dev.publish("d1", "reading", {"seq": 0, "x": [0.0, 0.0, 0.0], "y": "a"})
     bad = [
         (b"\xc1\x00", "decode"), (b"{nope", "decode"), (b"", "decode"),
-        (bytes.fromhex("81a464617461a80000000000000080"), "decode"),  # casebook C41 legacy raw str
+        (bytes.fromhex("81a464617461a80000000000000080"), "decode"),  # docs/cases.md C41 legacy raw str
         (msgpack.packb({"seq": 1, "x": [1, 2, 3], "pad": "z" * 2000}), "oversize"),
         (msgpack.packb([1, 2, 3]), "not_a_map"),
         (msgpack.packb({"x": [1, 2, 3]}), "field"),

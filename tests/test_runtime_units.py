@@ -165,7 +165,7 @@ def test_unreadable_broker_files_are_named_by_key_at_start(tmp_path):
     check_files(load_config(path), "c.toml")  # all readable: no problem
 
 
-# --- topics (casebook C32) ----------------------------------------------------------------
+# --- topics (docs/cases.md C32) -------------------------------------------------------------
 
 def test_c32_topic_matching_uses_paho_semantics():
     pairs = [["test/6/#", "test/3"], ["sport/#", "sport"], ["/#", "/"], ["foo/+/#", "foo/bar"],

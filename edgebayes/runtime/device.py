@@ -7,7 +7,7 @@ with its own detectors (SRP) reports them after ``learn_one`` in ``last_events``
 ``{level, member, detector, accuracy_before, accuracy_after}`` (level "warning" or "drift",
 member the ensemble index; see ``SRPClassifier``); every
 other learner gets an ``ErrorDetector(ADWIN(delta))`` over its 0/1 error stream (1 = wrong),
-which signals only a rise of the error (DESIGN.md 2.4). The prediction published is the one
+which signals only a rise of the error (docs/design.md 2.4). The prediction published is the one
 of the model with the best recent accuracy (first configured on ties and before any label)
 among those that predicted.
 
