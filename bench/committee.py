@@ -1,5 +1,6 @@
-"""Seed 002's experiment in batch form: committees of naive Bayes over bootstraps and Monte Carlo
-splits on the paper's UCI data (Australian credit), against the single model of each iteration.
+"""Artiemjew and Idzikowski's (2019) experiment in batch form: committees of naive Bayes over
+bootstraps and Monte Carlo splits on the paper's UCI data (Australian credit), against the
+single model of each iteration.
 
     python -m bench.committee [--data australian] [--iterations 50] [--splits 25]
         [--test-fraction 0.3] [--variant paper_sum symbolic mixed] [--seed 0]
@@ -19,7 +20,7 @@ seed; 25 take about 3 minutes of one core).
 
 Variants (`VARIANTS`), the naive Bayes of each iteration:
 
-- ``paper_sum``: seed 002's own classifier, the one its experiments use ("the NB classifier
+- ``paper_sum``: the paper's own classifier, the one its experiments use ("the NB classifier
   from Sect. 2 for symbolic data"): every attribute a symbol, Param_k = P(k) sum_m P(v_m | k),
   zero frequencies by its worked example's counter increment
   (``MixedNB(scoring="paper_sum")``);
@@ -68,7 +69,7 @@ FRACTIONS = [round(0.1 * i, 1) for i in range(1, 11)]
 DRAWS = ("monte_carlo", "bootstrap")
 CHECKPOINTS = (10, 20, 50)
 VARIANTS = {
-    "paper_sum": "every attribute a symbol; seed 002's sums P(k) sum_m P(v_m | k), zero frequencies by "
+    "paper_sum": "every attribute a symbol; the paper's sums P(k) sum_m P(v_m | k), zero frequencies by "
                  "its worked example's counter increment (`MixedNB(scoring=\"paper_sum\")`)",
     "symbolic": "every attribute a symbol; products, a zero frequency replaced by the smallest non-zero "
                 "one of the other classes x 0.9 (`MixedNB(zero_frequency=\"borrow\")`)",

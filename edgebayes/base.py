@@ -1,6 +1,6 @@
 """The learner API every edgebayes model follows, and the registry of model kinds.
 
-A learner is a plain object (DESIGN.md 3):
+A learner is a plain object (docs/design.md 3):
 
 - ``learn_one(x, y, w=1.0)``: learn one sample. ``x`` is a 1-D sequence of floats (numpy array
   or list) in the stream's schema order, fixed length (the first sample fixes it); ``y`` any

@@ -3,9 +3,9 @@
 Readings may arrive as msgpack or JSON; ``decode`` tells them apart by the first byte (a JSON
 document starts with ``{`` or ``[`` or white space, which no msgpack map or array does).
 ``encode`` turns numpy scalars and arrays into plain numbers and lists first, so a prediction
-holding a ``numpy.float32`` or ``numpy.int64`` is never refused (casebook C39), and msgpack
+holding a ``numpy.float32`` or ``numpy.int64`` is never refused (docs/cases.md C39), and msgpack
 always writes str as str and bytes as bin (``use_bin_type``), so decoding never mixes them up
-(casebook C41).
+(docs/cases.md C41).
 """
 
 from __future__ import annotations

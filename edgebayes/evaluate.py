@@ -1,4 +1,4 @@
-"""Prequential (test-then-train) evaluation of a learner on a stream (DESIGN.md 2.6).
+"""Prequential (test-then-train) evaluation of a learner on a stream (docs/design.md 2.6).
 
 Every labelled sample is first predicted, scored, then learned; the scores are accuracy,
 Cohen's kappa and accuracy over a sliding window (`edgebayes.metrics`). Works with any

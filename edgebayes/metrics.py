@@ -1,4 +1,4 @@
-"""Incremental classification metrics for prequential evaluation (DESIGN.md 2.6).
+"""Incremental classification metrics for prequential evaluation (docs/design.md 2.6).
 
 Each metric takes ``update(y_true, y_pred)`` one sample at a time in O(1) and answers ``get()``
 at any moment. A prediction of None (a model that has learned nothing yet) is a wrong answer.

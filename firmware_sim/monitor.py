@@ -356,7 +356,7 @@ class Monitor:
     def _on_message(self, client, userdata, msg) -> None:
         try:
             self._handle(msg.topic, msg.payload, time.monotonic())
-        except Exception:  # casebook C31: logged with its traceback and counted, never silent
+        except Exception:  # docs/cases.md C31: logged with its traceback and counted, never silent
             self.n_callback_errors += 1
             log.exception("monitor: failed on a message on %s", msg.topic)
 

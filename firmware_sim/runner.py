@@ -198,7 +198,7 @@ class Simulator:
         self._start = time.monotonic()
         try:
             self._play()
-        except BaseException as exc:  # surfaced by join() (casebook C31: never silent)
+        except BaseException as exc:  # surfaced by join() (docs/cases.md C31: never silent)
             log.exception("firmware-sim scheduler failed")
             self._error = exc
         finally:

@@ -1,5 +1,6 @@
 import contextlib
 import os
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,29 @@ BACKENDS = ("compiled", "python")
 #: Set (to 1) where the compiled core must be built, as in CI: a missing core fails the
 #: compiled half of the backend tests instead of skipping it.
 REQUIRE_COMPILED_ENV = "EDGEBAYES_REQUIRE_COMPILED"
+#: The reference material beside the repository (data sets, ADWIN vectors, real payloads): not
+#: part of edgebayes, so the tests that read it skip without it.
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def shared_reason(rel: str) -> str | None:
+    """The one skip reason of a test that reads ``../shared/<rel>``; None when it is there."""
+    path = SHARED / rel
+    return None if path.exists() else f"../shared not present: {path}"
+
+
+def shared_path(rel: str) -> Path:
+    """``../shared/<rel>``; skips the calling test (or fixture) with `shared_reason` when absent."""
+    reason = shared_reason(rel)
+    if reason is not None:
+        pytest.skip(reason)
+    return SHARED / rel
+
+
+def needs_shared(rel: str) -> pytest.MarkDecorator:
+    """A mark skipping a test (or a parameter) with `shared_reason` when ``../shared/<rel>`` is absent."""
+    reason = shared_reason(rel)
+    return pytest.mark.skipif(reason is not None, reason=reason or "")
 
 
 @contextlib.contextmanager

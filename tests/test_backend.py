@@ -13,10 +13,10 @@ import pytest
 
 import edgebayes
 from edgebayes.cli import main as cli
+from tests.data_files import SENSORS
 from tests.runtime_client import wait_for, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
-IRIS = ROOT / ".." / "shared" / "data" / "uci_iris" / "iris.csv"
 
 
 @pytest.mark.parametrize(
@@ -39,11 +39,11 @@ def test_without_the_core_the_reference_runs_and_says_why(monkeypatch):
 
 
 def test_evaluate_says_the_backend_first(backend, capsys):
-    assert cli(["evaluate", "--data", str(IRIS), "--samples", "50"]) == 0
+    assert cli(["evaluate", "--data", str(SENSORS), "--samples", "50"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first == f"backend          {edgebayes.backend_description()}"
     assert first.split()[1] == backend
-    assert cli(["evaluate", "--data", str(IRIS), "--samples", "50", "--json"]) == 0
+    assert cli(["evaluate", "--data", str(SENSORS), "--samples", "50", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["backend"] == backend
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import math
-from pathlib import Path
 
 import pytest
 
@@ -17,10 +16,11 @@ from edgebayes import codec
 from edgebayes.base import KINDS, learner_from_state, make_learner
 from edgebayes.streams import open_stream
 from edgebayes.streams.presets import PRESETS, srp_stream
-from tests.conftest import BACKENDS, use_backend
+from tests.conftest import BACKENDS, SHARED, needs_shared, use_backend
 
-ELEC = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "elec2" / "elec2.csv.gz"
-STREAMS = (*PRESETS, "ELEC")
+ELEC_REL = "data/elec2/elec2.csv.gz"
+ELEC = SHARED / ELEC_REL
+STREAMS = (*PRESETS, pytest.param("ELEC", marks=needs_shared(ELEC_REL)))
 
 #: the SRP paper's settings (Table II) with its default base learner, the Hoeffding tree
 PAPER_SRP = {"n_models": 10, "lam": 6.0, "subspace_size": 0.6, "seed": 1}

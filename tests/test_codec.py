@@ -8,7 +8,7 @@ from edgebayes.codec import DecodeError, decode, encode
 
 
 def test_numpy_scalars_encode_in_both_formats():
-    # casebook C39: numpy float32/int64 scalars in a prediction
+    # docs/cases.md C39: numpy float32/int64 scalars in a prediction
     msg = {"y_pred": np.int64(3), "proba": {"a": np.float32(0.25)}, "x": np.arange(2.0)}
     for fmt in ("msgpack", "json"):
         out = decode(encode(msg, fmt))
@@ -17,7 +17,7 @@ def test_numpy_scalars_encode_in_both_formats():
 
 
 def test_str_and_bytes_keep_their_types():
-    # casebook C41: str packed as bin (or bin as str) breaks decoding
+    # docs/cases.md C41: str packed as bin (or bin as str) breaks decoding
     out = decode(encode({"name": "kitchen", "raw": b"\xff\x00"}))
     assert out == {"name": "kitchen", "raw": b"\xff\x00"}
 

@@ -1,4 +1,5 @@
-"""NaiveBayesCommittee: online bootstrap / Monte Carlo committees of naive Bayes (seed 002)."""
+"""NaiveBayesCommittee: online bootstrap / Monte Carlo committees of naive Bayes (Artiemjew and
+Idzikowski 2019)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _paper_committee(seed, n_models=1):
 
 
 def test_paper_example_decisions_and_random_ties():
-    """x1 -> 2, x2 -> 2 whatever the seed; x3, x4 are ties decided at random (seed 002, 2.1)."""
+    """x1 -> 2, x2 -> 2 whatever the seed; x3, x4 are ties decided at random (the paper's 2.1)."""
     picks = collections.Counter()
     for seed in range(40):
         nbc = _paper_committee(seed)
@@ -88,7 +89,7 @@ def test_vote_shares_are_the_members_majority():
         assert shares == {c: picks[c] / 15 for c in ("u", "v")}
         disagreement += len(picks) > 1
         assert nbc.predict_one(x) == picks.most_common(1)[0][0]  # 15 voters: no tie
-    assert disagreement > 0  # the members differ (casebook C27: not one shared draw)
+    assert disagreement > 0  # the members differ (docs/cases.md C27: not one shared draw)
 
 
 def _member_weights(sampling, fraction, n=1000, n_models=20):
@@ -139,7 +140,7 @@ def test_sample_weight_multiplies_the_drawn_weight_and_zero_skips():
     assert encode(a.state()) == before and a.classes_ == ["x"]
 
 
-def test_casebook_c11_shares_over_every_class_seen():
+def test_c11_shares_over_every_class_seen():
     nbc = NaiveBayesCommittee(n_models=3, sampling="monte_carlo", sample_fraction=0.01, seed=0)
     nbc.learn_one([0.0], "a")  # no member draws it (0.99^3)
     assert all(not m.classes_ for m in nbc.members)
@@ -174,7 +175,7 @@ def test_paper_sum_members():
     assert learner_from_state(state).scoring == "product"
 
 
-def test_casebook_c30_pickle():
+def test_c30_pickle():
     nbc = _paper_committee(3, n_models=5)
     copy = pickle.loads(pickle.dumps(nbc))
     for x, _ in PAPER_TEST:

@@ -21,7 +21,10 @@ from edgebayes.demo import (
     score,
 )
 from edgebayes.streams import open_stream
+from tests.conftest import SHARED, needs_shared
 
+#: the demo's default data set, ``DEFAULT_DATA``, under ../shared
+DEMO_DATA = DEFAULT_DATA.relative_to(SHARED).as_posix()
 DURATION_S, RATE_HZ, DEVICES = 5, 80, 3
 N = DURATION_S * RATE_HZ  # readings per device
 UNTIL = N // 2  # each device's first reading without its label (--labels-until 0.5)
@@ -111,10 +114,8 @@ def check_summary(r: dict, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not DEFAULT_DATA.exists() or mosquitto_path() is None,
-    reason="needs ../shared/data and Mosquitto",
-)
+@needs_shared(DEMO_DATA)
+@pytest.mark.skipif(mosquitto_path() is None, reason="needs Mosquitto")
 def test_demo_learning_beats_the_baselines_once_the_label_sensor_is_gone(tmp_path, capsys):
     r = run_demo(tmp_path)
     assert r["broker"] == "mosquitto" and r["source"] == str(DEFAULT_DATA)
@@ -132,7 +133,7 @@ def test_demo_learning_beats_the_baselines_once_the_label_sensor_is_gone(tmp_pat
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not DEFAULT_DATA.exists(), reason="needs ../shared/data")
+@needs_shared(DEMO_DATA)
 def test_demo_on_the_embedded_broker(tmp_path):
     pytest.importorskip("amqtt")
     r = run_demo(tmp_path, "--broker", "embedded")

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from edgebayes.runtime.config import load_config
+from tests.conftest import shared_path
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
-OCCUPANCY = REPO / ".." / "shared" / "data" / "occupancy_uci" / "occupancy.csv.gz"
 UNIT = DEPLOY / "systemd" / "edgebayes.service"
 INSTALL = DEPLOY / "install.sh"
 
@@ -46,9 +46,8 @@ def test_example_config_loads_with_nb_and_srp():
     assert cfg.memory.max_devices * srp.max_size_bytes < cfg.memory.model_budget_bytes
 
 
-@pytest.mark.skipif(not OCCUPANCY.exists(), reason="needs ../shared/data")
 def test_example_config_features_are_the_occupancy_sensors():
-    with gzip.open(OCCUPANCY, "rt") as f:
+    with gzip.open(shared_path("data/occupancy_uci/occupancy.csv.gz"), "rt") as f:
         header = f.readline().strip().split(",")
     assert (
         tuple(c for c in header if c not in ("date", "class"))

@@ -16,10 +16,12 @@ from edgebayes.evaluate import PrequentialResult, prequential
 from edgebayes.metrics import Accuracy, CohenKappa, WindowAccuracy
 from edgebayes.naive_bayes import GaussianNB
 from firmware_sim.cli import main as sim_cli
+from tests.conftest import SHARED, needs_shared
+from tests.data_files import SENSORS
 
 ROOT = Path(__file__).resolve().parents[1]
-ELEC = ROOT / ".." / "shared" / "data" / "elec2" / "elec2.csv.gz"
-IRIS = ROOT / ".." / "shared" / "data" / "uci_iris" / "iris.csv"
+ELEC_REL = "data/elec2/elec2.csv.gz"
+ELEC = SHARED / ELEC_REL
 
 
 class LastLabel(Learner):
@@ -130,6 +132,7 @@ def _run(capsys, *argv):
     return code, out, err
 
 
+@needs_shared(ELEC_REL)
 def test_cli_on_elec2_json(capsys):
     code, out, err = _run(capsys, "--model", "nb", "--data", ELEC, "--drop", "date", "--json")
     assert code == 0 and err == ""  # no progress bar when stderr is not a terminal
@@ -141,6 +144,7 @@ def test_cli_on_elec2_json(capsys):
     assert result["model_bytes"] > 0 and result["samples_per_s"] > 0
 
 
+@needs_shared(ELEC_REL)
 def test_cli_learning_rate_and_samples(capsys):
     code, out, _ = _run(capsys, "--data", ELEC, "--drop", "date", "--learning-rate", "0.01", "--samples", "2000", "--json")
     result = json.loads(out)
@@ -149,7 +153,7 @@ def test_cli_learning_rate_and_samples(capsys):
 
 
 def test_cli_text_output(capsys):
-    code, out, _ = _run(capsys, "--data", IRIS, "--samples", "100", "--window", "50")
+    code, out, _ = _run(capsys, "--data", SENSORS, "--samples", "100", "--window", "50")
     assert code == 0
     assert "samples          100" in out
     assert "accuracy" in out and "kappa" in out and "(last 50)" in out
@@ -188,6 +192,7 @@ def test_cli_declares_the_streams_nominal_features_as_the_benchmarks_do(capsys):
     assert nb["learner"].startswith("GaussianNB(")  # no nominal features in a Gaussian model
 
 
+@needs_shared(ELEC_REL)
 def test_console_script_end_to_end():
     done = subprocess.run(
         [sys.executable, "-m", "edgebayes", "evaluate", "--model", "nb", "--data", str(ELEC), "--drop", "date", "--samples", "3000"],
@@ -212,10 +217,10 @@ def _bad_inputs(tmp_path):
         "empty file": (["--data", empty], "empty"),
         "empty gzip file": (["--data", empty_gz], "empty"),
         "header only": (["--data", header_only], "no samples"),
-        "missing target": (["--data", IRIS, "--target", "species"], "species"),
-        "missing drop column": (["--data", IRIS, "--drop", "date"], "date"),
+        "missing target": (["--data", SENSORS, "--target", "species"], "species"),
+        "missing drop column": (["--data", SENSORS, "--drop", "date"], "date"),
         "non-numeric feature": (["--data", words], "words.csv"),
-        "bad learning rate": (["--data", IRIS, "--learning-rate", "1.5"], "learning_rate"),
+        "bad learning rate": (["--data", SENSORS, "--learning-rate", "1.5"], "learning_rate"),
         "unknown format": (["--data", tmp_path / "data.txt"], "data.txt"),
     }
 
@@ -242,7 +247,7 @@ def test_cli_text_in_a_feature_column_suggests_drop(capsys, tmp_path):
     assert code == 2 and out == ""
     assert err == (f"edgebayes evaluate: error: {dated}, line 2: non-numeric value '2015-02-02 14:19:00' "
                    "in feature column 'date' (drop it with --drop date)\n")
-    code, _, err = _run(capsys, "--data", IRIS, "--target", "species")  # other errors: no hint
+    code, _, err = _run(capsys, "--data", SENSORS, "--target", "species")  # other errors: no hint
     assert code == 2 and "--drop" not in err
 
 

@@ -34,10 +34,11 @@ from firmware_sim import (
 from firmware_sim.cli import main as cli_main
 from firmware_sim.mqtt import BrokerOptions, Connection, parse_address
 from tests.broker import Broker
+from tests.data_files import SENSORS, SENSORS_ROWS
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared"
-PIMA = str(SHARED / "data" / "uci_pima_diabetes" / "pima_diabetes.csv")
+#: a CSV of numeric readings and a label (the tests' own, tests/data_files.py)
+READINGS = str(SENSORS)
 
 
 class Collector:
@@ -96,19 +97,19 @@ def sent_by_topic(sim: Simulator) -> dict[str, list[bytes]]:
 
 
 def test_devices_publish_their_slices_of_the_file_exactly(broker, collector):
-    config = SimConfig(PIMA, n_devices=2, rate_hz=400, limit=40, labels="delayed",
+    config = SimConfig(READINGS, n_devices=2, rate_hz=400, limit=40, labels="delayed",
                        label_delay_s=0.01, label_fraction=0.5, seed=3)
     sim = Simulator(config, broker.address, record=True)
     stats = sim.run()
     t = stats.totals()
     collector.wait_count(t["readings_published"] + t["labels_published"])
-    X, y = open_stream(PIMA).to_arrays()
+    X, y = open_stream(READINGS).to_arrays()
     received = collector.by_topic()
     assert set(received) == {f"edgebayes/sim-{d}/{k}" for d in (0, 1) for k in ("reading", "label")}
     for d in (0, 1):
         readings = [decode(p) for p in received[f"edgebayes/sim-{d}/reading"]]
         assert [r["seq"] for r in readings] == list(range(40))
-        start = d * (768 // 2)  # device d replays the d-th half of the file, in order
+        start = d * (SENSORS_ROWS // 2)  # device d replays the d-th half of the file, in order
         assert [r["x"] for r in readings] == X[start:start + 40].tolist()
         assert all("y" not in r for r in readings)  # delayed labels are not inline
         labels = [decode(p) for p in received[f"edgebayes/sim-{d}/label"]]
@@ -122,7 +123,7 @@ def test_faulty_devices_deliver_exactly_their_script(broker, collector):
     # every fault at once; what the broker delivers is what the script says was sent
     faults = FaultRates(loss_rate=0.1, duplicate_rate=0.1, malformed_rate=0.1, reboot_rate=0.03,
                         burst_rate=0.03, burst_size=4)
-    config = SimConfig(PIMA, n_devices=3, rate_hz=500, limit=120, labels="delayed",
+    config = SimConfig(READINGS, n_devices=3, rate_hz=500, limit=120, labels="delayed",
                        label_delay_s=0.02, faults=faults, reboot_s=0.05, seed=11)
     sim = Simulator(config, broker.address, record=True)
     stats = sim.run()
@@ -147,12 +148,12 @@ def _decodes_with_int_seq(payload: bytes) -> bool:
 
 
 def test_inline_labels_json_and_map_shape(broker, collector):
-    config = SimConfig(PIMA, rate_hz=500, limit=10, labels="inline", x_shape="map",
+    config = SimConfig(READINGS, rate_hz=500, limit=10, labels="inline", x_shape="map",
                        encoding="json", label_key="class")
     stats = run_devices(broker.address, **vars_of(config))
     collector.wait_count(10)
-    X, y = open_stream(PIMA).to_arrays(10)
-    names = open_stream(PIMA).schema.feature_names
+    X, y = open_stream(READINGS).to_arrays(10)
+    names = open_stream(READINGS).schema.feature_names
     payloads = collector.by_topic()["edgebayes/sim-0/reading"]
     assert all(p.startswith(b"{") for p in payloads)  # JSON
     bodies = [json.loads(p) for p in payloads]
@@ -187,7 +188,7 @@ def script(config: SimConfig) -> list[list[tuple]]:
 def test_the_script_is_a_pure_function_of_the_seed():
     faults = FaultRates(loss_rate=0.1, duplicate_rate=0.1, malformed_rate=0.1, reboot_rate=0.05,
                         burst_rate=0.05)
-    config = SimConfig(PIMA, n_devices=2, limit=200, labels="delayed", label_fraction=0.7,
+    config = SimConfig(READINGS, n_devices=2, limit=200, labels="delayed", label_fraction=0.7,
                        jitter=0.5, faults=faults, seed=7)
     first = script(config)
     assert first == script(config)
@@ -261,7 +262,7 @@ def test_label_until_takes_the_label_sensor_away():
 
 
 def test_each_malformed_kind_is_malformed_for_the_protocol():
-    config = SimConfig(PIMA, limit=400, faults=FaultRates(malformed_rate=1.0), seed=5)
+    config = SimConfig(READINGS, limit=400, faults=FaultRates(malformed_rate=1.0), seed=5)
     device = build_devices(config)[0]
     n_features = device.schema.n_features
     seen = Counter()
@@ -288,7 +289,7 @@ def test_each_malformed_kind_is_malformed_for_the_protocol():
 
 
 def test_delayed_labels_arrive_after_their_delay(broker, collector):
-    config = SimConfig(PIMA, rate_hz=50, limit=20, labels="delayed", label_delay_s=0.2)
+    config = SimConfig(READINGS, rate_hz=50, limit=20, labels="delayed", label_delay_s=0.2)
     sim = Simulator(config, broker.address, record=True)
     stats = sim.run()
     collector.wait_count(40)
@@ -305,7 +306,7 @@ def test_delayed_labels_arrive_after_their_delay(broker, collector):
 
 def test_the_rate_does_not_drift(broker, collector):
     n, rate = 300, 300.0
-    run_devices(broker.address, PIMA, rate_hz=rate, limit=n)
+    run_devices(broker.address, READINGS, rate_hz=rate, limit=n)
     collector.wait_count(n)
     offsets = [t - k / rate for k, (_, _, t) in enumerate(collector.messages)]
     # scheduled by deadlines from one start, reading k arrives k / rate after reading 0 plus a
@@ -324,7 +325,7 @@ def rule(x) -> str:
 
 def test_monitor_accuracy_equals_a_direct_count(broker):
     with Monitor(broker.address) as monitor:
-        config = SimConfig(PIMA, n_devices=2, rate_hz=500, limit=60, labels="inline",
+        config = SimConfig(READINGS, n_devices=2, rate_hz=500, limit=60, labels="inline",
                            label_fraction=0.8, seed=9,
                            faults=FaultRates(duplicate_rate=0.1, loss_rate=0.05))
         sim = Simulator(config, broker.address, record=True)
@@ -376,7 +377,7 @@ def test_monitor_accuracy_equals_a_direct_count(broker):
 
 
 def test_monitor_survives_a_raising_callback_and_counts_it(broker, caplog):
-    # casebook C31: an exception in a callback is logged with its traceback and counted;
+    # docs/cases.md C31: an exception in a callback is logged with its traceback and counted;
     # the messages around it are still processed
     class Fragile(Monitor):
         def _handle(self, topic, payload, now):
@@ -455,7 +456,7 @@ def test_end_to_end_through_the_runtime(broker, tmp_path):
     from edgebayes.runtime.config import parse_config
     from edgebayes.runtime.service import Runtime
 
-    names = open_stream(PIMA).schema.feature_names
+    names = open_stream(READINGS).schema.feature_names
     config = parse_config({
         "broker": {"host": broker.host, "port": broker.port, "client_id": "rt-sim"},
         "schema": {"features": names},
@@ -466,7 +467,7 @@ def test_end_to_end_through_the_runtime(broker, tmp_path):
     try:
         with Monitor(broker.address) as monitor:
             wait_online(monitor, "rt-sim")
-            sim_config = SimConfig(PIMA, n_devices=2, rate_hz=200, limit=80, seed=1)
+            sim_config = SimConfig(READINGS, n_devices=2, rate_hz=200, limit=80, seed=1)
             sim = Simulator(sim_config, broker.address, record=True)
             sim.run()
             assert monitor.wait_until(lambda c: c["predictions"] >= 160, 15)
@@ -492,7 +493,7 @@ def test_the_runtime_survives_every_fault_of_the_simulator(broker):
     from edgebayes.runtime.config import parse_config
     from edgebayes.runtime.service import Runtime
 
-    names = open_stream(PIMA).schema.feature_names
+    names = open_stream(READINGS).schema.feature_names
     runtime = Runtime(parse_config({
         "broker": {"host": broker.host, "port": broker.port, "client_id": "rt-faults"},
         "schema": {"features": names},
@@ -502,7 +503,7 @@ def test_the_runtime_survives_every_fault_of_the_simulator(broker):
     runtime.start()
     faults = FaultRates(loss_rate=0.1, duplicate_rate=0.1, malformed_rate=0.2, reboot_rate=0.02,
                         burst_rate=0.02, burst_size=4)
-    config = SimConfig(PIMA, n_devices=2, rate_hz=300, limit=150, labels="delayed",
+    config = SimConfig(READINGS, n_devices=2, rate_hz=300, limit=150, labels="delayed",
                        label_delay_s=0.02, faults=faults, reboot_s=0.05, reboot_seq="continue",
                        seed=5)
     try:
@@ -559,14 +560,14 @@ def test_cli_run_and_monitor(broker, tmp_path, capsys):
     # subscribed once it says so; it stops 1 s after the last message
     assert monitor.stderr.readline().startswith("firmware-sim: monitoring")
     run_json = tmp_path / "run.json"
-    code = cli_main(["run", "--broker", broker.address, "--source", PIMA, "--devices", "2",
+    code = cli_main(["run", "--broker", broker.address, "--source", READINGS, "--devices", "2",
                      "--rate", "500", "--limit", "25", "--labels", "delayed",
                      "--label-delay-s", "0",
                      "--duplicate-rate", "0.2", "--seed", "1", "--json", str(run_json)])
     assert code == 0
     run_err = capsys.readouterr().err
     assert run_err.startswith(f"firmware-sim: 2 device(s) connected to {broker.address}, "
-                              f"publishing {PIMA} at 500 Hz each\n"), run_err
+                              f"publishing {READINGS} at 500 Hz each\n"), run_err
     _, err = monitor.communicate(timeout=20)
     assert monitor.returncode == 0, err
     run = json.loads(run_json.read_text())
@@ -587,7 +588,7 @@ def test_cli_run_and_monitor(broker, tmp_path, capsys):
     (["--device-prefix", "a/b"], "device ids"),
 ])
 def test_cli_rejects_bad_values_with_one_line(argv, message, capsys):
-    code = cli_main(["run", "--broker", "127.0.0.1:1", "--source", PIMA, *argv])
+    code = cli_main(["run", "--broker", "127.0.0.1:1", "--source", READINGS, *argv])
     assert code == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
@@ -615,7 +616,7 @@ def one_line_error(capsys, argv) -> str:
     (["--format", "esphome", "--label-key", "class"], "label_key='class' has no effect with format 'esphome'"),
 ])
 def test_cli_run_refuses_bad_options_up_front(argv, message, capsys):
-    assert message in one_line_error(capsys, ["run", "--source", PIMA, *argv])
+    assert message in one_line_error(capsys, ["run", "--source", READINGS, *argv])
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -655,11 +656,11 @@ def test_cli_json_must_be_a_writable_file(tmp_path, capsys):
 
 def test_cli_rejects_an_unknown_log_level(capsys):
     with pytest.raises(SystemExit) as exc:
-        cli_main(["run", "--broker", "127.0.0.1:1", "--source", PIMA, "--log-level", "BOGUS"])
+        cli_main(["run", "--broker", "127.0.0.1:1", "--source", READINGS, "--log-level", "BOGUS"])
     assert exc.value.code == 2
     assert "argument --log-level: invalid choice: 'BOGUS'" in capsys.readouterr().err
     # a known level in any case is accepted (then the broker is unreachable: exit 1)
-    assert cli_main(["run", "--broker", "127.0.0.1:1", "--source", PIMA, "--log-level", "debug",
+    assert cli_main(["run", "--broker", "127.0.0.1:1", "--source", READINGS, "--log-level", "debug",
                      "--limit", "1"]) == 1
 
 
@@ -686,7 +687,7 @@ def test_a_malformed_file_row_is_refused_before_publishing(tmp_path, capsys):
 def test_monitor_and_config_refuse_reserved_label_keys_and_bad_prefixes():
     for key in ("x", "seq", "ts"):
         with pytest.raises(ValueError, match="label_key must not be"):
-            SimConfig(PIMA, label_key=key)
+            SimConfig(READINGS, label_key=key)
         with pytest.raises(ValueError, match="label_key must not be"):
             Monitor("127.0.0.1:1", label_key=key)
     for prefix in ("", "a/#", "+"):
@@ -702,7 +703,7 @@ def test_monitor_and_config_refuse_reserved_label_keys_and_bad_prefixes():
 def test_cli_reports_an_unreachable_broker(capsys):
     from tests.broker import free_port
 
-    code = cli_main(["run", "--broker", f"127.0.0.1:{free_port()}", "--source", PIMA,
+    code = cli_main(["run", "--broker", f"127.0.0.1:{free_port()}", "--source", READINGS,
                      "--limit", "1"])
     assert code == 1
     assert "cannot reach the broker" in capsys.readouterr().err
@@ -717,7 +718,7 @@ def test_broker_address_parsing():
 
 
 def test_qos0_publish_while_disconnected_fails_fast():
-    # casebook C34: no hang waiting for a QoS 0 message paho will never send; C37: the
+    # docs/cases.md C34: no hang waiting for a QoS 0 message paho will never send; C37: the
     # client is built with callback API v2 and a keyword client id
     conn = Connection(BrokerOptions("127.0.0.1", 1), "sim-x")
     assert conn.client._callback_api_version == mqtt.CallbackAPIVersion.VERSION2
@@ -730,15 +731,15 @@ def test_qos0_publish_while_disconnected_fails_fast():
 
 def test_config_errors_name_the_value():
     with pytest.raises(ValueError, match="jitter"):
-        SimConfig(PIMA, jitter=1.0)
+        SimConfig(READINGS, jitter=1.0)
     with pytest.raises(ValueError, match="burst_size"):
         FaultRates(burst_size=1)
     with pytest.raises(ValueError, match="malformed_kinds"):
         FaultRates(malformed_kinds=("garbage",))
     with pytest.raises(ValueError, match="labels"):
-        SimConfig(PIMA, labels="sometimes")
+        SimConfig(READINGS, labels="sometimes")
     with pytest.raises(ValueError, match="rows cannot be shared"):
-        build_devices(SimConfig(str(SHARED / "data" / "uci_iris" / "iris.csv"), n_devices=151))
+        build_devices(SimConfig(READINGS, n_devices=SENSORS_ROWS + 1))
 
 
 def test_a_full_publish_queue_waits_instead_of_dropping(broker, collector):
@@ -762,7 +763,7 @@ def test_a_full_publish_queue_waits_instead_of_dropping(broker, collector):
     ("tasmota", 0, 12),  # the label is a message of its own beside the reading
 ])
 def test_cli_run_counts_inline_labels_and_label_messages(broker, capsys, fmt, inline, messages):
-    code = cli_main(["run", "--broker", broker.address, "--source", PIMA, "--rate", "500",
+    code = cli_main(["run", "--broker", broker.address, "--source", READINGS, "--rate", "500",
                      "--limit", "12", "--labels", "inline", "--format", fmt])
     assert code == 0
     last = capsys.readouterr().err.splitlines()[-1]
@@ -784,7 +785,7 @@ def test_publishes_the_broker_refuses_are_counted_as_lost(refusing_broker, capsy
     """An ACL that does not grant the device's topic: Mosquitto answers each QoS 1 publish
     with reason code 135 (Not authorized). Before, firmware-sim reported them as published
     and 0 lost."""
-    code = cli_main(["run", "--broker", refusing_broker.address, "--source", PIMA, "--rate", "500",
+    code = cli_main(["run", "--broker", refusing_broker.address, "--source", READINGS, "--rate", "500",
                      "--limit", "6", "--labels", "inline", "--format", "tasmota"])
     assert code == 0
     last = capsys.readouterr().err.splitlines()[-1]

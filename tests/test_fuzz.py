@@ -56,6 +56,7 @@ from edgebayes.runtime.messages import ERROR_KINDS, SEQ_LIMIT, Label, ProtocolEr
 from edgebayes.runtime.pending import Pending, PendingLabels
 from tests import test_runtime_robustness as robustness
 from tests import test_sources
+from tests.conftest import SHARED, needs_shared
 from tests.runtime_client import blobs
 from tests.test_learner_contract import LEARNERS, _stream
 
@@ -67,7 +68,7 @@ FUZZ = settings.get_profile("fuzz")
 
 FEATURES = ("f0", "f1", "f2")
 PARSER = Parser(FEATURES)
-PAYLOADS = Path(__file__).resolve().parents[1] / ".." / "shared" / "payloads"
+PAYLOADS = SHARED / "payloads"
 
 # --- values -------------------------------------------------------------------------------
 
@@ -259,7 +260,7 @@ def _adapter(name):
 ADAPTERS = {name: _adapter(name) for name in SOURCES}
 FIXTURES = {name: json.loads((PAYLOADS / f"{name if name != 'json' else 'homeassistant'}.json").read_text())
             for name in SOURCES} if PAYLOADS.is_dir() else {}
-needs_payloads = pytest.mark.skipif(not FIXTURES, reason=f"no real payloads in {PAYLOADS} (../shared/payloads)")
+needs_payloads = needs_shared("payloads")
 
 
 def check_extract(ex) -> None:

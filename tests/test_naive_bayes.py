@@ -1,5 +1,5 @@
 """GaussianNB (edgebayes.naive_bayes): exactness, batch == per-sample, weights, robustness,
-bad input, casebook cases C01 C03 C04 C05 C08 C11 C13 C30, the seed paper's claim that
+bad input, the cases C01 C03 C04 C05 C08 C11 C13 C30 of docs/cases.md, Wu and Xiong's (2023) claim that
 online learning gives the offline 10-fold cross-validated accuracy on the UCI sets, and the
 two backends (compiled, python) giving the same floats, errors and checkpoints."""
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 import inspect
 import math
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,11 +18,10 @@ from edgebayes import codec
 from edgebayes.base import ClassLimitError, make_learner
 from edgebayes.naive_bayes import EPS_FLOOR, GaussianNB
 from edgebayes.streams import open_stream
-from tests.conftest import BACKENDS, use_backend
+from tests.conftest import BACKENDS, shared_path, use_backend
 
 pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 #: exact; the paper's rate; a rate whose warm-up ends at n = 3; the paper's Algorithm 2 as
 #: written (no warm-up) at both rates
 MODES = [{"learning_rate": None}, {"learning_rate": 0.01}, {"learning_rate": 0.3},
@@ -118,7 +116,7 @@ def test_exact_mode_equals_offline_estimates(data):
 
 
 def test_exact_mode_equals_offline_on_a_real_stream():
-    X, y = open_stream(DATA / "elec2" / "elec2.csv.gz", drop=["date"]).to_arrays(5000)
+    X, y = open_stream(shared_path("data/elec2/elec2.csv.gz"), drop=["date"]).to_arrays(5000)
     model = _fit(X, y)
     classes, prior, mean, var, eps = _offline(X, y)
     assert model.classes_ == classes == ["UP", "DOWN"]
@@ -159,7 +157,7 @@ def test_learn_many_equals_learn_one_on_a_real_stream_across_chunks(mode, monkey
     import edgebayes.naive_bayes as nb
 
     monkeypatch.setattr(nb, "_CHUNK", 700)  # several chunks, some classes absent from a chunk
-    X, y = open_stream(DATA / "elec2" / "elec2.csv.gz", drop=["date"]).to_arrays(3000)
+    X, y = open_stream(shared_path("data/elec2/elec2.csv.gz"), drop=["date"]).to_arrays(3000)
     one, many = _fit(X, y, **mode), GaussianNB(**mode)
     many.learn_many(X, y)
     _assert_same_model(one, many, X)
@@ -248,7 +246,7 @@ def test_a_class_that_never_saw_a_feature_skips_it():
 
 @pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
 def test_a_feature_that_is_always_missing(mode):
-    """The kind of casebook C16 (always-NaN feature) for naive Bayes: ignored, never an error."""
+    """The kind of C16 (always-NaN feature, docs/cases.md) for naive Bayes: ignored, never an error."""
     X = np.column_stack([np.arange(6.0), np.full(6, np.nan)])
     y = list("aabbab")
     one, many = _fit(X, y, **mode), GaussianNB(**mode)
@@ -438,7 +436,7 @@ def test_the_warm_up_is_the_exact_model_until_a_class_has_1_over_alpha_samples()
     _assert_same_model(exact, warm, X)
     assert not np.allclose(literal.means_, exact.means_, rtol=1e-3)
     assert _means(0.5, [2, -2, 5], warm_up=False) == [2.0, 0.0, 2.5]  # alpha = 1/2: warm-up ends at 2
-    assert _means(0.1, [0, 10], warm_up=False) == [0.0, 1.0]  # the casebook's C04 value
+    assert _means(0.1, [0, 10], warm_up=False) == [0.0, 1.0]  # C04's value (docs/cases.md)
 
 
 def test_a_state_without_warm_up_loads_with_the_warm_up():
@@ -454,7 +452,7 @@ def test_from_state_refuses_another_kind():
         GaussianNB.from_state({"kind": "srp"})
 
 
-# ---------------------------------------------------------------- casebook
+# ------------------------------------------------------------ docs/cases.md
 
 
 def test_c01_one_sample_per_class():
@@ -502,7 +500,7 @@ def _means(learning_rate, stream, warm_up=True):
 def test_c04_mean_initialisation_is_tracked_by_count_not_by_zero():
     assert _means(0.5, [0, 1]) == [0.0, 0.5]
     assert _means(0.5, [2, -2, 5]) == [2.0, 0.0, 2.5]
-    # The casebook expects [0.0, 1.0] (a plain EW mean after the first sample); DESIGN.md 2.1's
+    # C04 (docs/cases.md) expects [0.0, 1.0] (a plain EW mean after the first sample); docs/design.md 2.1's
     # warm-up rate max(alpha, 1/n) = 1/2 gives 5.0. What the case guards against is 10.0, a
     # mean of 0 taken for "uninitialised".
     assert _means(0.1, [0, 10]) == [0.0, 5.0]
@@ -588,8 +586,8 @@ UCI = [
 
 @pytest.mark.parametrize("path", UCI)
 def test_online_10_fold_cv_accuracy_equals_offline(path):
-    """Seed 001, Table 2: Algorithm 1 gives the offline learner's 10-fold CV accuracy."""
-    X, y = open_stream(DATA / path).to_arrays()
+    """Wu and Xiong (2023), Table 2: Algorithm 1 gives the offline learner's 10-fold CV accuracy."""
+    X, y = open_stream(shared_path(f"data/{path}")).to_arrays()
     order = np.random.default_rng(0).permutation(len(y))  # several files are sorted by class
     X, y = X[order], [y[i] for i in order]
     online, offline = [], []
@@ -698,7 +696,7 @@ def test_backends_give_identical_states_probabilities_and_errors(mode, data, for
 @pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
 @pytest.mark.parametrize("writer, reader", [BACKENDS, BACKENDS[::-1]])
 def test_a_state_written_by_one_backend_continues_identically_in_the_other(writer, reader, mode):
-    X, y = open_stream(DATA / "elec2" / "elec2.csv.gz", drop=["date"]).to_arrays(4000)
+    X, y = open_stream(shared_path("data/elec2/elec2.csv.gz"), drop=["date"]).to_arrays(4000)
     with use_backend(writer):
         original = _fit(X[:2500], y[:2500], **mode)
     state = codec.decode(codec.encode(original.state()))

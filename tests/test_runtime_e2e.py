@@ -3,7 +3,6 @@
 import json
 import time
 from collections import deque
-from pathlib import Path
 
 import msgpack
 import paho.mqtt.client as paho
@@ -161,7 +160,7 @@ def test_malformed_input_of_every_kind_is_survived_counted_and_reported(broker, 
     dev.publish("d1", "reading", {"seq": 0, "x": [0.0, 0.0, 0.0], "y": "a"})
     bad = [
         (b"\xc1\x00", "decode"), (b"{nope", "decode"), (b"", "decode"),
-        (bytes.fromhex("81a464617461a80000000000000080"), "decode"),  # casebook C41 legacy raw str
+        (bytes.fromhex("81a464617461a80000000000000080"), "decode"),  # docs/cases.md C41 legacy raw str
         (msgpack.packb({"seq": 1, "x": [1, 2, 3], "pad": "z" * 2000}), "oversize"),
         (msgpack.packb([1, 2, 3]), "not_a_map"),
         (msgpack.packb({"x": [1, 2, 3]}), "field"),
@@ -295,18 +294,18 @@ def test_firmware_sim_devices_rebooting_to_seq_0_lose_nothing(broker):
     from edgebayes.runtime.config import parse_config
     from edgebayes.streams import open_stream
     from firmware_sim import FaultRates, SimConfig, Simulator
+    from tests.data_files import SENSORS
 
-    pima = str(Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "uci_pima_diabetes"
-               / "pima_diabetes.csv")
+    readings = str(SENSORS)
     rt = Runtime(parse_config({
         "broker": {"host": broker.host, "port": broker.port, "client_id": "rt-reboots"},
-        "schema": {"features": open_stream(pima).schema.feature_names},
+        "schema": {"features": open_stream(readings).schema.feature_names},
         "models": [{"name": "nb", "kind": "gaussian_nb"}],
     }))
     rt.start()
     try:
         wait_for(rt.client.subscribed.is_set, what="runtime subscription")
-        sim = Simulator(SimConfig(pima, n_devices=2, rate_hz=300, limit=120, seed=3, reboot_s=0.02,
+        sim = Simulator(SimConfig(readings, n_devices=2, rate_hz=300, limit=120, seed=3, reboot_s=0.02,
                                   reboot_seq="zero", faults=FaultRates(reboot_rate=0.05)),
                         broker.address, record=True)
         t = sim.run().totals()

@@ -1,4 +1,4 @@
-"""The MQTT wrapper against the casebook's client failures (C31, C34, C35, C37)."""
+"""The MQTT wrapper against the client failures of docs/cases.md (C31, C34, C35, C37)."""
 
 import collections
 import logging
@@ -66,7 +66,7 @@ def test_c34_publishing_while_unreachable_never_hangs():
     ("e0 00", 0, "Normal disconnection"),
 ])
 def test_c35_short_disconnect_packets_keep_their_reason_code(packet, code, name):
-    """A one-shot server that accepts CONNECT, grants it, then sends the casebook's raw
+    """A one-shot server that accepts CONNECT, grants it, then sends C35's raw
     DISCONNECT (Mosquitto 2.0 closes the socket on a takeover instead of sending 0x8E)."""
     srv = socket.socket()
     srv.bind(("127.0.0.1", free_port()))

@@ -165,7 +165,7 @@ def test_unreadable_broker_files_are_named_by_key_at_start(tmp_path):
     check_files(load_config(path), "c.toml")  # all readable: no problem
 
 
-# --- topics (casebook C32) ----------------------------------------------------------------
+# --- topics (docs/cases.md C32) -------------------------------------------------------------
 
 def test_c32_topic_matching_uses_paho_semantics():
     pairs = [["test/6/#", "test/3"], ["sport/#", "sport"], ["/#", "/"], ["foo/+/#", "foo/bar"],
@@ -409,7 +409,7 @@ def test_a_reboot_drops_pending_readings_and_is_checkpointed():
     again.load_state(dev.state(), 1)
     assert again.last_recv == 1234.5
     old = dev.state()  # a checkpoint written before reboots were tracked
-    for key in ("last_ts", "last_recv", "n_reboots"):
+    for key in ("version", "last_ts", "last_recv", "n_reboots"):
         del old[key]
     del old["pending"]["n_rebooted"]
     again.load_state(old, 1)

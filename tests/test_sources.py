@@ -15,15 +15,15 @@ from edgebayes.runtime.ingest.assembler import Assembler
 from edgebayes.runtime.messages import Retained
 from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
+from tests.conftest import shared_path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAYLOADS = ROOT / ".." / "shared" / "payloads"
 NAN = math.nan
 MODELS = [{"name": "nb", "kind": "gaussian_nb"}]
 
 
 def fixtures(name):
-    return json.loads((PAYLOADS / f"{name}.json").read_text())
+    return json.loads(shared_path(f"payloads/{name}.json").read_text())
 
 
 def wire(payload) -> bytes:

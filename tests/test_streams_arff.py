@@ -4,14 +4,12 @@ CSV reader and the counts of their SOURCE.md."""
 
 import gzip
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from edgebayes.streams import ARFFStream, open_stream
-
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+from tests.conftest import shared_path
 
 SMALL = """% a comment
 @RELATION 'test relation'
@@ -124,7 +122,7 @@ def test_string_attribute_can_be_dropped_and_missing_columns(tmp_path):
 
 
 def csv_as_arff(csv_path, arff_path, nominal=()):
-    """Write a CSV of ../shared/data as ARFF: empty fields as '?', nominal columns declared
+    """Write a CSV (one of the real data sets) as ARFF: empty fields as '?', nominal columns declared
     with their sorted values, the class nominal."""
     opener = gzip.open if csv_path.suffix == ".gz" else open
     with opener(csv_path, "rt") as f:
@@ -150,7 +148,7 @@ def csv_as_arff(csv_path, arff_path, nominal=()):
     ("uci_heart_statlog/heart_statlog.csv", (), 270, 13),
 ])
 def test_real_data_as_arff_matches_the_csv_reader(tmp_path, path, drop, rows, features):
-    csv_path = DATA / path
+    csv_path = shared_path(f"data/{path}")
     arff_path = tmp_path / "data.arff"
     csv_as_arff(csv_path, arff_path)
     Xc, yc = open_stream(csv_path, drop=drop).to_arrays()
@@ -163,7 +161,7 @@ def test_real_data_as_arff_matches_the_csv_reader(tmp_path, path, drop, rows, fe
 
 def test_elec2_day_is_nominal_index(tmp_path):
     arff_path = tmp_path / "elec.arff"
-    csv_as_arff(DATA / "elec2/elec2.csv.gz", arff_path, nominal=("day",))
+    csv_as_arff(shared_path("data/elec2/elec2.csv.gz"), arff_path, nominal=("day",))
     stream = open_stream(arff_path)
     day = stream.schema.features[1]
     assert day.kind == "nominal" and day.categories == ("1", "2", "3", "4", "5", "6", "7")

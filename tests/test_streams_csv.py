@@ -3,14 +3,12 @@
 import gzip
 import math
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from edgebayes.streams import CSVStream, open_stream
-
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+from tests.conftest import shared_path
 
 
 @pytest.mark.parametrize(
@@ -28,7 +26,7 @@ DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
     ],
 )
 def test_real_files_row_and_column_counts(path, drop, rows, features, classes):
-    stream = open_stream(DATA / path, drop=drop)
+    stream = open_stream(shared_path(f"data/{path}"), drop=drop)
     assert stream.schema.n_features == features
     assert stream.schema.target == "class"
     assert not set(drop) & set(stream.schema.feature_names)
@@ -42,7 +40,7 @@ def test_real_files_row_and_column_counts(path, drop, rows, features, classes):
 
 
 def test_elec2_first_row_and_class_counts():
-    stream = open_stream(DATA / "elec2/elec2.csv.gz")
+    stream = open_stream(shared_path("data/elec2/elec2.csv.gz"))
     assert stream.schema.feature_names == [
         "date", "day", "period", "nswprice", "nswdemand", "vicprice", "vicdemand", "transfer"]
     x, y = next(iter(stream))
@@ -51,7 +49,7 @@ def test_elec2_first_row_and_class_counts():
 
 
 def test_wisdm_missing_cells_become_nan():
-    stream = open_stream(DATA / "wisdm_ar_v1.1/wisdm_ar_v1.1_transformed.csv.gz", drop=("UNIQUE_ID", "user"))
+    stream = open_stream(shared_path("data/wisdm_ar_v1.1/wisdm_ar_v1.1_transformed.csv.gz"), drop=("UNIQUE_ID", "user"))
     X, y = stream.to_arrays()
     names = stream.schema.feature_names
     missing = {names[j]: int(c) for j, c in enumerate(np.isnan(X).sum(axis=0)) if c}

@@ -1,4 +1,4 @@
-"""Hoeffding tree (edgebayes.tree): hand-checkable VFDT cases, casebook C08-C20, memory bound."""
+"""Hoeffding tree (edgebayes.tree): hand-checkable VFDT cases, C08-C20 of docs/cases.md, memory bound."""
 
 from __future__ import annotations
 
@@ -322,7 +322,7 @@ def test_features_out_of_range_raise_at_first_sample_with_the_tree_unchanged():
     assert encode(tree.state()) == before
 
 
-# ---------------------------------------------------------------- casebook
+# ------------------------------------------------------------ docs/cases.md
 
 
 def test_c08_nb_leaf_underflow_gives_log_space_probabilities():

@@ -1,8 +1,8 @@
 """Ensembles of online learners: many diverse members voting.
 
-One Hoeffding tree is a *stable* learner (seed 000, section III-D): it splits only when the
-Hoeffding bound says the split is what a batch tree would choose, so trees trained on slightly
-different data end up alike and make the same mistakes. An ensemble pays off only if its
+One Hoeffding tree is a *stable* learner (Gomes, Read and Bifet 2019, section III-D): it
+splits only when the Hoeffding bound says the split is what a batch tree would choose, so
+trees trained on slightly different data end up alike and make the same mistakes. An ensemble pays off only if its
 members disagree where they can be wrong, so diversity must be injected on purpose:
 
 - **Online bagging** (Oza and Russell): each member sees each sample with a weight

@@ -1,8 +1,8 @@
 """A committee of naive Bayes models, each trained on its own random part of the stream.
 
-Seed 002 (committees of naive Bayes over bootstraps and Monte Carlo splits, 2019), in online
-form (DESIGN.md 2.2): the paper draws, for each of its iterations, a new training set of a
-fixed fraction of the training objects, with replacement (bootstrap) or without (Monte Carlo
+Artiemjew and Idzikowski (2019), committees of naive Bayes over bootstraps and Monte Carlo
+splits, in online form (docs/design.md 2.2): the paper draws, for each of its iterations, a
+new training set of a fixed fraction of the training objects, with replacement (bootstrap) or without (Monte Carlo
 split), trains one naive Bayes on it, and classifies by the majority vote of all the models
 so far, ties resolved at random. Online, each member decides for each arriving sample:
 
@@ -51,7 +51,8 @@ TIE_RTOL = 1e-9
 
 
 class NaiveBayesCommittee(Learner):
-    """Majority vote of ``n_models`` naive Bayes, each on its own resample (seed 002).
+    """Majority vote of ``n_models`` naive Bayes, each on its own resample (Artiemjew and
+    Idzikowski 2019).
 
     Args:
         n_models: number of members, int >= 1 (the paper's iterations). The default stays 20,
@@ -73,8 +74,8 @@ class NaiveBayesCommittee(Learner):
         nominal_attributes: indices of nominal features; when given the members are `MixedNB`
             (counts for those, Gaussians for the rest), else `GaussianNB`.
         zero_frequency: the MixedNB members' rule, ``"laplace"`` or ``"borrow"``.
-        scoring: the members' scoring, ``"product"`` or ``"paper_sum"`` (seed 002's own naive
-            Bayes, see `MixedNB`); ``"paper_sum"`` makes the members `MixedNB` even without
+        scoring: the members' scoring, ``"product"`` or ``"paper_sum"`` (the paper's own
+            naive Bayes, see `MixedNB`); ``"paper_sum"`` makes the members `MixedNB` even without
             ``nominal_attributes``.
         seed: int >= 0 or None (fresh entropy, fixed at construction and kept in `state`).
         max_size_bytes: hard bound on `memory_bytes` (None = unbounded), at least the bytes
@@ -85,7 +86,7 @@ class NaiveBayesCommittee(Learner):
 
     Vote: each member that has learned something votes for its most probable class;
     `predict_proba_one` gives the vote shares over every class the committee has seen (0.0
-    for a class nobody votes for, casebook C11; uniform while no member has learned).
+    for a class nobody votes for, docs/cases.md C11; uniform while no member has learned).
     `predict_one` takes the class with most votes.
 
     Random tie-breaks (a member's own tie, and a tie of votes) draw from a generator derived

@@ -1,7 +1,7 @@
 """Ensemble diagnostics over time: diversity (average pairwise kappa) and average tree depth.
 
-Seed 000, section V (figures 3-6) tracks, along the stream, how much the members agree and how
-deep their trees grow: random subspaces keep members diverse (low kappa) and shallower, while
+Gomes, Read and Bifet (2019), section V (figures 3-6), track along the stream how much the
+members agree and how deep their trees grow: random subspaces keep members diverse (low kappa) and shallower, while
 resampling alone lets them converge once a concept is stable (kappa rising towards 1).
 
 Kappa between two members is Cohen's kappa of their predictions over a window of samples:

@@ -25,6 +25,12 @@ generation's state cannot be restored. Three kinds of failure are kept apart:
 
 A checkpoint written under other ``[schema] features`` is returned with its features; the
 device maps its models to the configured features by name (``Device.load_state``).
+
+The device state has its own version, ``"version"`` in ``Device.state()`` (`STATE_VERSION`),
+one number per shape it has had; a state without one (written before states were numbered) is
+version 1. `migrate_device_state` brings a state of any version to the current one, one
+migration per old version, applied in order: each adds what its version lacked, with the value
+that means what the older release did, and keeps any key already there.
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ FRAME = struct.Struct("<4sII")
 MAGIC = b"EBCK"
 #: the generations kept: the newest, then the one before it
 SUFFIXES = (".ckpt", ".ckpt.1")
+
+#: the shape of ``Device.state()`` this release writes (see `MIGRATIONS`)
+STATE_VERSION = 6
 
 log = logging.getLogger(__name__)
 
@@ -254,3 +263,53 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _v1_to_v2(state: dict) -> dict:
+    """Reboots tracked: no reading time yet, no reboot counted, no reading dropped by one."""
+    return {"last_ts": None, "n_reboots": 0, **state,
+            "pending": {"n_rebooted": 0, **state["pending"]}, "version": 2}
+
+
+def _v2_to_v3(state: dict) -> dict:
+    """The device's label type: that of the first class a saved model learned (None: none yet)."""
+    classes = [c for m in state["models"] if isinstance(m, dict) and isinstance(m.get("learner"), dict)
+               for c in m["learner"].get("classes") or ()]
+    return {"label_type": type(classes[0]).__name__ if classes else None, **state, "version": 3}
+
+
+def _v3_to_v4(state: dict) -> dict:
+    """The journal position the state includes: none, so the whole journal is replayed."""
+    return {"journal": None, **state, "version": 4}
+
+
+def _v4_to_v5(state: dict) -> dict:
+    """When the last reading was received: unknown, so no seq_jump bound until the next one."""
+    return {"last_recv": None, **state, "version": 5}
+
+
+def _v5_to_v6(state: dict) -> dict:
+    """The seqs accepted, as runs (``SeqRuns``): every seq from 0 up to the last one."""
+    last_seq = state["last_seq"]
+    runs = [0, last_seq] if type(last_seq) is int and last_seq >= 0 else []
+    return {"accepted": runs, **state, "version": 6}
+
+
+#: ``MIGRATIONS[v - 1]`` takes a device state of version ``v`` to ``v + 1``
+MIGRATIONS = (_v1_to_v2, _v2_to_v3, _v3_to_v4, _v4_to_v5, _v5_to_v6)
+
+
+def migrate_device_state(state: dict) -> dict:
+    """``state`` (a ``Device.state()`` of any version) as a state of `STATE_VERSION`: a new
+    dict, the argument unchanged; a current state is returned as it is.
+
+    Raises:
+        ValueError: ``"version"`` is not an int from 1 to `STATE_VERSION`.
+        KeyError, TypeError: a state without ``pending``, ``models`` or ``last_seq``.
+    """
+    version = state.get("version", 1)
+    if type(version) is not int or not 1 <= version <= STATE_VERSION:
+        raise ValueError(f"device state version {version!r:.40}, this release reads 1 to {STATE_VERSION}")
+    for migrate in MIGRATIONS[version - 1:]:
+        state = migrate(state)
+    return state

@@ -7,7 +7,7 @@ with its own detectors (SRP) reports them after ``learn_one`` in ``last_events``
 ``{level, member, detector, accuracy_before, accuracy_after}`` (level "warning" or "drift",
 member the ensemble index; see ``SRPClassifier``); every
 other learner gets an ``ErrorDetector(ADWIN(delta))`` over its 0/1 error stream (1 = wrong),
-which signals only a rise of the error (DESIGN.md 2.4). The prediction published is the one
+which signals only a rise of the error (docs/design.md 2.4). The prediction published is the one
 of the model with the best recent accuracy (first configured on ties and before any label)
 among those that predicted.
 
@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 
 from edgebayes.base import ClassLimitError, check_count, learner_from_state
 from edgebayes.drift.base import ErrorDetector, detector_from_state
+from edgebayes.runtime.checkpoint import STATE_VERSION, migrate_device_state
 from edgebayes.runtime.config import ModelConfig
 from edgebayes.runtime.messages import (
     SEQ_JUMP,
@@ -423,7 +424,7 @@ class Device:
         if self.features:
             for m, slot in zip(models, self.slots):
                 m["features"] = slot.view(self.features)
-        return {"device": self.device, "last_seq": self.last_seq, "last_ts": self.last_ts,
+        return {"version": STATE_VERSION, "device": self.device, "last_seq": self.last_seq, "last_ts": self.last_ts,
                 "last_recv": self.last_recv, "journal": journal_pos,
                 "accepted": self.accepted.state(),
                 "n_reboots": self.n_reboots, "models": models + self.retired,
@@ -436,13 +437,15 @@ class Device:
         A configured model is restored from the saved model of its name and kind, else of its
         ``previous_name`` and kind, else starts fresh; saved models no configured one takes are
         kept as they are (``retired``) for a config that names them again. Every model restored
-        must pass a smoke prediction (``ModelSlot.check``).
+        must pass a smoke prediction (``ModelSlot.check``). A state of an older version is first
+        brought to the current one (``edgebayes.runtime.checkpoint.migrate_device_state``).
 
         Raises:
             SchemaChange: a restored model takes a feature the config no longer has.
             Exception: a malformed state, one of another device, or a model failing its smoke
                 prediction.
         """
+        state = migrate_device_state(state)
         if state["device"] != self.device:
             raise ValueError(f"the checkpoint holds device {state['device']!r}")
         features = self.features or list(range(n_features))
@@ -452,29 +455,24 @@ class Device:
         if saved_features != features or sources != list(range(len(self.slots))):
             pending = {**pending, "items": pending_items(pending["items"], saved_features, features, sources)}
         self.pending.load_state(pending, n_features, len(self.slots))
-        last_seq, last_ts = state["last_seq"], state.get("last_ts")  # ts absent in older checkpoints
+        last_seq, last_ts = state["last_seq"], state["last_ts"]
         if type(last_seq) is not int or not -1 <= last_seq < SEQ_LIMIT:
             raise ValueError(f"last_seq must be an int in [-1, 2**53), got {last_seq!r:.80}")
         if last_ts is not None and not math.isfinite(last_ts):
             raise ValueError(f"last_ts must be finite, got {last_ts!r}")
         self.last_seq = last_seq
         self.last_ts = None if last_ts is None else float(last_ts)
-        last_recv = state.get("last_recv")  # absent in older checkpoints: no seq_jump bound until the next
+        last_recv = state["last_recv"]
         if last_recv is not None and not math.isfinite(last_recv):
             raise ValueError(f"last_recv must be finite, got {last_recv!r}")
         self.last_recv = None if last_recv is None else float(last_recv)
-        accepted = state.get("accepted")  # absent in older checkpoints: every seq up to the last
-        self.accepted = SeqRuns(([0, last_seq] if last_seq >= 0 else []) if accepted is None else accepted)
+        self.accepted = SeqRuns(state["accepted"])
         if self.accepted.runs[-1:].tolist() != ([last_seq] if last_seq >= 0 else []):
             raise ValueError(f"the accepted seqs must end at last_seq {last_seq}")
-        self.n_reboots = check_count("n_reboots", state.get("n_reboots", 0))
-        journal = state.get("journal")  # absent in older checkpoints: replay the whole journal
+        self.n_reboots = check_count("n_reboots", state["n_reboots"])
+        journal = state["journal"]
         self.journal_pos = None if journal is None else (str(journal[0]), check_count("journal position", journal[1]))
-        if "label_type" in state:
-            self.label_type = {None: None, "int": int, "str": str}[state["label_type"]]
-        else:  # an older checkpoint: the type of the labels its models learned
-            classes = [c for slot in self.slots for c in getattr(slot.learner, "classes_", ())]
-            self.label_type = type(classes[0]) if classes else None
+        self.label_type = {None: None, "int": int, "str": str}[state["label_type"]]
         self._choose_best()
 
     def _load_models(self, saved: list, n_features: int, features: list, saved_features: list) -> list[int | None]:

@@ -46,8 +46,8 @@ the birth message, ``republish_delay_s`` later (HA subscribes an entity's state 
 entity is set up), each online device's last
 prediction is published again, unchanged (same ``seq``): predictions are not retained, and
 HA forgets them when it restarts. HA reads JSON templates, so discovery requires
-``[output] format = "json"``. The shapes follow the real configs in
-../shared/payloads/homeassistant.json (Zigbee2MQTT's ``availability`` list, ``origin`` and
+``[output] format = "json"``. The shapes follow the discovery configs
+Zigbee2MQTT really publishes (its ``availability`` list, ``origin`` and
 ``device`` blocks); the keys are those of HA's MQTT platform schemas
 (homeassistant/components/mqtt/: schemas.py, sensor.py, event.py, binary_sensor.py).
 

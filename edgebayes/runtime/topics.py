@@ -1,6 +1,6 @@
 """Every topic of the runtime (docs/protocol.md): ``Topics`` names the runtime's own and each
 device's output topics, and routes an incoming topic of the edgebayes protocol to
-``("reading" | "label", device)`` with paho's ``topic_matches_sub`` (casebook C32: a filter
+``("reading" | "label", device)`` with paho's ``topic_matches_sub`` (docs/cases.md C32: a filter
 like ``test/6/#`` must not match ``test/3``).
 """
 

@@ -1,6 +1,6 @@
 """CSV streams: a header row, one sample per line, plain or gzip-compressed (``.gz`` suffix).
 
-The format of ../shared/data (see its README): comma separated, a header row of column names,
+The format of the real data sets the benchmarks replay: comma separated, a header row of column names,
 the label in a column chosen by name (default: the last), every other column a numeric
 feature unless dropped; an empty field is a missing value (NaN).
 """

@@ -1,4 +1,4 @@
-"""The SRP paper's synthetic streams (seed 000, Table III) and synthetic streams by name.
+"""The SRP paper's synthetic streams (Gomes, Read and Bifet 2019, Table III), and any by name.
 
 The paper's MOA configurations (hmgomes/StreamingRandomPatches, datasets/synthetic_datastreams.txt),
 1,000,000 samples each, drift every 250,000:

@@ -44,5 +44,6 @@ counted as ``unchanged``. After that publisher's ``offline`` the same values are
 The other kinds publish on measurement (Tasmota's ``TelePeriod``, ESPHome's per-entity topics,
 Shelly's status deltas), so an equal value there is a reading.
 
-Payload shapes, topics and pitfalls per ecosystem: ../shared/payloads/README.md.
+Each ecosystem's module names the payload shapes and topics it reads; tests/test_sources.py
+holds them against real payloads of each.
 """
