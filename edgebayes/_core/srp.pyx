@@ -8,7 +8,7 @@ checks, Poisson draws, warnings and drifts, state, memory) with ``_learn_members
 members whose learner is the compiled tree (`edgebayes._core.tree`) and sees the whole ``x``
 are tested, trained and polled through the tree's C entry points, any other learner through
 its Python methods; detectors that are an `ErrorDetector` over the compiled ADWIN are fed
-through ADWIN's C entry point.
+through ADWIN's C entry point and judged by `ErrorDetector.judge`.
 The loops are the reference's, in the same order: ``state()`` and every probability are
 bit-identical to the reference's.
 """
@@ -63,17 +63,15 @@ cdef object _predict_one(learner, take, Sample x, Codes codes):
 
 
 cdef bint _signal(detector, double error) except -1:
-    """``detector.update(error)``; an `ErrorDetector` over the compiled ADWIN is fed in C, its
-    rule the same (True when the window cut and its estimate rose across the input)."""
+    """``detector.update(error)``; an `ErrorDetector` over the compiled ADWIN has its window
+    fed in C, then its own rule (`ErrorDetector.judge`) decides, skipped when it would change
+    nothing (no cut, no signal standing)."""
     if type(detector) is not ErrorDetector or type(detector.detector) is not _ADWIN:
         return detector.update(error)
-    d = detector.detector
-    cdef bint rose = window_update(<Window>d, error) and d.estimation > (<Window>d)._estimation_before_drift
-    if rose:
-        detector._n_detections += 1
-    if rose or detector.drift_detected:
-        detector.drift_detected = rose
-    return rose
+    cdef bint cut = window_update(<Window>detector.detector, error)
+    if not cut and not detector.drift_detected:
+        return False
+    return detector.judge(cut)
 
 
 cdef Codes _codes(learner, take, Sample x):
