@@ -39,11 +39,11 @@ cdef class Sample:
         cdef Py_ssize_t j, d = len(xs), K = len(index)
         self.xs, self.v, self.index = xs, v, index
         self.predictions = []
-        self.xd = <double*>malloc(max(d, 1) * sizeof(double))
-        self.scratch = <double*>malloc(max(2 * K, 1) * sizeof(double))  # the tree's 2 K
-        self.acc = <double*>malloc(max(K, 1) * sizeof(double))
-        if self.xd == NULL or self.scratch == NULL or self.acc == NULL:
+        self.xd = <double*>malloc((d + 3 * K + 1) * sizeof(double))  # x, the tree's 2 K, the votes
+        if self.xd == NULL:
             raise MemoryError()
+        self.scratch = self.xd + d
+        self.acc = self.scratch + 2 * K
         for j in range(d):
             self.xd[j] = xs[j]
         for j in range(K):
@@ -51,8 +51,6 @@ cdef class Sample:
 
     def __dealloc__(self):
         free(self.xd)
-        free(self.scratch)
-        free(self.acc)
 
     def view(self, take):
         """What a learner fed ``take`` (None = the whole x) reads."""
