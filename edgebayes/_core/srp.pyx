@@ -26,7 +26,8 @@ from edgebayes.ensemble.srp_member import Member as _ReferenceMember
 
 cdef class Sample:
     """`edgebayes.ensemble.srp_member.Sample` in C: ``xs``, ``v``, ``index`` and
-    ``predictions`` as there, the values as doubles, scratch for a tree's class probabilities and the votes' sums."""
+    ``predictions`` as there; the values as doubles, scratch for a tree's class probabilities
+    and the votes' sums in one allocation."""
 
     cdef double* xd
     cdef double* scratch

@@ -8,9 +8,10 @@ Algorithm 1, the body of its member loop): ``vote`` (MOA's getVotesForInstance),
 ``on_drift`` (reset) and ``state``. The ensemble (`edgebayes.ensemble.srp`) owns what members
 share: the random generators, the base learner's prototype, the memory shares, the events.
 
-`Sample` is one checked sample as every member reads it, and the votes they add on it.
-`edgebayes._core.srp` gives both the compiled tree's C entry points (``vote`` and ``train``
-only); this module is their reference, bit for bit.
+`Sample` is one checked sample as every member reads it, with the votes and test predictions
+the members add on it. `edgebayes._core.srp` compiles both: a `Member` subclass whose ``vote``
+and ``train`` (its only overrides) run the compiled tree through its C entry points, and its
+own `Sample`; this module is their reference, bit for bit.
 """
 
 from __future__ import annotations
