@@ -403,10 +403,11 @@ class SRPClassifier(Learner):
         self.n_samples_seen_ += 1
         for i, m in enumerate(self._members):
             signals = m.train(sample, y, w, ks[i])  # test, accuracy, training, detectors
-            if signals & WARNING:  # a background learner
-                self._on_warning(i, m)
-            if signals & DRIFT:  # replaced by it
-                self._on_drift(i, m)
+            if signals:  # rare: tested once rather than once per signal
+                if signals & WARNING:  # a background learner
+                    self._on_warning(i, m)
+                if signals & DRIFT:  # replaced by it
+                    self._on_drift(i, m)
         self._last_predictions = sample.predictions
 
     def _checked(self, x, y, w) -> tuple:
