@@ -17,7 +17,9 @@ import pytest
 from edgebayes.base import learner_from_state
 from edgebayes.codec import decode, encode
 from edgebayes.ensemble import SRPClassifier
-from edgebayes.ensemble.srp import MEMBER_FRACTION, UNKNOWN_ACCURACY_WEIGHT, combine_votes
+from edgebayes.ensemble.srp import combine_votes
+from edgebayes.ensemble.srp_budget import MEMBER_FRACTION
+from edgebayes.ensemble.srp_member import UNKNOWN_ACCURACY_WEIGHT
 from edgebayes.ensemble.subspaces import (
     check_subspace_size,
     draw_subspaces,

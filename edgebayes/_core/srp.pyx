@@ -1,16 +1,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""SRP's per-sample member loop compiled: one C call per sample for the members' tests,
-training and votes.
+"""SRP's member compiled: :class:`Member` is `edgebayes.ensemble.srp_member.Member` with its
+two hot methods, ``vote`` and ``train``, over the compiled tree's C entry points, and
+:class:`Sample` the sample they read (its values as doubles, read once for every member,
+scratch for class probabilities, the votes' sums). :class:`SRPClassifier` is
+`edgebayes.ensemble.SRPClassifier` with these members.
 
-:class:`SRPClassifier` here is :class:`edgebayes.ensemble.SRPClassifier` (parameters, input
-checks, Poisson draws, warnings and drifts, state, memory) with ``_learn_members``,
-``predict_proba_one`` and ``predict_one`` replaced. The sample is read into doubles once;
-members whose learner is the compiled tree (`edgebayes._core.tree`) and sees the whole ``x``
-are tested, trained and polled through the tree's C entry points, any other learner through
-its Python methods; detectors that are an `ErrorDetector` over the compiled ADWIN are fed
-through ADWIN's C entry point.
-The loops are the reference's, in the same order: ``state()`` and every probability are
-bit-identical to the reference's.
+A member whose learner is the compiled tree (`edgebayes._core.tree`) and sees the whole ``x``
+is tested, trained and polled in C; any other learner through its Python methods. A signal
+that is an `ErrorDetector` over the compiled ADWIN has its window fed in C and its rule
+applied by `ErrorDetector.judge`. The steps are the reference's, in the same order:
+``state()`` and every probability are bit-identical to the reference's.
 """
 
 from libc.stdlib cimport free, malloc
@@ -21,30 +20,68 @@ from edgebayes._core.tree cimport Codes, Fields, learn_codes, predict_index, pre
 from edgebayes._core.adwin import ADWIN as _ADWIN
 from edgebayes.drift.base import ErrorDetector
 from edgebayes.ensemble.srp import SRPClassifier as _Reference
+from edgebayes.ensemble.srp_member import DRIFT, UNKNOWN_ACCURACY_WEIGHT, WARNING
+from edgebayes.ensemble.srp_member import Member as _ReferenceMember
 
 
 cdef class Sample:
-    """One checked sample: its values as doubles and as the reference's list, its subspace
-    array (``v``, for learners fed a slice) and scratch for class probabilities."""
+    """`edgebayes.ensemble.srp_member.Sample` in C: ``xs``, ``v``, ``index`` and
+    ``predictions`` as there; the values as doubles, scratch for a tree's class probabilities
+    and the votes' sums in one allocation."""
 
     cdef double* xd
     cdef double* scratch
-    cdef list xs
-    cdef object v
+    cdef double* acc
+    cdef readonly list xs, predictions
+    cdef readonly object v
+    cdef readonly dict index
 
-    def __cinit__(self, list xs, object v, Py_ssize_t n_classes):
-        cdef Py_ssize_t j, d = len(xs)
-        self.xs, self.v = xs, v
-        self.xd = <double*>malloc(max(d, 1) * sizeof(double))
-        self.scratch = <double*>malloc(max(2 * n_classes, 1) * sizeof(double))  # the tree's 2 K
-        if self.xd == NULL or self.scratch == NULL:
+    def __cinit__(self, list xs, object v, dict index):
+        cdef Py_ssize_t j, d = len(xs), K = len(index)
+        self.xs, self.v, self.index = xs, v, index
+        self.predictions = []
+        self.xd = <double*>malloc((d + 3 * K + 1) * sizeof(double))  # x, the tree's 2 K, the votes
+        if self.xd == NULL:
             raise MemoryError()
+        self.scratch = self.xd + d
+        self.acc = self.scratch + 2 * K
         for j in range(d):
             self.xd[j] = xs[j]
+        for j in range(K):
+            self.acc[j] = 0.0
 
     def __dealloc__(self):
         free(self.xd)
-        free(self.scratch)
+
+    def view(self, take):
+        """What a learner fed ``take`` (None = the whole x) reads."""
+        return self.xs if take is None else self.v[take]
+
+    def proba(self, list classes):
+        """The reference's ``Sample.proba``."""
+        cdef Py_ssize_t c, K = len(classes)
+        cdef double total = self._total()
+        if total > 0.0:
+            return {classes[c]: self.acc[c] / total for c in range(K)}
+        return {label: 1.0 / K for label in classes}
+
+    def best(self, list classes):
+        """The reference's ``Sample.best`` (the first most probable label of `proba`),
+        without building the probabilities' dict."""
+        cdef Py_ssize_t c, K = len(classes), best = 0
+        cdef double total = self._total()
+        if total > 0.0:
+            for c in range(1, K):
+                if self.acc[c] / total > self.acc[best] / total:  # the dict's values, compared as max does
+                    best = c
+        return classes[best]
+
+    cdef double _total(self):
+        cdef Py_ssize_t c
+        cdef double total = 0.0
+        for c in range(len(self.index)):
+            total += self.acc[c]
+        return total
 
 
 cdef inline bint _compiled(learner, take):
@@ -60,20 +97,6 @@ cdef object _predict_one(learner, take, Sample x, Codes codes):
         k = predict_index(<Fields>learner, x.xd, codes.at, x.scratch)
         return None if k < 0 else (<Fields>learner).classes_[k]
     return learner.predict_one(x.xs if take is None else x.v[take])
-
-
-cdef bint _signal(detector, double error) except -1:
-    """``detector.update(error)``; an `ErrorDetector` over the compiled ADWIN is fed in C, its
-    rule the same (True when the window cut and its estimate rose across the input)."""
-    if type(detector) is not ErrorDetector or type(detector.detector) is not _ADWIN:
-        return detector.update(error)
-    d = detector.detector
-    cdef bint rose = window_update(<Window>d, error) and d.estimation > (<Window>d)._estimation_before_drift
-    if rose:
-        detector._n_detections += 1
-    if rose or detector.drift_detected:
-        detector.drift_detected = rose
-    return rose
 
 
 cdef Codes _codes(learner, take, Sample x):
@@ -94,124 +117,87 @@ cdef Codes _learn_one(learner, take, Sample x, y, double w, Codes codes):
     return codes
 
 
-class SRPClassifier(_Reference):
-    __doc__ = _Reference.__doc__
-
-    def _learn_members(self, list xs, v, y, double w, list ks):
-        """The reference's ``_learn_members``, loop for loop."""
-        cdef list members = self._members
-        cdef Py_ssize_t i, n = len(members)
-        cdef Sample x = Sample(xs, v, len(self.classes_))
-        cdef double kw, error = 0.0
-        cdef long k
-        codes = [_codes(m.learner, m.take, x) for m in members]  # each member's, once
-        preds = [_predict_one(m.learner, m.take, x, codes[i]) for i, m in enumerate(members)]
-        self._last_predictions = preds
-        self.n_samples_seen_ += 1
-        for i in range(n):
-            m = members[i]
-            m.n_tested += w
-            if preds[i] == y:
-                m.n_correct += w
-            k = ks[i]
-            if not k:
-                continue
-            kw = k * w
-            learner, take = m.learner, m.take
-            mc = _learn_one(learner, take, x, y, kw, codes[i])
-            if m.drift is not None:
-                error = 0.0 if _predict_one(learner, take, x, mc) == y else 1.0
-            if m.bkg is not None:
-                _learn_one(m.bkg, m.bkg_take, x, y, kw, _codes(m.bkg, m.bkg_take, x))
-            elif m.promoted:
-                _learn_one(learner, take, x, y, kw, mc)
-            if m.drift is None:
-                continue
-            if m.warning is not None and _signal(m.warning, error):
-                self._on_warning(i, m)
-            if _signal(m.drift, error):
-                self._on_drift(i, m)
-
-    def predict_proba_one(self, x):
-        """Weighted vote {label: probability} (see the reference's ``predict_proba_one``)."""
-        if not self._members:
-            return {}
-        cdef Py_ssize_t K = len(self.classes_), c
-        cdef double total
-        cdef double* acc = _votes(self, x, &total)
-        try:
-            if total > 0.0:
-                return {self.classes_[c]: acc[c] / total for c in range(K)}
-            return {label: 1.0 / K for label in self.classes_}
-        finally:
-            free(acc)
-
-    def predict_one(self, x):
-        """The label the reference's ``predict_one`` gives (the first most probable of
-        ``predict_proba_one``), without building the probabilities' dict."""
-        if not self._members or not self.classes_:
-            return None
-        cdef Py_ssize_t K = len(self.classes_), c, best = 0
-        cdef double total
-        cdef double* acc = _votes(self, x, &total)
-        try:
-            if total > 0.0:
-                for c in range(1, K):
-                    if acc[c] / total > acc[best] / total:  # the dict's values, compared as max does
-                        best = c
-            return self.classes_[best]
-        finally:
-            free(acc)
+cdef bint _signal(detector, double error) except -1:
+    """``detector.update(error)``; an `ErrorDetector` over the compiled ADWIN has its window
+    fed in C, then its own rule (`ErrorDetector.judge`) decides, skipped when it would change
+    nothing (no cut, no signal standing)."""
+    if type(detector) is not ErrorDetector or type(detector.detector) is not _ADWIN:
+        return detector.update(error)
+    cdef bint cut = window_update(<Window>detector.detector, error)
+    if not cut and not detector.drift_detected:
+        return False
+    return detector.judge(cut)
 
 
-cdef double* _votes(model, x, double* total) except NULL:
-    """The members' weighted votes summed per class into a new array of len(classes_)
-    doubles (the caller frees it), their sum into ``total`` (`combine_votes`)."""
-    xs, v = model._check_x(x)
-    cdef Py_ssize_t K = len(model.classes_), i, c, Kt
-    cdef Sample sample = Sample(xs, v, K)
-    cdef double* acc = <double*>malloc(max(K, 1) * sizeof(double))
-    if acc == NULL:
-        raise MemoryError()
-    cdef double s, f, wt
-    cdef dict index = model._index
-    try:
-        for c in range(K):
-            acc[c] = 0.0
-        weights = model._weights()
-        for i, m in enumerate(model._members):
-            learner = m.learner
-            wt = weights[i]
-            if not _compiled(learner, m.take):
-                _add_vote(acc, learner.predict_proba_one(xs if m.take is None else v[m.take]), wt, index)
-                continue
-            if not (<Fields>learner)._n_nodes or not predict_proba(<Fields>learner, sample.xd, sample.scratch):
-                continue
-            Kt = len((<Fields>learner).classes_)
-            s = 0.0
-            for c in range(Kt):
-                s += sample.scratch[c]
-            if s > 0.0 and wt > 0.0:
-                f = wt / s
-                labels = (<Fields>learner).classes_
-                for c in range(Kt):
-                    acc[<Py_ssize_t>index[labels[c]]] += sample.scratch[c] * f
-        total[0] = 0.0
-        for c in range(K):
-            total[0] += acc[c]
-    except BaseException:
-        free(acc)
-        raise
-    return acc
-
-
-cdef int _add_vote(double* acc, dict vote, double wt, dict index) except -1:
-    """One member's vote from its Python ``predict_proba_one`` (the reference's `combine_votes` step)."""
+cdef int _add(Sample x, dict vote, double weight) except -1:
+    """The reference's ``Sample.add``: one vote from a learner's Python ``predict_proba_one``."""
     cdef double s = 0.0, f
     for p in vote.values():
         s += <double>p
-    if s > 0.0 and wt > 0.0:
-        f = wt / s
+    if s > 0.0 and weight > 0.0:
+        f = weight / s
         for label, p in vote.items():
-            acc[<Py_ssize_t>index[label]] += <double>p * f
+            x.acc[<Py_ssize_t>x.index[label]] += <double>p * f
     return 0
+
+
+class Member(_ReferenceMember):
+    __doc__ = _ReferenceMember.__doc__
+    __slots__ = ()
+    sample = Sample
+
+    def vote(self, Sample x, bint weighted):
+        """The reference's ``Member.vote``."""
+        cdef Py_ssize_t c, K
+        cdef double s, f, weight = 1.0, n_correct
+        if weighted:  # the reference's `Member.weight`
+            n_correct = self.n_correct
+            weight = n_correct / <double>self.n_tested if n_correct > 0.0 else UNKNOWN_ACCURACY_WEIGHT
+        learner, take = self.learner, self.take
+        if not _compiled(learner, take):
+            _add(x, learner.predict_proba_one(x.xs if take is None else x.v[take]), weight)
+            return
+        if not (<Fields>learner)._n_nodes or not predict_proba(<Fields>learner, x.xd, x.scratch):
+            return
+        K = len((<Fields>learner).classes_)
+        s = 0.0
+        for c in range(K):
+            s += x.scratch[c]
+        if s > 0.0 and weight > 0.0:
+            f = weight / s
+            labels = (<Fields>learner).classes_
+            for c in range(K):
+                x.acc[<Py_ssize_t>x.index[labels[c]]] += x.scratch[c] * f
+
+    def train(self, Sample x, y, double w, long k):
+        """The reference's ``Member.train``, step for step; the test's codes serve the
+        training and the test after it."""
+        cdef double kw, error = 0.0
+        learner, take = self.learner, self.take
+        codes = _codes(learner, take, x)
+        prediction = _predict_one(learner, take, x, codes)
+        x.predictions.append(prediction)
+        self.n_tested += w
+        if prediction == y:
+            self.n_correct += w
+        if not k:
+            return 0
+        kw = k * w
+        codes = _learn_one(learner, take, x, y, kw, codes)
+        if self.drift is not None:
+            error = 0.0 if _predict_one(learner, take, x, codes) == y else 1.0
+        if self.bkg is not None:
+            _learn_one(self.bkg, self.bkg_take, x, y, kw, _codes(self.bkg, self.bkg_take, x))
+        elif self.promoted:
+            _learn_one(learner, take, x, y, kw, codes)
+        if self.drift is None:
+            return 0
+        signals = WARNING if self.warning is not None and _signal(self.warning, error) else 0
+        if _signal(self.drift, error):
+            signals |= DRIFT
+        return signals
+
+
+class SRPClassifier(_Reference):
+    __doc__ = _Reference.__doc__
+    _member_type = Member

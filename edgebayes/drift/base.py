@@ -114,8 +114,16 @@ class ErrorDetector:
         Raises:
             ValueError: ``x`` is not a finite real (detector unchanged).
         """
+        return self.judge(self.detector.update(x))
+
+    def judge(self, cut: bool) -> bool:
+        """The signal's rule, once the wrapped detector took an input and answered ``cut``
+        (what its ``update`` returned): signal when it cut and its estimate rose across that
+        input (MOA's ADWINChangeDetector.input). A caller that feeds the wrapped detector
+        itself (the compiled SRP member) calls this with the answer; ``judge(False)`` with no
+        signal standing (``drift_detected`` False) changes nothing."""
         d = self.detector
-        rose = d.update(x) and d.estimation > d.estimation_before_drift
+        rose = cut and d.estimation > d.estimation_before_drift
         if rose:
             self._n_detections += 1
         self.drift_detected = rose

@@ -4,9 +4,11 @@ Seed 000 (Gomes, Read and Bifet, ICDM 2019), Algorithm 1, with MOA's defaults an
 (``moa.classifiers.meta.StreamingRandomPatches``) where the paper leaves room, and DESIGN.md 2.5
 where MOA and the design differ (noted below).
 
-`SRPClassifier(...)` builds the compiled ensemble (`edgebayes._core.srp`: the member loop and
-the vote in C, over the compiled trees) when `edgebayes.backend()` is "compiled"; this module
-is its reference, bit for bit.
+The ensemble runs Algorithm 1 over its members (`edgebayes.ensemble.srp_member.Member`: the
+test, training and detectors of one learner) and splits a memory bound with
+`edgebayes.ensemble.srp_budget`. `SRPClassifier(...)` builds the compiled ensemble
+(`edgebayes._core.srp`, whose members vote and train over the compiled trees in C) when
+`edgebayes.backend()` is "compiled"; the two are bit for bit the same.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from edgebayes.base import (
     rng_state,
 )
 from edgebayes.drift.base import ErrorDetector, detector_from_state
+from edgebayes.ensemble.srp_budget import bookkeeping_bytes, learner_fits, learner_shares
+from edgebayes.ensemble.srp_member import DRIFT, WARNING, Member, Sample
 from edgebayes.ensemble.subspaces import (
     check_subspace_size,
     draw_subspaces,
@@ -47,23 +51,6 @@ __all__ = ["SRPClassifier", "combine_votes"]
 
 TRAINING_METHODS = ("patches", "subspaces", "resampling")
 DISABLE_DETECTOR = ("off", "warning", "drift")
-#: Vote weight of a member whose accuracy is 0 or not yet known: MOA weighs votes by the
-#: accuracy in percent and falls back to weight 1 (i.e. 1 %) for those, so we use 0.01.
-UNKNOWN_ACCURACY_WEIGHT = 0.01
-#: Part of a bounded ensemble's learner bytes that goes to its members when background
-#: learners exist; background learners share the rest. An even split starved the members: on
-#: AGR_A (100,000 samples, max_size_bytes=1e6, bench/srp.py) 84.9 % with halves, 89.8 % with
-#: 0.8 and 90.1 % with 0.7 of the bytes to members, against 88.2 % unbounded; with promoted
-#: learners (trained twice) AGR_G gave 82.9 / 83.2 / 86.9 % with 0.6 / 0.75 / 0.9, against
-#: 84.8 % unbounded.
-MEMBER_FRACTION = 0.9
-#: Inputs an ADWIN window is sized for when the memory budget reserves room for detectors.
-_DETECTOR_HORIZON_LOG2 = 32
-#: Bytes a bounded ensemble reserves for its own bookkeeping (this object, the class list and
-#: index), plus `_MEMBER_BOOKKEEPING_BYTES` per member (its slot object, two subspace arrays;
-#: more once drawn subspaces need it).
-_BOOKKEEPING_BYTES = 8192
-_MEMBER_BOOKKEEPING_BYTES = 512
 
 
 def combine_votes(votes: list, weights: list, classes: list, index: dict) -> dict:
@@ -81,22 +68,10 @@ def combine_votes(votes: list, weights: list, classes: list, index: dict) -> dic
     """
     if not classes:
         return {}
-    acc = [0.0] * len(classes)
+    sample = Sample(None, None, index)
     for vote, w in zip(votes, weights):
-        s = 0.0
-        for p in vote.values():  # sums left to right, as the compiled core (`edgebayes._core.srp`)
-            s += p
-        if s > 0.0 and w > 0.0:
-            f = w / s
-            for c, p in vote.items():
-                acc[index[c]] += p * f
-    total = 0.0
-    for a in acc:
-        total += a
-    if total > 0.0:
-        return {c: a / total for c, a in zip(classes, acc)}
-    u = 1.0 / len(classes)
-    return dict.fromkeys(classes, u)
+        sample.add(vote, w)
+    return sample.proba(classes)
 
 
 def _error_signal(proto):
@@ -111,6 +86,17 @@ def _error_signal(proto):
     return ErrorDetector(proto.clone())
 
 
+def _signal_prototypes(disable_detector: str, drift_detector, warning_detector) -> tuple:
+    """Each member's (drift, warning) signal prototypes (`_error_signal`), None where
+    ``disable_detector`` turns them off; defaults ``ADWIN(delta=1e-5)`` and ``ADWIN(delta=1e-4)``."""
+    drift = warning = None
+    if disable_detector != "drift":
+        drift = _error_signal(drift_detector if drift_detector is not None else _adwin(1e-5))
+    if disable_detector == "off":
+        warning = _error_signal(warning_detector if warning_detector is not None else _adwin(1e-4))
+    return drift, warning
+
+
 def _accuracy_around(signal) -> tuple[float, float]:
     """(accuracy before, accuracy after) the input that made ``signal`` fire: 1 - error estimate."""
     inner = getattr(signal, "detector", signal)
@@ -120,41 +106,6 @@ def _accuracy_around(signal) -> tuple[float, float]:
 
 def _detector_name(signal) -> str:
     return type(getattr(signal, "detector", signal)).__name__.lower()
-
-
-class _Member:
-    """One ensemble slot: its learner and subspace, detectors, accuracy, background learner."""
-
-    __slots__ = (
-        "bkg",
-        "bkg_features",
-        "bkg_take",
-        "drift",
-        "features",
-        "learner",
-        "n_correct",
-        "n_tested",
-        "promoted",
-        "take",
-        "warning",
-    )  # fmt: skip
-
-    def __init__(self, learner, features, take, warning, drift):
-        self.learner = learner
-        self.features = features  # sorted int64 indices, None = every feature
-        self.take = take  # indices to take from x for a learner without `features`, else None
-        self.warning = warning
-        self.drift = drift
-        self.n_tested = 0.0  # test-then-train weight since the last reset
-        self.n_correct = 0.0
-        self.bkg = None
-        self.bkg_features = None
-        self.bkg_take = None
-        self.promoted = False  # a background learner swapped in, no warning since
-
-
-#: bytes of a member's slot object (its attributes are slots)
-_MEMBER_SLOT_BYTES = sys.getsizeof(_Member.__new__(_Member))
 
 
 class SRPClassifier(Learner):
@@ -224,8 +175,9 @@ class SRPClassifier(Learner):
             windows sized for 2**32 inputs: 3.4 kB per signal, 68 kB for 10 members with
             warning and drift detectors; the bookkeeping grows at the first sample when the
             subspaces' index arrays need more than 512 bytes per member) and each learner
-            slot (n_models, twice that with background learners) its share, passed down as the learner's own
-            ``max_size_bytes``: members `MEMBER_FRACTION` of the rest, background learners
+            slot (n_models, twice that with background learners) its share, passed down as
+            the learner's own ``max_size_bytes``: members
+            `edgebayes.ensemble.srp_budget.MEMBER_FRACTION` of the rest, background learners
             what is left (for 1 MB and 10 members: 82.7 kB per member, 9.2 kB per background
             learner, raised to a member's share when it is swapped in). The base learner must
             therefore take ``max_size_bytes`` and read it at each allocation, and tell with
@@ -265,6 +217,9 @@ class SRPClassifier(Learner):
         'a'
     """
 
+    #: the members' type; the compiled ensemble's members vote and train in C
+    _member_type = Member
+
     def __new__(cls, model=None, n_models=10, subspace_size=0.6, training_method="patches", lam=6.0,
                 drift_detector=None, warning_detector=None, disable_detector="off",
                 disable_weighted_vote=False, max_size_bytes=None, seed=None):
@@ -292,26 +247,8 @@ class SRPClassifier(Learner):
         seed: int | None = None,
     ):
         proto = _prototype(model)
-        if isinstance(n_models, bool) or not isinstance(n_models, numbers.Integral) or n_models < 1:
-            raise ValueError(f"n_models must be an int >= 1, got {n_models!r}")
-        check_subspace_size(subspace_size)
-        if training_method not in TRAINING_METHODS:
-            raise ValueError(f"training_method must be one of {TRAINING_METHODS}, got {training_method!r}")
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not 0.0 < lam <= 1e18:
-            raise ValueError(f"lam must be in (0, 1e18] (numpy's Poisson sampler), got {lam!r}")
-        for name, det in (("drift_detector", drift_detector), ("warning_detector", warning_detector)):
-            if det is not None and not all(hasattr(det, a) for a in ("update", "clone", "state")):
-                raise ValueError(f"{name} must be a drift detector (update, clone, state), got {det!r}")
-        if disable_detector not in DISABLE_DETECTOR:
-            raise ValueError(f"disable_detector must be one of {DISABLE_DETECTOR}, got {disable_detector!r}")
-        if not isinstance(disable_weighted_vote, bool):
-            raise ValueError(f"disable_weighted_vote must be a bool, got {disable_weighted_vote!r}")
-        if max_size_bytes is not None and (
-            isinstance(max_size_bytes, bool) or not isinstance(max_size_bytes, numbers.Integral) or max_size_bytes < 1
-        ):
-            raise ValueError(f"max_size_bytes must be None or an int >= 1, got {max_size_bytes!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
-            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+        _check_params(n_models, subspace_size, training_method, lam, drift_detector, warning_detector,
+                      disable_detector, disable_weighted_vote, max_size_bytes, seed)
         self.model = model
         self.n_models = n_models
         self.subspace_size = subspace_size
@@ -333,12 +270,8 @@ class SRPClassifier(Learner):
                 f"max_size_bytes needs a base learner that takes max_size_bytes; "
                 f"{type(self._proto).__name__} does not"
             )
-        self._drift_proto = None
-        self._warning_proto = None
-        if disable_detector != "drift":
-            self._drift_proto = _error_signal(drift_detector if drift_detector is not None else _adwin(1e-5))
-        if disable_detector == "off":
-            self._warning_proto = _error_signal(warning_detector if warning_detector is not None else _adwin(1e-4))
+        self._drift_proto, self._warning_proto = _signal_prototypes(disable_detector, drift_detector,
+                                                                    warning_detector)
         self._share = self._bkg_share = None  # bytes per member / background learner
         self.subspace_size_: int | None = None
         self.training_method_: str = training_method
@@ -354,61 +287,30 @@ class SRPClassifier(Learner):
         self.n_warnings = 0
         self.n_drifts = 0
         self.last_events: list = []
-        self._members: list[_Member] = []
+        self._members: list[Member] = []
         self._last_predictions: list = []
 
     # ------------------------------------------------------------------ construction helpers
 
     def _set_shares(self) -> None:
         """Each member's and background learner's bytes under ``max_size_bytes``, for the
-        subspaces drawn (if any)."""
+        subspaces drawn (if any; `edgebayes.ensemble.srp_budget.learner_shares`)."""
         if self.max_size_bytes is not None:
             self._share, self._bkg_share = self._learner_shares(self._subspace_k())
+
+    def _learner_shares(self, k: int | None) -> tuple[int, int]:
+        return learner_shares(self.max_size_bytes, self.n_models, self._proto, self._drift_proto,
+                              self._warning_proto, k)
 
     def _subspace_k(self) -> int | None:
         """Features per drawn subspace; None before the first sample or when every member
         sees every feature."""
         return None if self.training_method_ == "resampling" else self.subspace_size_
 
-    def _learner_shares(self, k: int | None = None) -> tuple[int, int]:
-        """Bytes each member and each background learner may hold under ``max_size_bytes``.
-
-        With warnings on, members get `MEMBER_FRACTION` of what the reserve leaves and
-        background learners the rest (an even split when that leaves a background learner
-        less than the base learner accepts): a background learner lives from a warning to a
-        drift (a few thousand samples) and takes a member's share once swapped in.
-
-        Raises:
-            ValueError: the budget leaves no room for the learners.
-        """
-        n = self.n_models
-        n_signals = n * ((self._drift_proto is not None) + (self._warning_proto is not None))
-        # detectors: their size after 2**32 inputs
-        reserve = self._bookkeeping_bytes(k) + n_signals * _signal_bound(self._drift_proto or self._warning_proto)
-        pool = self.max_size_bytes - reserve
-        if self._warning_proto is None:
-            splits = [(pool // n, pool // n)]
-        else:  # an even split when the small share is below what the base learner accepts
-            splits = [(int(pool * f) // n, (pool - int(pool * f) // n * n) // n) for f in (MEMBER_FRACTION, 0.5)]
-        for share, bkg_share in splits:
-            try:  # the base learner's own lower bound, checked now rather than at the first sample
-                type(self._proto)(**{**self._proto._params(), "max_size_bytes": max(min(share, bkg_share), 0)})
-                return share, bkg_share
-            except ValueError as exc:
-                refusal = exc
-        raise ValueError(
-            f"max_size_bytes={self.max_size_bytes} is too small: detectors and bookkeeping "
-            f"reserve {reserve} bytes, leaving {max(share, 0)} per member and "
-            f"{max(bkg_share, 0)} per background learner for {n} members ({refusal})"
-        )
-
-    def _bookkeeping_bytes(self, k: int | None = None) -> int:
-        """The part of a bounded ensemble's reserve for its own objects (`_own_bytes`), with
-        subspaces of ``k`` features (None: none drawn)."""
-        per_member = _MEMBER_BOOKKEEPING_BYTES
-        if k is not None:  # a member's and a background learner's subspace, int64 arrays
-            per_member = max(per_member, _MEMBER_SLOT_BYTES + 2 * (8 * k + 112))
-        return _BOOKKEEPING_BYTES + per_member * self.n_models
+    def _plan(self, n_features: int) -> tuple[int, str]:
+        """(features per member, training method in force) for samples of ``n_features``."""
+        k = subspace_size_for(self.subspace_size, n_features)
+        return k, "resampling" if self.training_method == "resampling" or k == n_features else self.training_method
 
     def _new_learner(self, features, background: bool = False):
         """A fresh base learner for ``features`` (None = all): its share, seed and subspace."""
@@ -421,28 +323,29 @@ class SRPClassifier(Learner):
             params["seed"] = int(self._rng.integers(2**31))
         return type(self._proto)(**params)
 
+    def _new_patch(self, background: bool = False) -> tuple:
+        """(learner, features, take) on a fresh random subspace (every feature in resampling)."""
+        f = None
+        if self.training_method_ != "resampling":
+            f = random_subspace(self.n_features_, self.subspace_size_, self._rng)
+        return self._new_learner(f, background), f, self._take(f)
+
     def _take(self, features):
         # a learner without `features` is fed x[features]
         return None if self._has_features or features is None else features
 
-    def _fresh_subspace(self):
-        if self.training_method_ == "resampling":
-            return None
-        return random_subspace(self.n_features_, self.subspace_size_, self._rng)
-
     def _init_members(self, n_features: int) -> None:
         """Resolve the subspace size, draw distinct subspaces, build the members (first sample)."""
         self.n_features_ = n_features
-        k = subspace_size_for(self.subspace_size, n_features)
+        k, self.training_method_ = self._plan(n_features)
         self.subspace_size_ = k
-        if self.training_method == "resampling" or k == n_features:
-            self.training_method_ = "resampling"
+        if self.training_method_ == "resampling":
             subspaces = [None] * self.n_models
         else:
             subspaces = draw_subspaces(n_features, k, self.n_models, self._rng)
         self._set_shares()
         self._members = [
-            _Member(
+            self._member_type(
                 self._new_learner(f),
                 f,
                 self._take(f),
@@ -473,7 +376,12 @@ class SRPClassifier(Learner):
     # ------------------------------------------------------------------ learning
 
     def learn_one(self, x, y, w: float = 1.0) -> None:
-        """Test then train every member on one sample (seed 000, Algorithm 1, lines 6-20).
+        """Test then train every member on one sample (Algorithm 1, lines 6-20).
+
+        For each member: test and update its accuracy, train it and its background learner
+        with its Poisson weight, feed its detectors (`Member.train`, lines 8-11, 14, 19); a
+        warning starts a background learner (lines 11-12), a drift replaces the member by it
+        (lines 14-15).
 
         Args:
             x: 1-D sequence of n_features_ floats (NaN = missing), fixed by the first sample.
@@ -488,13 +396,30 @@ class SRPClassifier(Learner):
             ClassLimitError: (a ValueError) a class or nominal value ``max_size_bytes``
                 cannot hold (see the class docstring); the model is unchanged.
         """
+        xs, v, y, w, ks = self._checked(x, y, w)
+        if ks is None:
+            return
+        sample = self._member_type.sample(xs, v, self._index)
+        self.n_samples_seen_ += 1
+        for i, m in enumerate(self._members):
+            signals = m.train(sample, y, w, ks[i])  # test, accuracy, training, detectors
+            if signals:  # rare: tested once rather than once per signal
+                if signals & WARNING:  # a background learner
+                    self._on_warning(i, m)
+                if signals & DRIFT:  # replaced by it
+                    self._on_drift(i, m)
+        self._last_predictions = sample.predictions
+
+    def _checked(self, x, y, w) -> tuple:
+        """(xs, v, y, w, ks): the sample checked, room made for it and its class, its members'
+        Poisson weights drawn; ks None for a weight of 0 (nothing to learn)."""
         xs, v = self._check_x(x, learning=True)
         check_label(y)
         if type(w) is not float or w != 1.0:  # the default skips the check; True does not
             w = check_weight(w)
         if w == 0.0:
             self.last_events = []
-            return
+            return xs, v, y, w, None
         if self._share is not None:
             self._make_room(xs, v, y)
         if self.training_method_ == "subspaces":
@@ -514,47 +439,14 @@ class SRPClassifier(Learner):
         if y not in self._index:
             self._index[y] = len(self.classes_)
             self.classes_.append(y)
-        self._learn_members(xs, v, y, w, ks)
-
-    def _learn_members(self, xs: list, v, y, w: float, ks: list) -> None:
-        """Algorithm 1, lines 6-20, for a checked sample: each member's test, then its
-        training with weight ``ks[i] * w``, its background learner's, and its detectors."""
-        members = self._members
-        preds = [m.learner.predict_one(xs if m.take is None else v[m.take]) for m in members]
-        self._last_predictions = preds
-        self.n_samples_seen_ += 1
-        for i, m in enumerate(members):
-            correct = preds[i] == y  # no prediction yet counts as wrong
-            m.n_tested += w
-            if correct:
-                m.n_correct += w
-            k = ks[i]
-            if not k:
-                continue  # neither trained nor detectors fed (casebook C28)
-            kw = k * w
-            xm = xs if m.take is None else v[m.take]
-            m.learner.learn_one(xm, y, kw)
-            if m.drift is not None:
-                # the detectors judge the member as trained on this sample (MOA's and the
-                # paper's correctlyClassifies after trainOnInstance; see the class docstring)
-                error = 0.0 if m.learner.predict_one(xm) == y else 1.0  # 1 = wrong (casebook C25)
-            if m.bkg is not None:
-                m.bkg.learn_one(xs if m.bkg_take is None else v[m.bkg_take], y, kw)
-            elif m.promoted:  # trained a second time, as MOA's background reference is
-                m.learner.learn_one(xm, y, kw)
-            if m.drift is None:
-                continue
-            if m.warning is not None and m.warning.update(error):
-                self._on_warning(i, m)
-            if m.drift.update(error):
-                self._on_drift(i, m)
+        return xs, v, y, w, ks
 
     def _make_room(self, xs: list, v, y) -> None:
         """Refuse (ClassLimitError, nothing changed) a sample whose new label the
         bookkeeping reserve cannot hold or whose class or nominal values a member cannot
         hold (`has_room`), whether or not its Poisson weight will be 0; then drop the
         background learners that cannot hold them (a later warning starts new ones)."""
-        bookkeeping = self._bookkeeping_bytes(self._subspace_k())
+        bookkeeping = bookkeeping_bytes(self.n_models, self._subspace_k())
         if y not in self._index:
             grown = sys.getsizeof(y) + append_bytes(self.classes_, 1) + insert_bytes(self._index, [y])
             if self._own_bytes() + grown > bookkeeping:
@@ -563,30 +455,35 @@ class SRPClassifier(Learner):
                     f"{bookkeeping} bytes for the ensemble's own bookkeeping, "
                     f"full with {len(self.classes_)} labels"
                 )
-        if not self._members:  # the first sample: a learner over every feature bounds any member's
-            n = len(xs)
-            k = subspace_size_for(self.subspace_size, n)
-            k = None if self.training_method == "resampling" or k == n else k
-            try:  # the shares left once this many features' subspaces are reserved
-                share = self._learner_shares(k)[0]
-            except ValueError as exc:
-                raise ClassLimitError(f"class {y!r} refused: x of {n} features: {exc}") from None
-            params = {**self._proto._params(), "max_size_bytes": share}
-            if self._has_features:  # a subspace of as many features as a member's, held as it is
-                params["features"] = None if k is None else list(range(k))
-            if not type(self._proto)(**params).has_room(xs, y):
-                raise ClassLimitError(f"class {y!r} refused: a member's share of max_size_bytes="
-                                      f"{self.max_size_bytes} ({share} bytes) cannot hold a learner "
-                                      f"of {n} features with it")
+        if not self._members:
+            self._check_first_sample(xs, y)
+        sample = Sample(xs, v, self._index)
         for i, m in enumerate(self._members):
-            if not m.learner.has_room(xs if m.take is None else v[m.take], y):
+            if not m.has_room(sample, y):
                 raise ClassLimitError(
                     f"class {y!r} refused: member {i}'s share of max_size_bytes={self.max_size_bytes} "
                     f"({self._share} bytes) cannot hold it or this sample's nominal values"
                 )
         for m in self._members:
-            if m.bkg is not None and not m.bkg.has_room(xs if m.bkg_take is None else v[m.bkg_take], y):
-                m.bkg = m.bkg_features = m.bkg_take = None
+            m.drop_background_without_room(sample, y)
+
+    def _check_first_sample(self, xs: list, y) -> None:
+        """ClassLimitError unless a learner over every feature, with the share a member will
+        have once this many features' subspaces are reserved, can hold the first sample."""
+        n = len(xs)
+        k, method = self._plan(n)
+        k = None if method == "resampling" else k
+        try:
+            share = self._learner_shares(k)[0]
+        except ValueError as exc:
+            raise ClassLimitError(f"class {y!r} refused: x of {n} features: {exc}") from None
+        params = {"max_size_bytes": share}
+        if self._has_features:  # a subspace of as many features as a member's, held as it is
+            params["features"] = None if k is None else list(range(k))
+        if not learner_fits(self._proto, xs, y, **params):
+            raise ClassLimitError(f"class {y!r} refused: a member's share of max_size_bytes="
+                                  f"{self.max_size_bytes} ({share} bytes) cannot hold a learner "
+                                  f"of {n} features with it")
 
     def _event(self, level: str, i: int, signal) -> None:
         before, after = _accuracy_around(signal)
@@ -595,52 +492,21 @@ class SRPClassifier(Learner):
             "accuracy_before": before, "accuracy_after": after,
         })  # fmt: skip
 
-    def _on_warning(self, i: int, m: _Member) -> None:
-        """Algorithm 1 lines 11-12: a fresh background learner on a fresh subspace, replacing
-        a running one (MOA's triggerWarning), so that a drift swaps in a learner of the latest
-        concept."""
+    def _on_warning(self, i: int, m: Member) -> None:
+        """Algorithm 1, lines 11-12: member ``i`` starts a background learner on a fresh
+        subspace (`Member.on_warning`)."""
         self.n_warnings += 1
         self._event("warning", i, m.warning)
-        f = self._fresh_subspace()
-        m.bkg, m.bkg_features, m.bkg_take = self._new_learner(f, background=True), f, self._take(f)
-        m.promoted = False
-        m.warning.reset()
+        m.on_warning(*self._new_patch(background=True))
 
-    def _on_drift(self, i: int, m: _Member) -> None:
-        """Algorithm 1 lines 14-15: swap in the background learner (or a fresh one).
-
-        A promoted member (no warning since its swap) keeps its learner and detectors and
-        only restarts its accuracy: MOA swaps in the background reference it still holds,
-        which is the member itself.
-        """
+    def _on_drift(self, i: int, m: Member) -> None:
+        """Algorithm 1, lines 14-15: member ``i`` swaps in its background learner, or a fresh
+        one (`Member.on_drift`)."""
         self.n_drifts += 1
         self._event("drift", i, m.drift)
-        if m.promoted:
-            m.n_tested = m.n_correct = 0.0
-            return
-        if m.bkg is not None:
-            m.learner, m.features, m.take = m.bkg, m.bkg_features, m.bkg_take
-            m.bkg = m.bkg_features = m.bkg_take = None
-            m.promoted = True
-            if self._share is not None:  # a member's share; a larger bound is read at the next allocation
-                m.learner.max_size_bytes = self._share
-        else:
-            f = self._fresh_subspace()
-            m.learner, m.features, m.take = self._new_learner(f), f, self._take(f)
-        m.drift.reset()
-        if m.warning is not None:
-            m.warning.reset()
-        m.n_tested = m.n_correct = 0.0
+        m.on_drift(self._new_patch, self._share)
 
     # ------------------------------------------------------------------ prediction
-
-    def _weights(self) -> list:
-        if self.disable_weighted_vote:
-            return [1.0] * len(self._members)
-        return [
-            m.n_correct / m.n_tested if m.n_correct > 0.0 else UNKNOWN_ACCURACY_WEIGHT
-            for m in self._members
-        ]
 
     def predict_proba_one(self, x) -> dict:
         """Weighted vote {label: probability} over every class seen (empty before learning).
@@ -653,21 +519,33 @@ class SRPClassifier(Learner):
         """
         if not self._members:
             return {}
+        return self._votes(x).proba(self.classes_)
+
+    def predict_one(self, x):
+        """The first most probable label of `predict_proba_one` (None before learning).
+
+        Raises:
+            ValueError: bad x (as `learn_one`).
+        """
+        if not self._members or not self.classes_:
+            return None
+        return self._votes(x).best(self.classes_)
+
+    def _votes(self, x) -> Sample:
+        """``x`` checked, with every member's weighted vote added on it (`Member.vote`)."""
         xs, v = self._check_x(x)
-        votes = [m.learner.predict_proba_one(xs if m.take is None else v[m.take]) for m in self._members]
-        return combine_votes(votes, self._weights(), self.classes_, self._index)
+        sample = self._member_type.sample(xs, v, self._index)
+        weighted = not self.disable_weighted_vote
+        for m in self._members:
+            m.vote(sample, weighted)
+        return sample
 
     # ------------------------------------------------------------------ inspection
 
     def shed_background(self) -> int:
         """Drop every background learner (a later warning starts a new one): the first thing
         the runtime sheds under memory pressure (edgebayes.runtime.memory). Returns how many."""
-        n = 0
-        for m in self._members:
-            if m.bkg is not None:
-                m.bkg = m.bkg_features = m.bkg_take = None
-                n += 1
-        return n
+        return sum(m.shed_background() for m in self._members)
 
     @property
     def n_background_learners(self) -> int:
@@ -692,7 +570,7 @@ class SRPClassifier(Learner):
     @property
     def member_accuracies(self) -> list:
         """Each member's test-then-train accuracy since its last reset (None before any test)."""
-        return [m.n_correct / m.n_tested if m.n_tested else None for m in self._members]
+        return [m.accuracy for m in self._members]
 
     @property
     def last_member_predictions(self) -> list:
@@ -702,14 +580,7 @@ class SRPClassifier(Learner):
     def memory_bytes(self) -> int:
         """Bytes held: members' and background learners' own counts, detectors, and this
         object's bookkeeping (`_own_bytes`)."""
-        total = self._own_bytes()
-        for m in self._members:
-            total += m.learner.memory_bytes()
-            if m.bkg is not None:
-                total += m.bkg.memory_bytes()
-            for det in (m.warning, m.drift):
-                if det is not None:
-                    total += det.memory_bytes()
+        total = self._own_bytes() + sum(m.memory_bytes() for m in self._members)
         if not self._members:
             total += self._proto.memory_bytes()
         return int(total)
@@ -721,11 +592,7 @@ class SRPClassifier(Learner):
         total += sys.getsizeof(self.classes_) + sys.getsizeof(self._index)
         total += sum(sys.getsizeof(c) for c in self.classes_)
         total += 2 * (sys.getsizeof(self._last_predictions) + 8 * self.n_models)
-        for m in self._members:
-            total += sys.getsizeof(m)
-            for f in (m.features, m.bkg_features):
-                if f is not None:
-                    total += f.nbytes + 112
+        total += sum(m.own_bytes() for m in self._members)
         return total
 
     # ------------------------------------------------------------------ state
@@ -737,9 +604,6 @@ class SRPClassifier(Learner):
 
         def model():  # a config dict is kept as given, tagged apart from a learner's state
             return {"config": dict(self.model)} if isinstance(self.model, dict) else opt(self.model)
-
-        def idx(f):
-            return None if f is None else f.tolist()
 
         return {
             "kind": "srp",
@@ -765,20 +629,7 @@ class SRPClassifier(Learner):
             "n_drifts": self.n_drifts,
             "rng": rng_state(self._rng),
             "poisson_rng": rng_state(self._poisson),
-            "members": [
-                {
-                    "learner": m.learner.state(),
-                    "features": idx(m.features),
-                    "warning": opt(m.warning),
-                    "drift": opt(m.drift),
-                    "n_tested": m.n_tested,
-                    "n_correct": m.n_correct,
-                    "bkg": opt(m.bkg),
-                    "bkg_features": idx(m.bkg_features),
-                    "promoted": m.promoted,
-                }
-                for m in self._members
-            ],
+            "members": [m.state() for m in self._members],
         }
 
     @classmethod
@@ -814,7 +665,7 @@ class SRPClassifier(Learner):
             out.n_drifts = check_count("n_drifts", state["n_drifts"])
             out._rng = rng_from_state(state["rng"])
             out._poisson = rng_from_state(state["poisson_rng"])
-            out._members = [_member_from_state(out, s) for s in state["members"]]
+            out._members = [out._member_type.from_state(s, out._take) for s in state["members"]]
         except STATE_ERRORS as exc:
             raise ValueError(f"invalid srp state: {exc!r}") from None
         _check_state(out, state)
@@ -862,21 +713,29 @@ def _check_state(srp: SRPClassifier, state: dict) -> None:
                 raise bad("a member's learner does not match its subspace")
 
 
-def _member_from_state(srp: SRPClassifier, s: dict) -> _Member:
-    def idx(f):
-        return None if f is None else np.asarray(f, dtype=np.int64)
-
-    def det(d):
-        return None if d is None else detector_from_state(d)
-
-    f = idx(s["features"])
-    m = _Member(learner_from_state(s["learner"]), f, srp._take(f), det(s["warning"]), det(s["drift"]))
-    m.n_tested, m.n_correct = float(s["n_tested"]), float(s["n_correct"])
-    m.promoted = s.get("promoted", False)  # absent from checkpoints before it existed
-    if s["bkg"] is not None:
-        m.bkg_features = idx(s["bkg_features"])
-        m.bkg, m.bkg_take = learner_from_state(s["bkg"]), srp._take(m.bkg_features)
-    return m
+def _check_params(n_models, subspace_size, training_method, lam, drift_detector, warning_detector,
+                  disable_detector, disable_weighted_vote, max_size_bytes, seed) -> None:
+    """ValueError naming the first invalid `SRPClassifier` argument (rules in its docstring)."""
+    if isinstance(n_models, bool) or not isinstance(n_models, numbers.Integral) or n_models < 1:
+        raise ValueError(f"n_models must be an int >= 1, got {n_models!r}")
+    check_subspace_size(subspace_size)
+    if training_method not in TRAINING_METHODS:
+        raise ValueError(f"training_method must be one of {TRAINING_METHODS}, got {training_method!r}")
+    if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not 0.0 < lam <= 1e18:
+        raise ValueError(f"lam must be in (0, 1e18] (numpy's Poisson sampler), got {lam!r}")
+    for name, det in (("drift_detector", drift_detector), ("warning_detector", warning_detector)):
+        if det is not None and not all(hasattr(det, a) for a in ("update", "clone", "state")):
+            raise ValueError(f"{name} must be a drift detector (update, clone, state), got {det!r}")
+    if disable_detector not in DISABLE_DETECTOR:
+        raise ValueError(f"disable_detector must be one of {DISABLE_DETECTOR}, got {disable_detector!r}")
+    if not isinstance(disable_weighted_vote, bool):
+        raise ValueError(f"disable_weighted_vote must be a bool, got {disable_weighted_vote!r}")
+    if max_size_bytes is not None and (
+        isinstance(max_size_bytes, bool) or not isinstance(max_size_bytes, numbers.Integral) or max_size_bytes < 1
+    ):
+        raise ValueError(f"max_size_bytes must be None or an int >= 1, got {max_size_bytes!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
+        raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
 
 
 def _prototype(model) -> Learner:
@@ -919,9 +778,3 @@ def _default_tree():
 
     return HoeffdingTreeClassifier(grace_period=50, delta=0.01, leaf_prediction="nba")
 
-
-def _signal_bound(signal) -> int:
-    """Bytes a member's signal may reach: its window over 2**32 inputs (``max_memory_bytes``),
-    else what the detector holds now (a detector of constant size)."""
-    bound = getattr(signal, "max_memory_bytes", None)
-    return bound(2**_DETECTOR_HORIZON_LOG2) if bound is not None else signal.memory_bytes()
