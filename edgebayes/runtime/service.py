@@ -70,7 +70,7 @@ class Runtime:
             can_take=self._can_take, alert=self._alert,
             max_packet_bytes=config.queue.max_payload_bytes + PACKET_ROOM,
         )
-        self.worker = Worker(config, self.topics, store, journal, client=self.client, intake=self.intake,
+        self.worker = Worker(config, self.topics, store, journal, session=self.client, intake=self.intake,
                              tick_hooks=tick_hooks, watchers=[self.discovery] if self.discovery else [])
 
     # the discovery is made before the client, the client before the worker: they reach them here
