@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from edgebayes.codec import encode
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.discovery import Discovery
@@ -84,7 +83,7 @@ class Runtime:
         return self.client.publish(topic, payload, qos=qos, retain=retain)
 
     def _alert(self, msg: dict) -> None:
-        self.client.publish(self.topics.alert, encode(msg, self.config.output.format), qos=1)
+        self.worker.out.alert(msg)
 
     def _connected(self) -> None:
         for hook in self.ready_hooks:
