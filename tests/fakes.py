@@ -13,13 +13,13 @@ class RecordingPublisher:
         fail_on: publishing on a topic ending with this raises ``RuntimeError`` (None: never).
 
     Attributes:
-        published: (topic, payload bytes) of each publish, in order.
+        published: (topic, payload bytes, qos, retain) of each publish, in order.
         acked: the packet ids acknowledged, in order.
         n_connects: the connection number the worker compares before acknowledging.
     """
 
     def __init__(self, fail_on: str | None = None):
-        self.published: list[tuple[str, bytes]] = []
+        self.published: list[tuple[str, bytes, int, bool]] = []
         self.acked: list[int] = []
         self.fail_on = fail_on
         self.n_connects = 0
@@ -28,7 +28,7 @@ class RecordingPublisher:
     def publish(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False) -> None:
         if self.fail_on and topic.endswith(self.fail_on):
             raise RuntimeError(f"cannot publish on {topic}")
-        self.published.append((topic, payload))
+        self.published.append((topic, bytes(payload), qos, retain))
 
     def ack(self, mid: int, qos: int) -> None:
         self.acked.append(mid)
@@ -38,4 +38,8 @@ class RecordingPublisher:
 
     def on(self, kind: str) -> list:
         """The decoded payloads published on topics ending with ``/kind``, in order."""
-        return [decode(p) for t, p in self.published if t.endswith("/" + kind)]
+        return [decode(p) for t, p, *_ in self.published if t.endswith("/" + kind)]
+
+    def sent_on(self, topic: str) -> list[tuple[bytes, bool]]:
+        """(payload, retain) of each publish on ``topic`` exactly, in order."""
+        return [(p, retain) for t, p, _, retain in self.published if t == topic]

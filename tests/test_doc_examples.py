@@ -101,7 +101,7 @@ def check(config_path: str, publications: list[tuple[str, bytes]]) -> None:
                 x = w.intake.parser.parse_reading(route[1], payload).x
                 assert not any(math.isnan(v) for v in x), (config_path, topic, payload)
         w.serving.process(topic, payload, 0.0)
-    errors = [json.loads(p) for t, p in w.session.published if t.endswith("/error")]
+    errors = [json.loads(p) for t, p, *_ in w.session.published if t.endswith("/error")]
     assert errors == [] and w.reports.errors == {}, (config_path, errors)
     counts = dict(w.intake.sources.counts) if w.intake.sources else {}
     assert not set(counts) - {"readings", "labels"}, (config_path, counts)  # no missing_values

@@ -373,12 +373,12 @@ def feed(w, topic, payload, retained=False, at=None, monkeypatch=None):
 
 
 def predictions(w):
-    return [json.loads(p) for t, p in w.session.published if t.endswith("/prediction")]
+    return [json.loads(p) for t, p, *_ in w.session.published if t.endswith("/prediction")]
 
 
 def served(w):
     """(device, seq) of each reading predicted, in order."""
-    return [(t.split("/")[1], json.loads(p)["seq"]) for t, p in w.session.published if t.endswith("/prediction")]
+    return [(t.split("/")[1], json.loads(p)["seq"]) for t, p, *_ in w.session.published if t.endswith("/prediction")]
 
 
 def test_retained_repeats_and_availability(monkeypatch):
@@ -396,7 +396,7 @@ def test_retained_repeats_and_availability(monkeypatch):
     assert w.intake.sources.counts["offline"] == 1 and w.serving.n_readings == 2  # availability is no reading
     assert all(math.isnan(v) for v in w.intake.sources.assembler.devices["humidity_xiaomi_bad_stefan"].values)
     feed(w, "zigbee2mqtt/x", {"temperature": "warm"}, at=102.0, monkeypatch=monkeypatch)
-    errors = [json.loads(p) for t, p in w.session.published if t == "eb/x/error"]
+    errors = [json.loads(p) for t, p, *_ in w.session.published if t == "eb/x/error"]
     assert [(e["kind"], e["error"]) for e in errors] == [("field", "feature 'temperature': 'warm' is not a number")]
     assert w.metrics()["sources"] == {"retained": 1, "repeated": 3, "readings": 2, "offline": 1, "field": 1}
 
@@ -410,7 +410,7 @@ def test_zigbee2mqtt_bridge_topics_are_dropped_before_the_size_check(monkeypatch
     for topic in ("zigbee2mqtt/bridge/devices", "zigbee2mqtt/bridge/groups", "zigbee2mqtt/sensor/set"):
         feed(w, topic, big, retained=True, at=1.0, monkeypatch=monkeypatch)
     feed(w, "zigbee2mqtt/sensor", {"temperature": 21.0, "pad": "x" * 70000}, at=2.0, monkeypatch=monkeypatch)
-    assert [t for t, _ in w.session.published if t.endswith("/error")] == ["eb/runtime/rt/error"]
+    assert [t for t, *_ in w.session.published if t.endswith("/error")] == ["eb/runtime/rt/error"]
     assert w.metrics()["sources"] == {"ignored": 3, "oversize": 1}  # a device's own message still is
 
 
@@ -495,7 +495,7 @@ def test_label_from_another_topic_with_value_map_and_windows(monkeypatch):
     t(23.0, 9.5)  # 3.5 s after: no label
     assert w.serving.n_learned == 2 and len(w.devices["room"].pending) == 2
     feed(w, "zigbee2mqtt/motion", {"occupancy": "maybe"}, at=10.0, monkeypatch=monkeypatch)
-    errors = [json.loads(p)["error"] for t_, p in w.session.published if t_ == "eb/room/error"]
+    errors = [json.loads(p)["error"] for t_, p, *_ in w.session.published if t_ == "eb/room/error"]
     assert errors == ["label value 'maybe' is not in label_values ('true', 'false')"]
     slot = w.devices["room"].slots[0]
     assert slot.learner.classes_ == ["occupied"] and slot.n_labels == 2
@@ -563,7 +563,7 @@ def test_a_probe_left_out_of_the_message_is_missing_and_an_all_dead_board_is_rep
     assert learned_classes(w, "tas-0") == ["open", "closed"]
     feed(w, "tele/tas-0/SENSOR", {"Time": "2024-01-01T00:10:00", "Switch1": "ON"}, at=700.0,
          monkeypatch=monkeypatch)
-    errors = [json.loads(p) for t, p in w.session.published if t == "eb/tas-0/error"]
+    errors = [json.loads(p) for t, p, *_ in w.session.published if t == "eb/tas-0/error"]
     assert [(e["kind"], e["error"]) for e in errors] == [
         ("too_few_values", ("no value for temperature, humidity, pressure: fewer than [assembler] "
                            "min_features = 1 present, no reading"))]
