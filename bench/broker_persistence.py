@@ -111,7 +111,7 @@ def main() -> None:
                     io1 = proc_io(pid)
                     runtime = Runtime(cfg)
                     runtime.start()
-                wait_until(lambda: runtime.worker.n_readings >= args.n, 600, "readings not all served")
+                wait_until(lambda: runtime.worker.serving.n_readings >= args.n, 600, "readings not all served")
                 io2 = proc_io(pid)
                 db = work / "mosquitto.db"
                 size = db.stat().st_size if db.exists() else 0

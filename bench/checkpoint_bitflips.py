@@ -32,30 +32,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import parse_config
 from edgebayes.runtime.messages import ProtocolError
+from edgebayes.runtime.publisher import Muted
 from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 
 FEATURES = ("a", "b", "c")
 
 
-class _Silent:
-    """The worker's client without a broker."""
-
-    def publish(self, topic, payload, qos=0, retain=False):
-        return None
-
-    def ack(self, mid, qos):
-        pass
-
-    def wait_for_room(self, timeout_s):
-        return True
-
 
 def _worker(directory: Path) -> Worker:
     cfg = parse_config({"schema": {"features": list(FEATURES)}, "output": {"format": "json"},
                         "models": [{"name": "nb", "kind": "gaussian_nb"},
                                    {"name": "ht", "kind": "hoeffding_tree", "grace_period": 20}]})
-    return Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(directory, FEATURES), client=_Silent())
+    return Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(directory, FEATURES), session=Muted())
 
 
 def _fingerprint(dev, probes) -> tuple:
@@ -73,7 +62,7 @@ def run(n_flips: int, n_readings: int, seed: int) -> dict:
         for seq in range(n_readings):
             y = seq % 3
             x = [y * 2 + rng.gauss(0, 1), rng.gauss(y, 1), rng.gauss(0, 1)]
-            w._handle("eb/d1/reading", json.dumps({"seq": seq, "x": x, "y": y}).encode(), 0, 1, 0.0)
+            w.acks.handle("eb/d1/reading", json.dumps({"seq": seq, "x": x, "y": y}).encode(), 0, 1, 0.0)
             if seq in (n_readings * 2 // 3 - 1, n_readings - 1):
                 w.checkpoint(all_devices=True)
                 prints.append(_fingerprint(w.devices["d1"], probes))

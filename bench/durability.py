@@ -151,9 +151,9 @@ def replay(run: Run, dev: Device) -> dict:
     # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec (the forked copy of this process)
     code = ("import time; from edgebayes.runtime.config import load_config; "
             "from edgebayes.runtime.service import Runtime; "
-            f"r = Runtime(load_config({str(cfg)!r})); t = time.monotonic(); r.worker._recover(); "
+            f"r = Runtime(load_config({str(cfg)!r})); t = time.monotonic(); r.worker.replay.recover(); "
             "hwm = open('/proc/self/status').read().split('VmHWM:')[1].split()[0]; "
-            "print(int(hwm) / 1024, time.monotonic() - t, r.worker.n_replayed)")
+            "print(int(hwm) / 1024, time.monotonic() - t, r.worker.replay.n_replayed)")
     out = subprocess.run([sys.executable, "-c", code], cwd=run.tree, env={**os.environ, "PYTHONPATH": str(run.tree)},
                          capture_output=True, text=True, check=True).stdout.split()
     return {"journal_mb": round(j.size / 2**20, 1), "peak_rss_mb": round(float(out[0]), 1),

@@ -1,6 +1,6 @@
 """Memory of the worker's error bookkeeping: RSS before and after ``--n`` undecodable readings,
 each on a device topic of its own (``[output] error_interval_s = 60``, so each topic's rate
-limit would be remembered), fed straight to ``Worker._handle`` with a client that drops
+limit would be remembered), fed straight to ``Acks.handle`` with a client that drops
 publishes; no broker. Prints one JSON line: n, seconds, RSS before/after (MB), topics kept.
 
     PYTHONPATH=$PWD python bench/error_topics.py [--n 180000]
@@ -15,21 +15,9 @@ import time
 
 from edgebayes.runtime.config import parse_config
 from edgebayes.runtime.memory import rss_bytes
+from edgebayes.runtime.publisher import Muted
 from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
-
-
-class Sink:
-    """A client that drops what the worker publishes."""
-
-    def publish(self, topic, payload, qos=0, retain=False):
-        pass
-
-    def ack(self, mid, qos):
-        pass
-
-    def wait_for_room(self, timeout_s):
-        pass
 
 
 def main() -> None:
@@ -39,15 +27,15 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR)  # one warning per report published: not what is measured
     cfg = parse_config({"schema": {"features": ["a"]}, "output": {"error_interval_s": 60},
                         "memory": {"max_devices": 16}, "models": [{"name": "nb", "kind": "gaussian_nb"}]})
-    w = Worker(cfg, Topics("eb", "+", "rt"), None, client=Sink())
+    w = Worker(cfg, Topics("eb", "+", "rt"), None, session=Muted())
     before = rss_bytes()
     t0 = time.perf_counter()
     for i in range(args.n):
-        w._handle(f"eb/dev{i}/reading", b"junk", 0, 1, 0.0)
+        w.acks.handle(f"eb/dev{i}/reading", b"junk", 0, 1, 0.0)
     seconds = time.perf_counter() - t0
     print(json.dumps({"n": args.n, "seconds": round(seconds, 2), "rss_before_mb": round(before / 2**20, 1),
-                      "rss_after_mb": round(rss_bytes() / 2**20, 1), "topics_kept": len(w._last_error),
-                      "decode_errors": w.errors["decode"]}))
+                      "rss_after_mb": round(rss_bytes() / 2**20, 1), "topics_kept": len(w.reports.last_error),
+                      "decode_errors": w.reports.errors["decode"]}))
 
 
 if __name__ == "__main__":

@@ -18,21 +18,12 @@ import tomllib
 from pathlib import Path
 
 from edgebayes.runtime.config import parse_config
+from edgebayes.runtime.publisher import Muted
 from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 
 CONFIG = Path(__file__).resolve().parents[1] / "docs" / "examples" / "tasmota-bme280.toml"
 
-
-class _Client:
-    def publish(self, topic, payload, qos=0, retain=False):
-        pass
-
-    def ack(self, mid, qos):
-        pass
-
-    def wait_for_room(self, timeout_s):
-        return True
 
 
 def _messages(n: int, seed: int, null_every: int) -> list[bytes]:
@@ -53,12 +44,12 @@ def run(n: int, seed: int, null_every: int) -> tuple[float, int]:
     raw = tomllib.loads(CONFIG.read_text())
     raw["models"] = raw["models"][:1]
     cfg = parse_config(raw, str(CONFIG))
-    w = Worker(cfg, Topics("edgebayes", "+", "bench"), None, client=_Client())
+    w = Worker(cfg, Topics("edgebayes", "+", "bench"), None, session=Muted())
     msgs = _messages(n, seed, null_every)
     t0 = time.perf_counter()
     for i, payload in enumerate(msgs):
-        w._dispatch(f"tele/tas-{i % 4}/SENSOR", payload, 0.0)
-    return (time.perf_counter() - t0) / n * 1e6, w.n_readings
+        w.serving.process(f"tele/tas-{i % 4}/SENSOR", payload, 0.0)
+    return (time.perf_counter() - t0) / n * 1e6, w.serving.n_readings
 
 
 def main() -> None:

@@ -223,8 +223,9 @@ class Connection:
             raise ConnectionError(f"{self.client_id}: cannot connect to {host}:{port}: {why}")
         return True
 
-    def publish(self, topic: str, payload: bytes, qos: int) -> bool:
-        """Publish; False when paho refused it at once (e.g. QoS 0 while disconnected: C34).
+    def publish(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False) -> bool:
+        """Publish (``edgebayes.runtime.publisher.Publisher``); False when paho refused it at
+        once (e.g. QoS 0 while disconnected: C34).
 
         A QoS 1/2 message is never dropped: when paho's queue of unacknowledged messages is
         full (``max_queued_messages_set``, or the 65,535 packet ids of MQTT), it waits for the
@@ -232,13 +233,13 @@ class Connection:
         """
         with self._lock:
             self._published += 1
-        info = self.client.publish(topic, payload, qos)
+        info = self.client.publish(topic, payload, qos, retain)
         while info.rc == mqtt.MQTT_ERR_QUEUE_SIZE and qos > 0:
             # all 65,535 packet ids are waiting for the broker: wait for one ack, then retry
             with self._lock:
                 confirmed = self._confirmed
                 self._flushed.wait_for(lambda: self._confirmed > confirmed, 1.0)
-            info = self.client.publish(topic, payload, qos)
+            info = self.client.publish(topic, payload, qos, retain)
         if info.rc != mqtt.MQTT_ERR_SUCCESS and qos == 0:
             with self._lock:  # paho will never confirm it
                 self._published -= 1

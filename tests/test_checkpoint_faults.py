@@ -20,9 +20,10 @@ from edgebayes.runtime import worker as worker_module
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.messages import ProtocolError
 from edgebayes.tree import HoeffdingTreeClassifier
+from tests.fakes import RecordingPublisher
 from tests.runtime_client import FEATURES, Device, blobs, wait_for, write_config
 from tests.test_runtime_process import ROOT, _wait_online
-from tests.test_runtime_robustness import Recorder, send, worker
+from tests.test_runtime_robustness import send, worker
 
 MODELS = ({"name": "nb", "kind": "gaussian_nb"}, {"name": "ht", "kind": "hoeffding_tree", "grace_period": 10})
 PROBES = [[i * 0.3 - 1.0, 2.0 - i * 0.2, i * 0.1] for i in range(12)]
@@ -108,8 +109,8 @@ def test_a_checkpoint_that_cannot_be_read_refuses_the_device_and_is_never_overwr
     with caplog.at_level(logging.ERROR):
         send(w, "d1", "reading", {"seq": 80, "x": [0, 0, 0], "y": "a"})
         send(w, "d1", "reading", {"seq": 81, "x": [0, 0, 0], "y": "a"})  # not read again before READ_RETRY_S
-    assert [e["kind"] for e in w.client.on("error")] == ["checkpoint_unreadable"] * 2
-    assert w.client.on("prediction") == [] and "d1" not in w.devices and caplog.text.count("cannot be read") == 1
+    assert [e["kind"] for e in w.session.on("error")] == ["checkpoint_unreadable"] * 2
+    assert w.session.on("prediction") == [] and "d1" not in w.devices and caplog.text.count("cannot be read") == 1
     assert w.checkpoint(all_devices=True) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d1.ckpt", "d1.ckpt.1", "kept"]  # nothing moved aside
     (tmp_path / "d1.ckpt").rmdir()
@@ -117,7 +118,7 @@ def test_a_checkpoint_that_cannot_be_read_refuses_the_device_and_is_never_overwr
     monkeypatch.setattr(registry_module, "READ_RETRY_S", 0.0)
     w.registry._unreadable["d1"] = (0.0, "")  # the retry is due
     send(w, "d1", "reading", {"seq": 82, "x": [0, 0, 0], "y": "a"})
-    assert [p["seq"] for p in w.client.on("prediction")] == [82]
+    assert [p["seq"] for p in w.session.on("prediction")] == [82]
     assert w.devices["d1"].slots[0].learner.state()["n"] == 81.0  # the 80 it had learned, and seq 82
     assert _fingerprint(w.devices["d1"])[0] == 82 and newest[0] == 79
     assert w.checkpoint(all_devices=True) == 1 and (tmp_path / "d1.ckpt.1").read_bytes() == good
@@ -309,7 +310,7 @@ def test_a_removed_feature_a_tree_takes_refuses_the_device_and_leaves_its_checkp
     cfg = parse_config({"schema": {"features": ["f0", "f2"]}, "output": {"format": "json", "error_interval_s": 0},
                         "models": list(MODELS[1:])})
     w2 = worker_module.Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, ("f0", "f2")),
-                              client=Recorder())
+                              session=RecordingPublisher())
     with caplog.at_level(logging.ERROR), pytest.raises(ProtocolError) as err:
         w2.registry.get("d1", create=True)
     assert err.value.kind == "checkpoint_refused" and "no longer has 'f1'" in str(err.value)
@@ -345,7 +346,7 @@ def test_an_added_feature_a_bounded_naive_bayes_cannot_hold_is_ignored_by_it(tmp
     cfg = parse_config({"schema": {"features": [*FEATURES, "f3"]}, "output": {"format": "json"},
                         "models": list(models)})
     w2 = worker_module.Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, (*FEATURES, "f3")),
-                              client=Recorder())
+                              session=RecordingPublisher())
     with caplog.at_level(logging.WARNING):
         slot = w2.registry.get("d1", create=True).slots[0]
     assert "do not fit its max_size_bytes" in caplog.text
@@ -382,7 +383,7 @@ def test_reverting_an_added_feature_drops_it_from_naive_bayes_and_finds_the_tree
         cfg = parse_config({"schema": {"features": list(features)}, "output": {"format": "json"},
                             "models": list(MODELS)})
         return worker_module.Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, features),
-                                    client=Recorder())
+                                    session=RecordingPublisher())
     w = worker_for(FEATURES)
     for seq, (x, y) in enumerate(blobs(30, seed=5)):
         send(w, "d1", "reading", {"seq": seq, "x": x, "y": y})
@@ -418,7 +419,7 @@ def test_a_version_1_checkpoint_of_an_older_release_is_restored_and_fitted_by_na
     (tmp_path / "d1.ckpt").write_bytes(msgpack.packb(doc, use_bin_type=True))
     cfg = parse_config({"schema": {"features": list(order)}, "output": {"format": "json"}, "models": list(MODELS)})
     dev = worker_module.Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, order),
-                               client=Recorder()).registry.get("d1", create=True)
+                               session=RecordingPublisher()).registry.get("d1", create=True)
     x = [0.4, 2.0, -1.0]
     assert dev.predict([x[2], x[0], x[1]]) == w.devices["d1"].predict(x)
     assert [e.x for e in dev.pending._items.values()] == [

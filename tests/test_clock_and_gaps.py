@@ -35,9 +35,9 @@ def test_readings_after_a_dropped_middle_are_refused_for_a_bounded_count(broker,
         seqs = [*range(50), *range(200_000, 200_050)]
         for seq, (x, y) in zip(seqs, data):
             dev.publish("d1", "reading", {"seq": seq, "x": x, "y": y})
-        wait_for(lambda: len(dev.got("prediction")) + rt.worker.errors["seq_jump"] == 100, timeout_s=20,
+        wait_for(lambda: len(dev.got("prediction")) + rt.worker.reports.errors["seq_jump"] == 100, timeout_s=20,
                  what="100 readings served or refused")
-        assert rt.worker.errors["seq_jump"] == JUMP_CONFIRM - 1 == 2
+        assert rt.worker.reports.errors["seq_jump"] == JUMP_CONFIRM - 1 == 2
         assert sorted(p["seq"] for p in dev.got("prediction")) == seqs[:50] + seqs[50 + JUMP_CONFIRM - 1:]
     finally:
         dev.close()

@@ -223,8 +223,8 @@ def test_shipped_broker_config_serves_runtime_and_devices_and_fences_devices(
         assert sim1.got(r"edgebayes/sim-0/prediction") == []
         assert [r["seq"] for r in monitor.got(r"edgebayes/sim-0/reading")] == list(range(20))
         assert monitor.got(r"edgebayes/sim-0/label") == []
-        assert runtime.worker.n_readings == 21 and runtime.worker.n_learned == 20
-        assert runtime.worker.errors["unknown_seq"] == 0
+        assert runtime.worker.serving.n_readings == 21 and runtime.worker.serving.n_learned == 20
+        assert runtime.worker.reports.errors["unknown_seq"] == 0
         with monitor.lock:
             status = [
                 p for t, p in monitor.received if t == "edgebayes/runtime/edgebayes-pi/status"
@@ -279,7 +279,7 @@ def test_generated_acl_admits_the_configured_sources_and_fences_them(tmp_path):
         assert publish("tele/tas-1/SENSOR", sensor) == NOT_AUTHORIZED
         assert publish("tele/tas-0/LWT", "Online") == 0
         wait_for(lambda: monitor.got(r"edgebayes/tas-0/prediction"), what="the board's prediction")
-        assert runtime.worker.n_learned == 1 and "tas-1" not in runtime.worker.devices
+        assert runtime.worker.serving.n_learned == 1 and "tas-1" not in runtime.worker.devices
     finally:
         for c in clients:
             c.close()
@@ -303,7 +303,7 @@ def test_the_readmes_simulated_tasmota_board_gets_predictions_through_the_instal
         assert firmware_sim(args) == 0
         summary = capsys.readouterr().err.splitlines()[-1]
         assert "40 readings and 40 labels published (40 inline, 0 label messages), 0 lost," in summary
-        wait_for(lambda: runtime.worker.n_learned == 40, what="40 readings learned")
+        wait_for(lambda: runtime.worker.serving.n_learned == 40, what="40 readings learned")
         m = runtime.worker.metrics()
         assert (m["n_readings"], m["n_malformed"], m["sources"]) == (40, 0, {"readings": 40})
     finally:
@@ -400,7 +400,7 @@ def test_no_client_can_take_over_the_runtimes_session(secure_broker, tmp_path):
         assert intruder.connack == [0]
         for seq in range(50):
             assert sim0.publish("edgebayes/sim-0/reading", _reading(seq)) == 0
-        wait_for(lambda: runtime.worker.n_readings == 50, what="50 readings served")
+        wait_for(lambda: runtime.worker.serving.n_readings == 50, what="50 readings served")
         time.sleep(0.5)
         assert (runtime.client.n_connects, runtime.client.n_takeovers) == (1, 0)
         assert runtime.client.connected.is_set() and intruder.client.is_connected()
@@ -421,7 +421,7 @@ def test_a_kill_9_of_mosquitto_keeps_the_runtimes_subscription_and_queued_readin
     try:
         for seq in range(20):
             assert sim0.publish("edgebayes/sim-0/reading", _reading(seq)) == 0
-        wait_for(lambda: runtime.worker.n_readings == 20, what="20 readings served")
+        wait_for(lambda: runtime.worker.serving.n_readings == 20, what="20 readings served")
         runtime.stop()  # its session stays, readings queue in it
         runtime = None
         for seq in range(20, 60):
@@ -435,7 +435,7 @@ def test_a_kill_9_of_mosquitto_keeps_the_runtimes_subscription_and_queued_readin
         for seq in range(60, 80):
             assert sim0.publish("edgebayes/sim-0/reading", _reading(seq)) == 0, "no subscriber"
         runtime = _shipped_runtime(secure_broker, tmp_path)
-        wait_for(lambda: runtime.worker.n_readings == 60, what="the 60 queued readings served")
+        wait_for(lambda: runtime.worker.serving.n_readings == 60, what="the 60 queued readings served")
         time.sleep(0.3)
         m = runtime.worker.metrics()
         assert (m["n_readings"], m["n_duplicates"], runtime.worker.devices["sim-0"].last_seq) == (60, 0, 79)

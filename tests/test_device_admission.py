@@ -41,7 +41,7 @@ def test_a_new_device_is_admitted_when_junk_ids_fill_max_devices(broker, tmp_pat
         dev.publish("good", "reading", {"seq": 1, "x": x, "y": y})
         wait_for(lambda: {"new", "good"} <= _served(dev) and len(dev.got("prediction")) == 11,
                  what="new and good served")
-        assert rt.worker.errors["device_limit"] == 0 and dev.got("error") == []
+        assert rt.worker.reports.errors["device_limit"] == 0 and dev.got("error") == []
         assert rt.worker.registry.n_evicted == 3  # good (for junk7), junk0 (for new), junk1 (for good again)
         assert sorted(rt.worker.devices) == ["good", "junk2", "junk3", "junk4", "junk5", "junk6", "junk7", "new"]
         assert CheckpointStore(tmp_path / "ck", FEATURES).read("junk0")["last_seq"] == 0
@@ -67,8 +67,8 @@ def test_each_source_brings_a_bounded_number_of_new_ids_and_known_devices_are_no
         for i in range(20):
             dev.publish(f"junk{i}", "reading", {"seq": 0, "x": x})
         dev.publish("known", "reading", {"seq": 1, "x": x, "y": y})
-        wait_for(lambda: rt.worker.n_readings + rt.worker.errors["device_limit"] == 21, what="21 readings")
-        assert rt.worker.errors["device_limit"] == 15
+        wait_for(lambda: rt.worker.serving.n_readings + rt.worker.reports.errors["device_limit"] == 21, what="21 readings")
+        assert rt.worker.reports.errors["device_limit"] == 15
         assert sorted(rt.worker.devices) == ["junk0", "junk1", "junk2", "junk3", "junk4", "known"]
         assert rt.worker.devices["known"].last_seq == 1  # restored from its checkpoint, not counted
     finally:
@@ -83,8 +83,8 @@ def test_without_checkpoints_no_device_is_evicted(broker, tmp_path):
         (x, y), = blobs(1, seed=2)
         for name in ("a", "b", "c"):
             dev.publish(name, "reading", {"seq": 0, "x": x, "y": y})
-        wait_for(lambda: rt.worker.n_readings + rt.worker.errors["device_limit"] == 3, what="3 readings")
-        assert (sorted(rt.worker.devices), rt.worker.errors["device_limit"], rt.worker.registry.n_evicted) == (["a", "b"], 1, 0)
+        wait_for(lambda: rt.worker.serving.n_readings + rt.worker.reports.errors["device_limit"] == 3, what="3 readings")
+        assert (sorted(rt.worker.devices), rt.worker.reports.errors["device_limit"], rt.worker.registry.n_evicted) == (["a", "b"], 1, 0)
     finally:
         dev.close()
         rt.stop(timeout_s=5)

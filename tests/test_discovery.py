@@ -11,6 +11,7 @@ import pytest
 from edgebayes.runtime.config import DiscoveryConfig, parse_homeassistant
 from edgebayes.runtime.discovery import Discovery, entity_slug
 from edgebayes.runtime.topics import Topics
+from tests.fakes import RecordingPublisher
 
 # The keys Home Assistant's MQTT discovery takes per platform, from home-assistant/core
 # homeassistant/components/mqtt/: MQTT_AVAILABILITY_SCHEMA and MQTT_ENTITY_COMMON_SCHEMA
@@ -36,19 +37,6 @@ ORIGIN = {"name", "sw_version", "support_url", "sw", "url"}  # sw, url: HA's abb
 VALID_ENTITY_ID = re.compile(r"^(?!.+__)(?!_)[\da-z_]+(?<!_)\.(?!_)[\da-z_]+(?<!_)$")
 
 
-class Publisher:
-    """Records ``publish(topic, payload, qos, retain)`` calls."""
-
-    def __init__(self):
-        self.sent = []
-
-    def __call__(self, topic, payload, qos=0, retain=False):
-        self.sent.append((topic, bytes(payload), qos, retain))
-
-    def on(self, topic):
-        return [(p, r) for t, p, _, r in self.sent if t == topic]
-
-
 def prediction(seq, proba, model="nb"):
     y_pred = max(proba, key=proba.get) if proba else None
     return json.dumps({"seq": seq, "ts": None, "y_pred": y_pred, "proba": proba, "model": model,
@@ -64,8 +52,8 @@ class Clock:
 
 
 def discovery(**cfg):
-    pub, clock = Publisher(), Clock()
-    d = Discovery(DiscoveryConfig(discovery=True, **cfg), Topics("eb", "+", "rt"), "rt", ["nb"], pub)
+    pub, clock = RecordingPublisher(), Clock()
+    d = Discovery(DiscoveryConfig(discovery=True, **cfg), Topics("eb", "+", "rt"), "rt", ["nb"], pub.publish)
     d.clock = clock
     return d, pub, clock
 
@@ -102,8 +90,8 @@ def test_availability_needs_the_runtime_and_the_device_and_goes_offline_after_si
     devices = {}
     reading(devices, "t-0", {})
     d.tick(devices)
-    configs = [i for i, (t, *_) in enumerate(pub.sent) if t.endswith("/config")]
-    states = [i for i, (t, *_) in enumerate(pub.sent) if t.startswith("eb/t-0/")]
+    configs = [i for i, (t, *_) in enumerate(pub.published) if t.endswith("/config")]
+    states = [i for i, (t, *_) in enumerate(pub.published) if t.startswith("eb/t-0/")]
     assert max(states) < min(configs)  # retained state first: HA finds it once it subscribes
     for _ in range(5):
         clock.now += 10
@@ -112,10 +100,10 @@ def test_availability_needs_the_runtime_and_the_device_and_goes_offline_after_si
     clock.now += 60.5
     d.tick(devices)
     d.tick(devices)
-    assert pub.on("eb/t-0/availability") == [(b"online", True), (b"offline", True)]
+    assert pub.sent_on("eb/t-0/availability") == [(b"online", True), (b"offline", True)]
     reading(devices, "t-0", {})
     d.tick(devices)
-    assert pub.on("eb/t-0/availability")[-1] == (b"online", True)
+    assert pub.sent_on("eb/t-0/availability")[-1] == (b"online", True)
     assert "t-0" in d.announced  # offline is not retired: its entities stay, unavailable
 
 
@@ -133,10 +121,10 @@ def test_attributes_are_published_only_when_the_facts_change():
     d.tick(devices)
     reading(devices, "t-0", {"a": 0.2, "b": 0.3, "c": 0.5}, model="srp")  # another model is shown
     d.tick(devices)
-    assert [json.loads(p) for p, _ in pub.on("eb/t-0/attributes")] == [
+    assert [json.loads(p) for p, _ in pub.sent_on("eb/t-0/attributes")] == [
         {"model": "nb", "classes": ["a", "b"]}, {"model": "nb", "classes": ["a", "b", "c"]},
         {"model": "srp", "classes": ["a", "b", "c"]}]
-    assert all(retained for _, retained in pub.on("eb/t-0/attributes"))
+    assert all(retained for _, retained in pub.sent_on("eb/t-0/attributes"))
 
 
 def test_home_assistant_birth_publishes_configs_then_the_last_predictions_again():
@@ -152,22 +140,22 @@ def test_home_assistant_birth_publishes_configs_then_the_last_predictions_again(
     d.tick(devices)
     clock.now += 40  # t-0 silent for 70 s: offline, its prediction is stale
     d.tick(devices)
-    pub.sent.clear()
+    pub.published.clear()
     d.ha_status(b"offline")
     d.tick(devices)
-    assert pub.sent == []
+    assert pub.published == []
     d.ha_status(b"online")
-    assert {t for t, *_ in pub.sent} == {*d.config_topics("t-0").values(), *d.config_topics("t-1").values()}
-    pub.sent.clear()
+    assert {t for t, *_ in pub.published} == {*d.config_topics("t-0").values(), *d.config_topics("t-1").values()}
+    pub.published.clear()
     clock.now += 1
     d.tick(devices)
-    assert pub.sent == []  # HA sets its entities up first
+    assert pub.published == []  # HA sets its entities up first
     clock.now += 1.5
     d.tick(devices)
-    assert pub.sent == [("eb/t-1/prediction", devices["t-1"].last_prediction, 1, False)]
+    assert pub.published == [("eb/t-1/prediction", devices["t-1"].last_prediction, 1, False)]
     clock.now += 10
     d.tick(devices)
-    assert len(pub.sent) == 1 and d.n_republished == 1
+    assert len(pub.published) == 1 and d.n_republished == 1
 
 
 def test_retire_clears_availability_and_attributes():
@@ -179,11 +167,11 @@ def test_retire_clears_availability_and_attributes():
     d.tick(devices)
     assert "t-0" not in d.announced
     for topic in ("eb/t-0/availability", "eb/t-0/attributes", *d.config_topics("t-0").values()):
-        assert pub.on(topic)[-1] == (b"", True)
+        assert pub.sent_on(topic)[-1] == (b"", True)
     reading(devices, "t-0", {"a": 1.0})  # back: announced again, online, attributes again
     d.tick(devices)
-    assert pub.on("eb/t-0/availability")[-1] == (b"online", True)
-    assert json.loads(pub.on("eb/t-0/attributes")[-1][0]) == {"model": "nb", "classes": ["a"]}
+    assert pub.sent_on("eb/t-0/availability")[-1] == (b"online", True)
+    assert json.loads(pub.sent_on("eb/t-0/attributes")[-1][0]) == {"model": "nb", "classes": ["a"]}
 
 
 def test_offline_after_s_is_read_and_checked():
@@ -203,11 +191,11 @@ def test_source_offline_holds_until_a_reading_after_it():
     d.source_offline("t-0", devices["t-0"].last_seq)
     d.source_offline("t-9", 5)  # never announced: nothing to mark
     d.tick(devices)
-    assert pub.on("eb/t-0/availability") == [(b"online", True), (b"offline", True)]
-    assert pub.on("eb/t-9/availability") == []
+    assert pub.sent_on("eb/t-0/availability") == [(b"online", True), (b"offline", True)]
+    assert pub.sent_on("eb/t-9/availability") == []
     reading(devices, "t-0", {"a": 1.0})
     d.tick(devices)
-    assert pub.on("eb/t-0/availability")[-1] == (b"online", True)
+    assert pub.sent_on("eb/t-0/availability")[-1] == (b"online", True)
 
 
 def test_entity_ids_false_and_configs_device_are_read_and_checked():

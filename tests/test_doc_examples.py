@@ -30,7 +30,7 @@ from edgebayes.runtime.worker import Worker
 from firmware_sim.cli import _sim_config, build_parser
 from firmware_sim.device import build_devices
 from firmware_sim.faults import FaultRates
-from tests.test_sources import Recorder
+from tests.fakes import RecordingPublisher
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -93,19 +93,19 @@ def check(config_path: str, publications: list[tuple[str, bytes]]) -> None:
     raw.setdefault("output", {})["format"] = "json"
     cfg = parse_config(raw, config_path)
     topics = Topics(cfg.topics.prefix, cfg.topics.devices, "rt")
-    w = Worker(cfg, topics, None, client=Recorder())
+    w = Worker(cfg, topics, None, session=RecordingPublisher())
     for topic, payload in publications:
         route = topics.route(topic)
         if route is not None and route[0] == "reading":
             with contextlib.suppress(ProtocolError):  # refused: reported by the worker below
                 x = w.intake.parser.parse_reading(route[1], payload).x
                 assert not any(math.isnan(v) for v in x), (config_path, topic, payload)
-        w._dispatch(topic, payload, 0.0)
-    errors = [json.loads(p) for t, p in w.client.published if t.endswith("/error")]
-    assert errors == [] and w.errors == {}, (config_path, errors)
+        w.serving.process(topic, payload, 0.0)
+    errors = [json.loads(p) for t, p, *_ in w.session.published if t.endswith("/error")]
+    assert errors == [] and w.reports.errors == {}, (config_path, errors)
     counts = dict(w.intake.sources.counts) if w.intake.sources else {}
     assert not set(counts) - {"readings", "labels"}, (config_path, counts)  # no missing_values
-    assert w.n_readings > 0, f"{config_path}: no reading taken"
+    assert w.serving.n_readings > 0, f"{config_path}: no reading taken"
 
 
 def by_config(path: Path, tmp_path: Path) -> dict[str, list[tuple[str, bytes]]]:
@@ -186,7 +186,7 @@ def test_pi_health_publishes_to_the_runtime_of_its_config(broker, tmp_path):
         subprocess.run([sys.executable, str(script), "--broker", broker.address, "--device", "pi-1",
                         "--count", "6", "--interval-s", "0.05", "--ahead", "2",
                         "--thermal", str(tmp_path / "temp")], check=True, timeout=60)
-        wait_for(lambda: runtime.worker.n_labels == 4, what="4 labels learned")
+        wait_for(lambda: runtime.worker.serving.n_labels == 4, what="4 labels learned")
         m = runtime.worker.metrics()
         assert (m["n_readings"], m["n_learned"], m["pending_labels"], m["errors"]) == (6, 4, 2, {})
         assert runtime.worker.devices["pi-1"].slots[0].learner.classes_ == ["hot"]

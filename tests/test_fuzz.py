@@ -343,10 +343,10 @@ def test_sources_through_the_worker(data, name):
         if data.draw(st.booleans()):
             doc = _set_somewhere(doc, data.draw(documents), lambda n: data.draw(st.integers(0, n - 1)))
         for item, where in w.intake.sources.handle(topic, as_payload(doc)) or []:
-            w.serve(item, where, 0.0)
+            w.serving.serve(item, where, 0.0)
         for item, where in w.intake.sources.tick():
-            w.serve(item, where, 0.0)
-    assert w.n_internal_errors == 0 and not w.errors["learner_error"], w.errors
+            w.serving.serve(item, where, 0.0)
+    assert w.n_internal_errors == 0 and not w.reports.errors["learner_error"], w.reports.errors
 
 
 # --- learner and detector states ------------------------------------------------------------
@@ -595,9 +595,9 @@ def restore_outcome(data: bytes) -> str:
         w = robustness.worker(store=store)
         robustness.send(w, "d1", "reading", {"seq": 12, "x": [0.5, 0.5, 0.5], "y": "a"})
         aside = list(Path(d).glob("d1.ckpt.corrupt-*"))
-        assert w.n_internal_errors == 0 and not w.errors["learner_error"]
-        predicted = [p["seq"] for p in w.client.on("prediction")]
-        refused = [e["kind"] for e in w.client.on("error")]
+        assert w.n_internal_errors == 0 and not w.reports.errors["learner_error"]
+        predicted = [p["seq"] for p in w.session.on("prediction")]
+        refused = [e["kind"] for e in w.session.on("error")]
         if refused == ["checkpoint_refused"]:
             assert predicted == [] and store.path("d1").read_bytes() == data and w.checkpoint(all_devices=True) == 0
             return "left alone"

@@ -85,7 +85,7 @@ def test_a_source_going_offline_makes_its_device_unavailable_at_once(broker, tmp
         send(dev, "tele/kitchen/LWT", b"Online", retain=True)
         send(dev, "tele/kitchen/SENSOR", tasmota(21.0))
         wait_for(lambda: live.on("eb/kitchen/availability")[-1:] == [(b"online", False)], what="online again")
-        wait_for(lambda: rt.worker.n_predictions == 4, what="the fourth prediction")
+        wait_for(lambda: rt.worker.serving.n_predictions == 4, what="the fourth prediction")
         assert live.on("eb/kitchen/availability") == [(b"online", False), (b"offline", False), (b"online", False)]
         assert live.on("eb/hall/availability") == [(b"online", False), (b"offline", False)]
     finally:

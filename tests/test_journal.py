@@ -18,17 +18,8 @@ from edgebayes.runtime.config import parse_config
 from edgebayes.runtime.journal import FRAME, Journal, JournalError
 from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
+from tests.fakes import RecordingPublisher
 from tests.runtime_client import FEATURES, blobs
-from tests.test_runtime_robustness import Recorder
-
-
-class AckRecorder(Recorder):
-    def __init__(self):
-        super().__init__()
-        self.acked = []
-
-    def ack(self, mid, qos):
-        self.acked.append(mid)
 
 
 def journal(tmp_path, features=FEATURES):
@@ -42,8 +33,8 @@ def worker(tmp_path, features=FEATURES, **tables):
                         "checkpoint": {"dir": str(tmp_path)}, "models": [{"name": "nb", "kind": "gaussian_nb"}],
                         **tables})
     w = Worker(cfg, Topics("eb", "+", "rt"), CheckpointStore(tmp_path, tuple(features)), journal(tmp_path, features),
-               client=AckRecorder())
-    w._recover()  # what start() does before the worker thread runs
+               session=RecordingPublisher())
+    w.replay.recover()  # what start() does before the worker thread runs
     return w
 
 
@@ -51,7 +42,7 @@ def readings(w, data, first=0):
     """Readings seq ``first``.. with inline labels; message ids from ``first + 1``."""
     for i, (x, y) in enumerate(data, start=first):
         payload = json.dumps({"seq": i, "ts": 1000.0 + i, "x": x, "y": y}).encode()
-        w._handle("eb/d1/reading", payload, i + 1, 1, 0.0, getattr(w.client, "n_connects", 0))
+        w.acks.handle("eb/d1/reading", payload, i + 1, 1, 0.0, w.session.n_connects)
 
 
 def n_learned(w) -> int:
@@ -116,9 +107,9 @@ def test_a_journal_of_another_schema_is_read_and_garbage_is_moved_aside(tmp_path
 def test_messages_are_acknowledged_only_after_the_journal_is_synced(tmp_path):
     w = worker(tmp_path)
     readings(w, blobs(5, seed=1))
-    assert w.client.acked == [] and n_learned(w) == 5  # learned, not yet durable
-    w._commit()
-    assert w.client.acked == [1, 2, 3, 4, 5]
+    assert w.session.acked == [] and n_learned(w) == 5  # learned, not yet durable
+    w.acks.commit()
+    assert w.session.acked == [1, 2, 3, 4, 5]
     assert len(list(journal(tmp_path).recover()[1])) == 5
 
 
@@ -126,14 +117,14 @@ def test_messages_of_an_earlier_connection_are_not_acknowledged_on_the_new_one(t
     """After a reconnect a packet id may name another message: acknowledging the old one would
     acknowledge that one unprocessed. The resumed session sends the old one again instead."""
     w = worker(tmp_path)
-    w.client.n_connects = 1
+    w.session.n_connects = 1
     data = blobs(2, seed=4)
     readings(w, data[:1])  # mid 1, received on connection 1
-    w.client.n_connects = 2  # the broker went away and came back before the journal's sync
+    w.session.n_connects = 2  # the broker went away and came back before the journal's sync
     payload = json.dumps({"seq": 1, "ts": 1001.0, "x": data[1][0], "y": data[1][1]}).encode()
-    w._handle("eb/d1/reading", payload, 2, 1, 0.0, 2)
-    w._commit()
-    assert w.client.acked == [2] and n_learned(w) == 2
+    w.acks.handle("eb/d1/reading", payload, 2, 1, 0.0, 2)
+    w.acks.commit()
+    assert w.session.acked == [2] and n_learned(w) == 2
 
 
 def test_after_a_crash_the_journal_is_replayed_silently_and_exactly(tmp_path):
@@ -142,28 +133,28 @@ def test_after_a_crash_the_journal_is_replayed_silently_and_exactly(tmp_path):
     readings(w, data[:10])
     w.checkpoint()  # readings 0..9 in the checkpoint, the journal starts over
     readings(w, data[10:], first=10)
-    w._commit()
-    assert w.client.acked == list(range(1, 31))
+    w.acks.commit()
+    assert w.session.acked == list(range(1, 31))
     expected = w.devices["d1"].slots[0].learner.state()
     # the process dies here: no final checkpoint
     again = worker(tmp_path)
-    assert again.n_replayed == 20 and again.errors == {} and again.client.published == []
+    assert again.replay.n_replayed == 20 and again.reports.errors == {} and again.session.published == []
     assert again.devices["d1"].slots[0].learner.state() == expected  # same learning, same order
     assert again.devices["d1"].last_seq == 29
     assert list(journal(tmp_path).recover()[1]) == []  # checkpointed after the replay: not replayed again
-    assert worker(tmp_path).n_replayed == 0
+    assert worker(tmp_path).replay.n_replayed == 0
 
 
 def test_a_crash_between_a_checkpoint_and_the_new_journal_learns_nothing_twice(tmp_path):
     w = worker(tmp_path)
     readings(w, blobs(10, seed=3))
-    w._commit()
+    w.acks.commit()
     old = tmp_path / "old-journal"
     shutil.copy(tmp_path / "journal", old)
     w.checkpoint()  # writes d1 with the journal position, then starts a new journal
     shutil.copy(old, tmp_path / "journal")  # as if the process died before the new journal
     again = worker(tmp_path)
-    assert again.n_replayed == 0 and again.errors == {}  # skipped by position, not refused as duplicates
+    assert again.replay.n_replayed == 0 and again.reports.errors == {}  # skipped by position, not refused as duplicates
     assert n_learned(again) == 10
     assert learner_from_state(again.devices["d1"].slots[0].learner.state()).state() == \
         w.devices["d1"].slots[0].learner.state()
@@ -201,10 +192,10 @@ def test_an_entry_longer_than_the_reader_takes_is_never_written(tmp_path):
 def test_an_oversize_reading_is_refused_acknowledged_and_not_journaled(tmp_path):
     w = worker(tmp_path)
     readings(w, blobs(2, seed=5))
-    w._handle("eb/d2/reading", b"{" + b" " * 70_000 + b"}", 9, 1, 0.0, 0)
+    w.acks.handle("eb/d2/reading", b"{" + b" " * 70_000 + b"}", 9, 1, 0.0, 0)
     readings(w, blobs(2, seed=6), first=2)
-    w._commit()
-    assert w.client.acked == [1, 2, 9, 3, 4] and w.errors == {"oversize": 1}
+    w.acks.commit()
+    assert w.session.acked == [1, 2, 9, 3, 4] and w.reports.errors == {"oversize": 1}
     assert [t for _, t, _, _ in journal(tmp_path).recover()[1]] == ["eb/d1/reading"] * 4
 
 
@@ -245,9 +236,9 @@ def test_a_device_whose_checkpoint_fails_keeps_only_its_entries_and_loses_nothin
     readings(w, data[:6])
     for i, (x, y) in enumerate(data[6:]):
         payload = json.dumps({"seq": i, "ts": 1000.0 + i, "x": x, "y": y}).encode()
-        w._handle("eb/d2/reading", payload, 100 + i, 1, 0.0, 0)
+        w.acks.handle("eb/d2/reading", payload, 100 + i, 1, 0.0, 0)
     w.checkpoint()
-    assert w.client.acked == [*range(1, 7), *range(100, 106)]  # all durable: d1 checkpointed, d2 journaled
+    assert w.session.acked == [*range(1, 7), *range(100, 106)]  # all durable: d1 checkpointed, d2 journaled
     assert [t for _, t, _, _ in journal(tmp_path).recover()[1]] == ["eb/d2/reading"] * 6
     readings(w, data[:3], first=6)
     w.checkpoint()  # again: d2's entries carried forward once more, d1's rotated away
@@ -255,7 +246,7 @@ def test_a_device_whose_checkpoint_fails_keeps_only_its_entries_and_loses_nothin
     expected = {d: w.devices[d].slots[0].learner.state() for d in ("d1", "d2")}
     (tmp_path / "d2.ckpt.tmp").rmdir()
     again = worker(tmp_path)  # the crash: d2 learns its 6 entries again, d1 nothing
-    assert again.n_replayed == 6 and again.errors == {}
+    assert again.replay.n_replayed == 6 and again.reports.errors == {}
     assert {d: again.registry.get(d, create=False).slots[0].learner.state() for d in ("d1", "d2")} == expected
 
 
@@ -276,11 +267,11 @@ def test_source_entries_of_a_failing_device_are_carried_and_replayed_through_the
     (tmp_path / "t1.ckpt.tmp").mkdir()  # t1's checkpoint cannot be written
     for i, (x, y) in enumerate(blobs(8, seed=9)):
         doc = {"Time": i, "SIM": {**dict(zip(FEATURES, x)), "y": y}}
-        w._handle(f"tele/{'t1' if i % 2 else 't2'}/SENSOR", json.dumps(doc).encode(), i + 1, 1, 0.0, 0)
+        w.acks.handle(f"tele/{'t1' if i % 2 else 't2'}/SENSOR", json.dumps(doc).encode(), i + 1, 1, 0.0, 0)
     for _ in range(2):  # carried forward twice: the offsets of the kept entries follow them
         w.checkpoint()
         assert [t for _, t, _, _ in journal(tmp_path).recover()[1]] == ["tele/t1/SENSOR"] * 4
-    assert w.client.acked == list(range(1, 9))
+    assert w.session.acked == list(range(1, 9))
     assert n_learned_of(w, "t1") == 4 and n_learned_of(w, "t2") == 4
     (tmp_path / "t1.ckpt.tmp").rmdir()
     again = worker(tmp_path, sources=[source])  # the crash: t1 learns its 4 readings again, t2 nothing
@@ -299,12 +290,12 @@ def test_a_replay_naming_more_devices_than_max_devices_learns_them_all(tmp_path)
     data = blobs(10, seed=11)
     for d in ("a", "b", "c", "d"):  # a and b evicted (checkpointed) for c and d
         for i, (x, y) in enumerate(data):
-            w._handle(f"eb/{d}/reading", json.dumps({"seq": i, "ts": 1000.0 + i, "x": x, "y": y}).encode(),
+            w.acks.handle(f"eb/{d}/reading", json.dumps({"seq": i, "ts": 1000.0 + i, "x": x, "y": y}).encode(),
                       i + 1, 1, 0.0, 0)
-    w._commit()
+    w.acks.commit()
     assert w.registry.n_evicted == 2 and sorted(w.devices) == ["c", "d"]
     again = worker(tmp_path, **tables)  # the crash: c and d have only the journal
-    assert again.errors == {} and len(again.devices) <= 2
+    assert again.reports.errors == {} and len(again.devices) <= 2
     assert {d: int(again.registry.get(d, create=True).slots[0].learner.state()["n"]) for d in "abcd"} == \
         dict.fromkeys("abcd", 10)
 
@@ -353,14 +344,14 @@ def test_a_journal_written_before_the_features_were_edited_is_replayed_by_name(t
     w = worker(tmp_path)
     data = blobs(20, seed=13)
     readings(w, data)  # list readings in FEATURES order, journaled, no checkpoint yet
-    w._commit()
+    w.acks.commit()
     edited = ("f2", "f0", "f3", "f1")
     again = worker(tmp_path, edited)
     live = worker(tmp_path / "live", edited)
     for i, (x, y) in enumerate(data):  # the same readings sent by name under the edited schema
-        live._handle("eb/d1/reading", json.dumps({"seq": i, "ts": 1000.0 + i, "x": dict(zip(FEATURES, x)),
+        live.acks.handle("eb/d1/reading", json.dumps({"seq": i, "ts": 1000.0 + i, "x": dict(zip(FEATURES, x)),
                                                   "y": y}).encode(), i + 1, 1, 0.0, 0)
-    assert again.n_replayed == 20 and again.errors == {} and not list(tmp_path.glob("journal.corrupt-*"))
+    assert again.replay.n_replayed == 20 and again.reports.errors == {} and not list(tmp_path.glob("journal.corrupt-*"))
     assert again.devices["d1"].slots[0].learner.state() == live.devices["d1"].slots[0].learner.state()
     assert list(journal(tmp_path, edited).recover()[1]) == []  # checkpointed: not replayed again
 
@@ -373,22 +364,22 @@ def test_entries_refused_while_a_checkpoint_cannot_be_read_are_learned_once_it_c
     readings(w, data[:10])
     w.checkpoint()  # d1 at seq 9; the journal starts over
     readings(w, data[10:15], first=10)
-    w._commit()  # the crash: 5 readings in the journal only
+    w.acks.commit()  # the crash: 5 readings in the journal only
     (tmp_path / "d1.ckpt").rename(tmp_path / "kept")
     (tmp_path / "d1.ckpt").mkdir()
     again = worker(tmp_path)
     readings(again, data[15:18], first=15)  # refused: checkpoint_unreadable, acknowledged
-    again._commit()
+    again.acks.commit()
     again.checkpoint()  # the journal starts over keeping d1's 8 entries
-    assert again.errors["checkpoint_unreadable"] == 8 and "d1" not in again.devices
+    assert again.reports.errors["checkpoint_unreadable"] == 8 and "d1" not in again.devices
     assert len(list(journal(tmp_path).recover()[1])) == 8
     (tmp_path / "d1.ckpt").rmdir()
     (tmp_path / "kept").rename(tmp_path / "d1.ckpt")
     again.registry._unreadable["d1"] = (0.0, "")  # the retry is due
     readings(again, data[18:19], first=18)
-    assert n_learned(again) == 19 and [p["seq"] for p in again.client.on("prediction")] == [18]
+    assert n_learned(again) == 19 and [p["seq"] for p in again.session.on("prediction")] == [18]
     expected = again.devices["d1"].slots[0].learner.state()
-    again._commit()
+    again.acks.commit()
     third = worker(tmp_path)  # a crash before the next checkpoint: the journal again, once
     assert third.registry.get("d1", create=False).slots[0].learner.state() == expected
 
@@ -400,11 +391,11 @@ def test_a_replay_refuses_what_was_refused_when_it_came(tmp_path, monkeypatch):
     data = blobs(20, seed=15)
     readings(w, data[:10])
     w.checkpoint()
-    w._handle("eb/d1/reading", json.dumps({"seq": 200_000, "ts": 1011.0, "x": data[10][0], "y": "EVIL"}).encode(),
+    w.acks.handle("eb/d1/reading", json.dumps({"seq": 200_000, "ts": 1011.0, "x": data[10][0], "y": "EVIL"}).encode(),
               50, 1, 0.0, 0)
     readings(w, data[10:20], first=10)
-    w._commit()
-    assert w.errors == {"seq_jump": 1} and n_learned(w) == 20
+    w.acks.commit()
+    assert w.reports.errors == {"seq_jump": 1} and n_learned(w) == 20
     expected = w.devices["d1"].slots[0].learner.state()
     real = time.time
     monkeypatch.setattr("edgebayes.runtime.worker.time.time", lambda: real() + 1000.0)  # restarted later
@@ -418,7 +409,7 @@ def test_durability_comes_back_while_a_device_checkpoint_cannot_be_read(tmp_path
     (tmp_path / "d1.ckpt").mkdir()  # d1's checkpoint cannot be read (EISDIR, as EACCES or EIO)
     w = worker(tmp_path)
     readings(w, blobs(1, seed=16))
-    assert w.errors == {"checkpoint_unreadable": 1} and w.metrics()["durable"] is False
+    assert w.reports.errors == {"checkpoint_unreadable": 1} and w.metrics()["durable"] is False
     (tmp_path / "journal.tmp").rmdir()
     w.checkpoint()
     assert w.metrics()["durable"] is True and (tmp_path / "journal").is_file()

@@ -17,8 +17,8 @@ from edgebayes.runtime.config import load_config
 from edgebayes.runtime.ingest.native import Parser
 from edgebayes.runtime.ingest.values import to_label, to_number
 from edgebayes.runtime.messages import ERROR_KINDS, ProtocolError
+from edgebayes.runtime.reports import MAX_ERROR_TOPICS
 from edgebayes.runtime.service import Runtime
-from edgebayes.runtime.worker import MAX_ERROR_TOPICS
 from tests.runtime_client import FEATURES, Device, decode_default, wait_for, write_config
 from tests.test_runtime_robustness import send, worker
 
@@ -99,7 +99,7 @@ def test_a_lone_surrogate_label_is_refused_and_the_device_keeps_working(broker, 
         assert [(e["kind"], e["seq"]) for e in dev.got("error")] == [("field", 1), ("field", 2)]
         assert "lone surrogate" in dev.got("error")[0]["error"]
         assert sorted(dev.predictions()) == [0, 2, 3] and dev.predictions()[3]["y_pred"] == "b"
-        assert rt.worker.n_internal_errors == 0 and rt.worker.n_learned == 3
+        assert rt.worker.n_internal_errors == 0 and rt.worker.serving.n_learned == 3
     finally:
         rt.stop(timeout_s=5)
     saved = CheckpointStore(tmp_path / "ck", FEATURES).read("d1")
@@ -152,12 +152,12 @@ def test_error_rate_limits_are_kept_for_a_bounded_number_of_topics():
     n = MAX_ERROR_TOPICS + 500
     for i in range(n):
         send(w, f"dev{i}", "reading", b"junk")
-    assert len(w._last_error) == MAX_ERROR_TOPICS + 1 and len(w._suppressed) == 1
-    errors = w.client.on("error")  # one per remembered topic, one for all the others together
-    assert len(errors) == MAX_ERROR_TOPICS + 1 and w.n_errors_suppressed == 499
-    assert errors[-1]["topic"] == f"eb/dev{MAX_ERROR_TOPICS}/reading" and w.errors["decode"] == n
+    assert len(w.reports.last_error) == MAX_ERROR_TOPICS + 1 and len(w.reports.suppressed) == 1
+    errors = w.session.on("error")  # one per remembered topic, one for all the others together
+    assert len(errors) == MAX_ERROR_TOPICS + 1 and w.reports.n_errors_suppressed == 499
+    assert errors[-1]["topic"] == f"eb/dev{MAX_ERROR_TOPICS}/reading" and w.reports.errors["decode"] == n
     send(w, "dev0", "reading", b"junk")  # a remembered topic keeps its own limit
-    assert w._suppressed["eb/dev0/error"] == 1 and len(w._last_error) == MAX_ERROR_TOPICS + 1
+    assert w.reports.suppressed["eb/dev0/error"] == 1 and len(w.reports.last_error) == MAX_ERROR_TOPICS + 1
 
 
 # --- 10. decoder limits ----------------------------------------------------------------------
@@ -182,6 +182,6 @@ def test_decoder_limits_are_reported_on_the_device_error_topic_without_a_traceba
     w = worker()
     with caplog.at_level(logging.DEBUG, logger="edgebayes"):
         send(w, "d1", "reading", PAYLOADS[name])
-    assert [(e["kind"], e["topic"]) for e in w.client.on("error")] == [("decode", "eb/d1/reading")]
+    assert [(e["kind"], e["topic"]) for e in w.session.on("error")] == [("decode", "eb/d1/reading")]
     assert w.n_internal_errors == 0 and not any(r.exc_info for r in caplog.records)
     assert json.loads(json.dumps(w.metrics()["errors"])) == {"decode": 1}

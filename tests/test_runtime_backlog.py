@@ -70,7 +70,7 @@ def test_a_burst_of_qos1_predictions_waiting_for_their_acknowledgement_is_delive
         broker.proc.send_signal(signal.SIGSTOP)
         try:
             go.set()
-            wait_for(lambda: rt.worker.n_learned == 3000, timeout_s=60, what="3000 readings learned")
+            wait_for(lambda: rt.worker.serving.n_learned == 3000, timeout_s=60, what="3000 readings learned")
             assert rt.client.n_publish_failed == 0
         finally:
             broker.proc.send_signal(signal.SIGCONT)
@@ -93,7 +93,7 @@ def test_a_broker_outage_with_a_backlog_loses_no_prediction(broker, tmp_path):
         wait_for(lambda: not rt.client.connected.is_set(), what="the runtime sees the broker gone")
         go.set()  # the worker finds the broker away with 3,000 readings queued
         time.sleep(2.0)
-        assert rt.worker.n_readings == 0  # they wait, unacknowledged, for the broker
+        assert rt.worker.serving.n_readings == 0  # they wait, unacknowledged, for the broker
         broker.start()
         wait_for(lambda: len(dev.predictions()) == 3000, timeout_s=60, what="3000 predictions")
         assert sorted(dev.predictions()) == list(range(3000))

@@ -68,7 +68,7 @@ def test_inline_labels_predictions_equal_the_offline_models(broker, make_runtime
     data = blobs(300, seed=1, flip_after=150)  # the fast-forgetting model wins after the change
     for i, (x, y) in enumerate(data):
         dev.publish("kitchen", "reading", {"seq": i, "ts": 1000.0 + i, "x": x, "y": y})
-    wait_for(lambda: len(dev.predictions()) == 300 and rt.worker.n_learned == 300, what="300 predictions")
+    wait_for(lambda: len(dev.predictions()) == 300 and rt.worker.serving.n_learned == 300, what="300 predictions")
     off = Offline({"exact": GaussianNB(), "fast": GaussianNB(learning_rate=0.05)})
     preds = dev.predictions()
     chosen = set()
@@ -98,7 +98,7 @@ def test_delayed_labels_score_the_prediction_made_at_reading_time(broker, make_r
         if i >= delay:
             dev.publish("d1", "label", {"seq": i - delay, "y": data[i - delay][1]}, fmt="json")
     dev.publish("d1", "label", {"seq": 9999, "y": "a"}, fmt="json")
-    wait_for(lambda: len(dev.predictions()) == 120 and rt.worker.n_learned == 115, what="labels learned")
+    wait_for(lambda: len(dev.predictions()) == 120 and rt.worker.serving.n_learned == 115, what="labels learned")
     wait_for(lambda: len(dev.got("error")) == 1, what="unknown seq report")
     off = Offline({"nb": GaussianNB()})
     preds, stored = dev.predictions(), {}
@@ -145,7 +145,7 @@ def test_abrupt_concept_change_raises_a_drift_alert(broker, make_runtime):
     data = blobs(1200, seed=2, flip_after=600)
     for i, (x, y) in enumerate(data):
         dev.publish("d1", "reading", {"seq": i, "x": x, "y": y})
-    wait_for(lambda: rt.worker.n_learned == 1200, what="1200 samples learned")
+    wait_for(lambda: rt.worker.serving.n_learned == 1200, what="1200 samples learned")
     wait_for(lambda: dev.got("drift"), what="a drift alert")
     first = dev.got("drift")[0]
     assert 600 < first["seq"] < 700, first
@@ -198,9 +198,9 @@ def test_error_reports_are_rate_limited_per_topic(broker, make_runtime):
     dev = Device(broker)
     for _ in range(10):
         dev.publish("d1", "reading", b"\xc1")
-    wait_for(lambda: rt.worker.errors["decode"] == 10, what="10 errors counted")
+    wait_for(lambda: rt.worker.reports.errors["decode"] == 10, what="10 errors counted")
     wait_for(lambda: dev.got("error"), what="the first report reaching the device")  # it may trail the count
-    assert len(dev.got("error")) == 1 and rt.worker.n_errors_suppressed == 9
+    assert len(dev.got("error")) == 1 and rt.worker.reports.n_errors_suppressed == 9
     time.sleep(0.6)
     dev.publish("d1", "reading", b"\xc1")
     wait_for(lambda: len(dev.got("error")) == 2, what="the next report")
@@ -217,7 +217,7 @@ def test_broker_restart_mid_stream_loses_and_repeats_nothing(broker, make_runtim
     for i, (x, y) in enumerate(data[150:], start=150):
         dev.publish("d1", "reading", {"seq": i, "x": x, "y": y})  # queued by the device's client
     broker.start()
-    wait_for(lambda: len(dev.predictions()) == 300 and rt.worker.n_learned == 300, timeout_s=30,
+    wait_for(lambda: len(dev.predictions()) == 300 and rt.worker.serving.n_learned == 300, timeout_s=30,
              what="every reading predicted after the restart")
     assert rt.client.n_connects >= 2
     off = GaussianNB()
@@ -239,7 +239,7 @@ def test_a_burst_past_the_publishers_unacknowledged_limit_is_processed_in_full(b
     data = blobs(3000, seed=5)
     for i, (x, y) in enumerate(data):
         assert dev.publish("d1", "reading", {"seq": i, "x": x, "y": y}).rc == paho.MQTT_ERR_SUCCESS
-    wait_for(lambda: rt.worker.n_learned == 3000, timeout_s=60, what="3000 readings learned")
+    wait_for(lambda: rt.worker.serving.n_learned == 3000, timeout_s=60, what="3000 readings learned")
     off = GaussianNB()
     for x, y in data:
         off.learn_one(x, y)
@@ -309,7 +309,7 @@ def test_firmware_sim_devices_rebooting_to_seq_0_lose_nothing(broker):
                                   reboot_seq="zero", faults=FaultRates(reboot_rate=0.05)),
                         broker.address, record=True)
         t = sim.run().totals()
-        wait_for(lambda: rt.worker.n_learned == 240, what="every reading learned")
+        wait_for(lambda: rt.worker.serving.n_learned == 240, what="every reading learned")
         m = rt.worker.metrics()
     finally:
         rt.stop(timeout_s=5)

@@ -6,7 +6,7 @@ import logging
 from edgebayes.naive_bayes import GaussianNB
 from edgebayes.runtime.config import parse_config
 from edgebayes.runtime.service import Runtime
-from edgebayes.runtime.worker import describe_alert
+from edgebayes.runtime.serving import describe_alert
 from tests.test_runtime_robustness import send, worker
 
 
@@ -52,7 +52,7 @@ def test_drift_alerts_are_logged_in_one_readable_line(caplog):
         send(w, "sim-0", "reading", {"seq": 223, "x": [0, 0, 0], "y": "a"})
     assert messages(caplog) == [
         "device sim-0: model nb member 8 warning (adwin), accuracy 0.91 -> 0.72 at seq 223"]
-    assert w.client.on("drift")[0]["member"] == 8  # the published alert is unchanged
+    assert w.session.on("drift")[0]["member"] == 8  # the published alert is unchanged
 
 
 def test_the_serving_line_lists_the_sources_topic_filters(broker, caplog):

@@ -182,3 +182,24 @@ def test_a_new_client_id_beside_a_default_folder_with_checkpoints_is_warned_of(b
     assert (f"WARNING edgebayes.runtime: no checkpoint in {state / 'rt-renamed'}, the default folder for client_id "
             f"'rt-renamed', but {state / 'rt-test'} holds some (another [broker] client_id?): set [checkpoint] "
             f'dir = "{state / "rt-test"}" to go on learning from them') in log.read_text()
+
+
+def test_a_runtime_stopped_by_its_memory_guard_says_why_and_exits_1(broker, tmp_path):
+    cfg = write_config(tmp_path / "rt.toml", broker, checkpoint_dir=tmp_path / "ck",
+                       extra='[memory]\nrss_limit_mb = 1\n[output]\nformat = "json"\n')
+    log = tmp_path / "rt.log"
+    dev = Device(broker)
+    proc = _run(cfg, log)
+    try:
+        _wait_online(dev)
+        dev.publish("d1", "reading", {"seq": 0, "x": [0.0, 1.0, 2.0], "y": "a"})
+        assert proc.wait(30) == 1
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        dev.close()
+    last = [line for line in log.read_text().splitlines() if " CRITICAL " in line][-1]
+    assert last.endswith("RSS reached [memory] rss_limit_mb = 1 after shedding; every device checkpointed; "
+                         "exiting"), last
+    assert "the worker thread died" not in log.read_text()
+    assert [a["action"] for a in dev.got("alert")][-1] == "exit"

@@ -23,44 +23,23 @@ from edgebayes.runtime.service import Runtime
 from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 from tests.broker import free_port
+from tests.fakes import RecordingPublisher
 from tests.runtime_client import FEATURES, Device, wait_for, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class Recorder:
-    """The worker's client without a broker: records publishes."""
-
-    def __init__(self, fail_on: str | None = None):
-        self.published = []
-        self.fail_on = fail_on
-
-    def publish(self, topic, payload, qos=0, retain=False):
-        if self.fail_on and topic.endswith(self.fail_on):
-            raise RuntimeError(f"cannot publish on {topic}")
-        self.published.append((topic, json.loads(payload)))
-
-    def ack(self, mid, qos):
-        pass
-
-    def wait_for_room(self, timeout_s):
-        return True  # nothing waits to be written
-
-    def on(self, kind):
-        return [p for t, p in self.published if t.endswith("/" + kind)]
-
-
-def worker(store=None, models=({"name": "nb", "kind": "gaussian_nb"},), client=None, **tables):
+def worker(store=None, models=({"name": "nb", "kind": "gaussian_nb"},), session=None, **tables):
     cfg = parse_config({"schema": {"features": list(FEATURES)}, "output": {"format": "json", "error_interval_s": 0},
                         "models": list(models), **tables})
-    return Worker(cfg, Topics("eb", "+", "rt"), store, client=client or Recorder())
+    return Worker(cfg, Topics("eb", "+", "rt"), store, session=session or RecordingPublisher())
 
 
 def send(w, device, kind, msg, retained=False):
     from edgebayes.runtime.messages import Retained
 
     data = json.dumps(msg).encode() if isinstance(msg, dict) else msg
-    w._handle(f"eb/{device}/{kind}", Retained(data) if retained else data, 0, 1, 0.0)
+    w.acks.handle(f"eb/{device}/{kind}", Retained(data) if retained else data, 0, 1, 0.0)
 
 
 def test_a_full_queue_stops_the_network_loop_reading_unless_oldest_readings_are_dropped():
@@ -81,15 +60,14 @@ def test_stop_with_a_long_backlog_checkpoints_in_time_and_leaves_the_rest_unackn
     """A slow model with a full queue used to spend the whole stop timeout draining it, and the
     process exited without its final checkpoint. The worker now drains for half the timeout."""
     w = worker(store=CheckpointStore(tmp_path / "ck", FEATURES))
-    acked = []
-    w.client.ack = lambda mid, qos: acked.append(mid)
-    handle = w._handle
+    acked = w.session.acked
+    handle = w.acks.handle
 
     def slow_handle(*item):
         time.sleep(0.05)
         handle(*item)
 
-    w._handle = slow_handle
+    w.acks.handle = slow_handle
     for i in range(100):
         msg = json.dumps({"seq": i, "x": [float(i % 3)] * len(FEATURES), "y": i % 2}).encode()
         w.submit("eb/d1/reading", msg, i + 1, 1)
@@ -134,8 +112,8 @@ def test_a_model_that_raises_keeps_its_state_skips_the_reading_and_is_reported(c
     before = slot.learner.state()
     with caplog.at_level(logging.ERROR, logger="edgebayes.runtime"):
         send(w, "d1", "reading", {"seq": 4, "x": [9, 1, 1], "y": "b"})
-    assert w.client.on("prediction")[4]["models"] == {"nb": None}  # it had no answer
-    errors = w.client.on("error")
+    assert w.session.on("prediction")[4]["models"] == {"nb": None}  # it had no answer
+    errors = w.session.on("error")
     assert [(e["kind"], e["seq"]) for e in errors] == [("learner_error", 4), ("learner_error", 4)]
     assert "'nb'" in errors[0]["error"] and "predict_proba_one raised ValueError" in errors[0]["error"]
     assert "learn_one raised ValueError" in errors[1]["error"]
@@ -143,7 +121,7 @@ def test_a_model_that_raises_keeps_its_state_skips_the_reading_and_is_reported(c
     logged = [r for r in caplog.records if r.levelno == logging.ERROR]  # once a minute per device
     assert len(logged) == 1 and logged[0].exc_info is not None and "predict_proba_one" in logged[0].getMessage()
     send(w, "d1", "reading", {"seq": 5, "x": [3, 0, 0], "y": "b"})
-    assert w.client.on("prediction")[5]["y_pred"] == "b" and slot.learner.state()["n"] == 5.0
+    assert w.session.on("prediction")[5]["y_pred"] == "b" and slot.learner.state()["n"] == 5.0
     m = w.metrics()
     assert (m["errors"]["learner_error"], m["n_internal_errors"], "n_model_resets" in m) == (2, 0, False)
 
@@ -165,10 +143,10 @@ def test_a_class_the_model_cannot_hold_is_a_class_limit_error_without_a_tracebac
     before = slot.learner.state()
     with caplog.at_level(logging.WARNING, logger="edgebayes.runtime"):
         send(w, "d1", "reading", {"seq": 2, "x": [2, 0, 0], "y": "c"})
-    assert [(e["kind"], e["seq"]) for e in w.client.on("error")] == [("class_limit", 2)]
-    assert "max_size_bytes holds 2 classes" in w.client.on("error")[0]["error"]
+    assert [(e["kind"], e["seq"]) for e in w.session.on("error")] == [("class_limit", 2)]
+    assert "max_size_bytes holds 2 classes" in w.session.on("error")[0]["error"]
     assert slot.learner.state() == before
-    assert not any(r.exc_info for r in caplog.records) and w.errors["class_limit"] == 1
+    assert not any(r.exc_info for r in caplog.records) and w.reports.errors["class_limit"] == 1
     assert [r.levelno for r in caplog.records] == [logging.WARNING]
 
 
@@ -179,7 +157,7 @@ def test_when_the_best_model_fails_to_predict_the_next_best_is_published():
     assert w.devices["d1"].best == 0
     _flaky(w, "d1")
     send(w, "d1", "reading", {"seq": 4, "x": [9, 0, 0]})
-    p = w.client.on("prediction")[4]
+    p = w.session.on("prediction")[4]
     assert (p["model"], p["models"]["nb"], p["y_pred"]) == ("nb2", None, p["models"]["nb2"])
     assert p["y_pred"] in ("a", "b") and set(p["proba"]) == {"a", "b"}
     send(w, "d1", "label", {"seq": 4, "y": "b"})  # nb's failed prediction is scored as wrong
@@ -193,17 +171,17 @@ def test_a_model_that_raises_on_learn_from_a_label_keeps_its_state():
     slot = _flaky(w, "d1")
     before = slot.learner.state()
     send(w, "d1", "label", {"seq": 1, "y": "a"})
-    assert [e["kind"] for e in w.client.on("error")] == ["learner_error"]
-    assert slot.learner.state() == before and w.n_learned == 2
+    assert [e["kind"] for e in w.session.on("error")] == ["learner_error"]
+    assert slot.learner.state() == before and w.serving.n_learned == 2
 
 
 def test_any_other_exception_after_parsing_is_reported_as_internal():
-    w = worker(client=Recorder(fail_on="/prediction"))
+    w = worker(session=RecordingPublisher(fail_on="/prediction"))
     send(w, "d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})
-    errors = w.client.on("error")
+    errors = w.session.on("error")
     assert [(e["kind"], e["seq"], e["topic"]) for e in errors] == [("internal", 0, "eb/d1/reading")]
     assert "RuntimeError: cannot publish on eb/d1/prediction" in errors[0]["error"]
-    assert w.n_internal_errors == 1 and w.errors["internal"] == 1
+    assert w.n_internal_errors == 1 and w.reports.errors["internal"] == 1
 
 
 def test_a_model_that_raises_keeps_its_learning_and_checkpoint_through_mosquitto(broker, tmp_path):
@@ -216,12 +194,12 @@ def test_a_model_that_raises_keeps_its_learning_and_checkpoint_through_mosquitto
         dev = Device(broker)
         for seq in range(20):
             dev.publish("d1", "reading", {"seq": seq, "x": [seq % 2 * 5, 0, 0], "y": "ab"[seq % 2]})
-        wait_for(lambda: rt.worker.n_learned == 20, what="20 readings learned")
+        wait_for(lambda: rt.worker.serving.n_learned == 20, what="20 readings learned")
         slot = rt.worker.devices["d1"].slots[0]
         slot.learner = Flaky.from_state(slot.learner.state())
         for seq in (20, 21, 22):
             dev.publish("d1", "reading", {"seq": seq, "x": [9 if seq == 20 else 5, 0, 0], "y": "b"})
-        wait_for(lambda: len(dev.predictions()) == 23 and rt.worker.n_learned == 23, what="every reading served")
+        wait_for(lambda: len(dev.predictions()) == 23 and rt.worker.serving.n_learned == 23, what="every reading served")
         wait_for(lambda: len(dev.got("error")) == 2, what="the learner_error reports")
         assert [(e["kind"], e["seq"]) for e in dev.got("error")] == [("learner_error", 20), ("learner_error", 20)]
         assert [dev.predictions()[s]["y_pred"] for s in (20, 21, 22)] == [None, "b", "b"]
@@ -269,8 +247,8 @@ def test_a_huge_label_never_reaches_the_device(tmp_path):
     send(w, "d1", "reading", b'{"seq": 0, "x": [0, 0, 0], "y": 999999999999999999999999999999}')
     send(w, "d1", "reading", b'{"seq": 10000000000000000000000000000000, "x": [0, 0, 0]}')
     send(w, "d1", "reading", {"seq": 1, "x": [0, 0, 0], "y": 1})
-    assert [e["kind"] for e in w.client.on("error")] == ["field", "field"]
-    assert [p["seq"] for p in w.client.on("prediction")] == [1]
+    assert [e["kind"] for e in w.session.on("error")] == ["field", "field"]
+    assert [p["seq"] for p in w.session.on("prediction")] == [1]
     assert w.checkpoint(all_devices=True) == 1 and w.n_internal_errors == 0
 
 
@@ -312,7 +290,7 @@ def test_a_checkpoint_with_bad_values_is_moved_aside(tmp_path, spoil, caplog):
     assert aside == ["d2.ckpt"] and "d2" in caplog.text
     dev = w.devices["d2"]
     assert dev.last_seq == 1 and dev.slots[0].learner.state() == GaussianNB().state()
-    assert [p["seq"] for p in w.client.on("prediction")] == [1]
+    assert [p["seq"] for p in w.session.on("prediction")] == [1]
 
 
 def test_a_checkpoint_of_another_device_is_not_loaded(tmp_path, caplog):
@@ -327,7 +305,7 @@ def test_a_good_checkpoint_is_still_restored(tmp_path):
     state = _saved_state(tmp_path)
     w, aside = _restore(tmp_path, "d1", copy.deepcopy(state))
     assert aside == [] and w.devices["d1"].slots[0].learner.state() == state["models"][0]["learner"]
-    assert [e["kind"] for e in w.client.on("error")] == ["duplicate"]  # seq 1 <= the restored last seq 3
+    assert [e["kind"] for e in w.session.on("error")] == ["duplicate"]  # seq 1 <= the restored last seq 3
 
 
 # --- 5. one label type per device ------------------------------------------------------------
@@ -340,11 +318,11 @@ def test_a_label_of_the_other_type_is_taken_by_its_json_text_or_refused():
     send(w, "d1", "reading", {"seq": 3, "x": [5, 5, 5]})
     send(w, "d1", "label", {"seq": 3, "y": "02"})                      # not the text of an int: stays pending
     send(w, "d1", "label", {"seq": 3, "y": "1"})
-    errors = w.client.on("error")
+    errors = w.session.on("error")
     assert [(e["kind"], e["seq"]) for e in errors] == [("label_type", 2), ("label_type", 3)]
     assert "int" in errors[0]["error"] and "str" in errors[0]["error"]
-    assert [p["seq"] for p in w.client.on("prediction")] == [0, 1, 3]
-    assert w.devices["d1"].slots[0].learner.classes_ == [1, 2] and w.n_learned == 3
+    assert [p["seq"] for p in w.session.on("prediction")] == [0, 1, 3]
+    assert w.devices["d1"].slots[0].learner.classes_ == [1, 2] and w.serving.n_learned == 3
     send(w, "d2", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})  # another device, its own type
     send(w, "d2", "reading", {"seq": 1, "x": [0, 0, 0], "y": 7})
     assert w.devices["d2"].slots[0].learner.classes_ == ["a", "7"]
@@ -358,7 +336,7 @@ def test_the_label_type_survives_a_checkpoint(tmp_path):
     w2 = worker(store=store)
     send(w2, "d1", "reading", {"seq": 1, "x": [0, 0, 0], "y": "b"})
     send(w2, "d1", "reading", {"seq": 2, "x": [0, 0, 0], "y": "4"})
-    assert [e["kind"] for e in w2.client.on("error")] == ["label_type"]
+    assert [e["kind"] for e in w2.session.on("error")] == ["label_type"]
     assert w2.devices["d1"].slots[0].learner.classes_ == [3, 4]
 
 
@@ -370,13 +348,13 @@ def test_a_retained_reading_is_skipped_counted_and_reported_through_mosquitto(br
     rt = Runtime(load_config(write_config(tmp_path / "c.toml", broker, extra="[output]\nerror_interval_s = 0\n")))
     rt.start()
     try:
-        wait_for(lambda: rt.worker.errors["retained"] == 2, what="both retained messages counted")
+        wait_for(lambda: rt.worker.reports.errors["retained"] == 2, what="both retained messages counted")
         wait_for(lambda: len(dev.got("error")) == 2, what="both reported")
         assert sorted((e["kind"], e["topic"]) for e in dev.got("error")) == [
             ("retained", "eb/d1/label"), ("retained", "eb/d1/reading")]
         dev.publish("d1", "reading", {"seq": 0, "x": [0, 0, 0], "y": "a"})  # the same, live: served
         wait_for(lambda: 0 in dev.predictions(), what="the live reading")
-        assert rt.worker.n_readings == 1 and rt.worker.n_learned == 1
+        assert rt.worker.serving.n_readings == 1 and rt.worker.serving.n_learned == 1
     finally:
         rt.stop(timeout_s=5)
 

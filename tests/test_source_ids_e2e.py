@@ -47,8 +47,8 @@ def test_names_making_one_id_are_refused_not_merged(broker, tmp_path, caplog):
         send(dev, "zigbee2mqtt/Küche", z2m(21.0))
         for i, name in enumerate(["Room.1", "Room.1", "Room 1", "Room_1", "Room.1"]):
             send(dev, f"zigbee2mqtt/{name}", z2m(20.0 + i))
-        wait_for(lambda: rt.worker.n_predictions == 4, what="Küche and three readings of Room.1")
-        wait_for(lambda: rt.worker.errors["device_id_taken"] == 2, what="two refusals")
+        wait_for(lambda: rt.worker.serving.n_predictions == 4, what="Küche and three readings of Room.1")
+        wait_for(lambda: rt.worker.reports.errors["device_id_taken"] == 2, what="two refusals")
         assert sorted(rt.worker.devices) == ["K_che", "Room_1"]
         assert rt.worker.devices["Room_1"].last_seq > 0
         assert rt.intake.sources.counts["device_id_taken"] == 2
@@ -66,7 +66,7 @@ def test_names_making_one_id_are_refused_not_merged(broker, tmp_path, caplog):
     try:
         send(dev, "zigbee2mqtt/Room_1", z2m(30.0))
         send(dev, "zigbee2mqtt/Room.1", z2m(31.0))
-        wait_for(lambda: rt.worker.n_predictions == 1 and rt.worker.errors["device_id_taken"] == 1,
+        wait_for(lambda: rt.worker.serving.n_predictions == 1 and rt.worker.reports.errors["device_id_taken"] == 1,
                  what="Room.1 served, Room_1 refused")
     finally:
         rt.stop(timeout_s=5)

@@ -16,6 +16,7 @@ from edgebayes.runtime.messages import Retained
 from edgebayes.runtime.topics import Topics
 from edgebayes.runtime.worker import Worker
 from tests.conftest import shared_path
+from tests.fakes import RecordingPublisher
 
 ROOT = Path(__file__).resolve().parents[1]
 NAN = math.nan
@@ -251,7 +252,7 @@ def test_esphome_multi_level_prefix_availability_and_one_device_per_node(monkeyp
     feed(w, feats["h"], "40", at=10.5, monkeypatch=monkeypatch)
     feed(w, f"{node}/status", "offline", retained=True, at=11.0, monkeypatch=monkeypatch)
     feed(w, feats["t"], "21.7", at=12.0, monkeypatch=monkeypatch)
-    assert w.n_readings == 1  # no reading from the humidity of before offline
+    assert w.serving.n_readings == 1  # no reading from the humidity of before offline
     feed(w, feats["h"], "41", at=12.5, monkeypatch=monkeypatch)
     assert served(w) == [
         ("home_livingroom_esp1", 10500), ("home_livingroom_esp1", 12500)]
@@ -283,7 +284,7 @@ def test_esphome_configured_availability_topic_is_read(monkeypatch):
     feed(w, feats["h"], "40", at=1.1, monkeypatch=monkeypatch)
     feed(w, "esp1/lwt", "offline", at=2.0, monkeypatch=monkeypatch)
     feed(w, feats["t"], "22", at=3.0, monkeypatch=monkeypatch)
-    assert w.n_readings == 1 and w.intake.sources.counts["offline"] == 1
+    assert w.serving.n_readings == 1 and w.intake.sources.counts["offline"] == 1
 
 
 def test_shelly_availability_from_the_topic_prefix_and_offline_drops_kept_status(monkeypatch):
@@ -356,25 +357,9 @@ def test_config_problems_are_all_reported():
 
 # --- through the worker: retained, repeats, availability, assembler, label windows ----------------
 
-class Recorder:
-    """The worker's MQTT client, recording what it publishes."""
-
-    def __init__(self):
-        self.published = []
-
-    def publish(self, topic, payload, qos=0, retain=False):
-        self.published.append((topic, payload))
-
-    def ack(self, mid, qos):
-        pass
-
-    def wait_for_room(self, timeout_s):
-        return True  # nothing waits to be written
-
-
 def worker_with(features, sources, **tables):
     cfg = config(features, sources, output={"format": "json"}, **tables)
-    return Worker(cfg, Topics("eb", "+", "rt"), None, client=Recorder())
+    return Worker(cfg, Topics("eb", "+", "rt"), None, session=RecordingPublisher())
 
 
 def feed(w, topic, payload, retained=False, at=None, monkeypatch=None):
@@ -384,16 +369,16 @@ def feed(w, topic, payload, retained=False, at=None, monkeypatch=None):
     out = w.intake.sources.handle(topic, Retained(data) if retained else data)
     assert out is not None
     for item, where in out:
-        w.serve(item, where, 0.0)
+        w.serving.serve(item, where, 0.0)
 
 
 def predictions(w):
-    return [json.loads(p) for t, p in w.client.published if t.endswith("/prediction")]
+    return [json.loads(p) for t, p, *_ in w.session.published if t.endswith("/prediction")]
 
 
 def served(w):
     """(device, seq) of each reading predicted, in order."""
-    return [(t.split("/")[1], json.loads(p)["seq"]) for t, p in w.client.published if t.endswith("/prediction")]
+    return [(t.split("/")[1], json.loads(p)["seq"]) for t, p, *_ in w.session.published if t.endswith("/prediction")]
 
 
 def test_retained_repeats_and_availability(monkeypatch):
@@ -402,16 +387,16 @@ def test_retained_repeats_and_availability(monkeypatch):
                     [{"kind": "zigbee2mqtt", "topic": "zigbee2mqtt/+",
                       "features": {"temperature": "temperature", "humidity": "humidity", "pressure": "pressure"}}])
     feed(w, z[22]["topic"], z[22]["payload"], retained=True, at=100.0, monkeypatch=monkeypatch)
-    assert w.n_readings == 0 and w.intake.sources.counts["retained"] == 1  # stale on subscribe
+    assert w.serving.n_readings == 0 and w.intake.sources.counts["retained"] == 1  # stale on subscribe
     for i, e in enumerate(z[22:27]):  # four byte-identical publishes in a burst, then a new value
         feed(w, e["topic"], e["payload"], at=100.1 + i * 0.01, monkeypatch=monkeypatch)
-    assert w.intake.sources.counts["repeated"] == 3 and w.n_readings == 2
+    assert w.intake.sources.counts["repeated"] == 3 and w.serving.n_readings == 2
     assert [p["seq"] for p in predictions(w)] == [100100, 100140]
     feed(w, "zigbee2mqtt/bridge/state", "offline", retained=True, at=101.0, monkeypatch=monkeypatch)
-    assert w.intake.sources.counts["offline"] == 1 and w.n_readings == 2  # availability is no reading
+    assert w.intake.sources.counts["offline"] == 1 and w.serving.n_readings == 2  # availability is no reading
     assert all(math.isnan(v) for v in w.intake.sources.assembler.devices["humidity_xiaomi_bad_stefan"].values)
     feed(w, "zigbee2mqtt/x", {"temperature": "warm"}, at=102.0, monkeypatch=monkeypatch)
-    errors = [json.loads(p) for t, p in w.client.published if t == "eb/x/error"]
+    errors = [json.loads(p) for t, p, *_ in w.session.published if t == "eb/x/error"]
     assert [(e["kind"], e["error"]) for e in errors] == [("field", "feature 'temperature': 'warm' is not a number")]
     assert w.metrics()["sources"] == {"retained": 1, "repeated": 3, "readings": 2, "offline": 1, "field": 1}
 
@@ -425,7 +410,7 @@ def test_zigbee2mqtt_bridge_topics_are_dropped_before_the_size_check(monkeypatch
     for topic in ("zigbee2mqtt/bridge/devices", "zigbee2mqtt/bridge/groups", "zigbee2mqtt/sensor/set"):
         feed(w, topic, big, retained=True, at=1.0, monkeypatch=monkeypatch)
     feed(w, "zigbee2mqtt/sensor", {"temperature": 21.0, "pad": "x" * 70000}, at=2.0, monkeypatch=monkeypatch)
-    assert [t for t, _ in w.client.published if t.endswith("/error")] == ["eb/runtime/rt/error"]
+    assert [t for t, *_ in w.session.published if t.endswith("/error")] == ["eb/runtime/rt/error"]
     assert w.metrics()["sources"] == {"ignored": 3, "oversize": 1}  # a device's own message still is
 
 
@@ -463,14 +448,14 @@ def test_zigbee2mqtt_unchanged_values_with_a_new_label_make_a_reading(monkeypatc
     motion(True, 20, 2.0)  # linkquality only: no reading
     motion(False, 20, 3.0)  # the label changed: a reading
     assert served(w) == [("m", 1000), ("m", 3000)]
-    assert w.metrics()["sources"]["unchanged"] == 1 and w.n_labels == 0 and w.n_learned == 2
+    assert w.metrics()["sources"]["unchanged"] == 1 and w.serving.n_labels == 0 and w.serving.n_learned == 2
 
 
 def test_esphome_topics_assemble_one_reading_per_round(monkeypatch):
     feats = {"t": "node/sensor/t/state", "h": "node/sensor/h/state"}
     w = worker_with(["t", "h"], [{"kind": "esphome", "features": feats}])
     feed(w, "node/sensor/t/state", "21.5", at=10.0, monkeypatch=monkeypatch)
-    assert w.n_readings == 0  # h not there yet
+    assert w.serving.n_readings == 0  # h not there yet
     feed(w, "node/sensor/h/state", "40", at=10.5, monkeypatch=monkeypatch)
     feed(w, "node/sensor/t/state", "21.6", at=11.0, monkeypatch=monkeypatch)
     feed(w, "node/sensor/h/state", "nan", at=11.2, monkeypatch=monkeypatch)  # a report: h missing
@@ -505,12 +490,12 @@ def test_label_from_another_topic_with_value_map_and_windows(monkeypatch):
     t(20.0, 0.0)
     t(21.0, 4.0)
     feed(w, "zigbee2mqtt/motion", {"occupancy": True, "battery": 90}, at=6.0, monkeypatch=monkeypatch)
-    assert w.n_labels == 1 and w.n_learned == 1  # the reading at 4 s (within 5 s before); not the one at 0 s
+    assert w.serving.n_labels == 1 and w.serving.n_learned == 1  # the reading at 4 s (within 5 s before); not the one at 0 s
     t(22.0, 8.0)  # within 3 s after the label: labelled inline, learned at once
     t(23.0, 9.5)  # 3.5 s after: no label
-    assert w.n_learned == 2 and len(w.devices["room"].pending) == 2
+    assert w.serving.n_learned == 2 and len(w.devices["room"].pending) == 2
     feed(w, "zigbee2mqtt/motion", {"occupancy": "maybe"}, at=10.0, monkeypatch=monkeypatch)
-    errors = [json.loads(p)["error"] for t_, p in w.client.published if t_ == "eb/room/error"]
+    errors = [json.loads(p)["error"] for t_, p, *_ in w.session.published if t_ == "eb/room/error"]
     assert errors == ["label value 'maybe' is not in label_values ('true', 'false')"]
     slot = w.devices["room"].slots[0]
     assert slot.learner.classes_ == ["occupied"] and slot.n_labels == 2
@@ -522,7 +507,7 @@ def test_edgebayes_kind_reads_the_protocol_under_another_prefix(monkeypatch):
     feed(w, "site2/dev1/reading", {"seq": 1, "x": [1.0, 2.0]}, at=1.0, monkeypatch=monkeypatch)
     feed(w, "site2/dev1/label", {"seq": 1, "y": "a"}, at=1.0, monkeypatch=monkeypatch)
     feed(w, "site2/dev1/reading", {"seq": 1, "x": [1.0, 2.0]}, at=5.0, monkeypatch=monkeypatch)
-    assert (w.n_readings, w.n_learned, w.errors["duplicate"]) == (1, 1, 1)
+    assert (w.serving.n_readings, w.serving.n_learned, w.reports.errors["duplicate"]) == (1, 1, 1)
 
 
 def test_example_configs_load():
@@ -541,7 +526,7 @@ def tasmota_example_worker(**assembler):
     raw["output"] = {"format": "json"}
     raw["assembler"].update(assembler)
     cfg = parse_config(raw)
-    return Worker(cfg, Topics("eb", "+", "rt"), None, client=Recorder())
+    return Worker(cfg, Topics("eb", "+", "rt"), None, session=RecordingPublisher())
 
 
 def bme280(t, h, p, switch):
@@ -562,7 +547,7 @@ def test_a_null_probe_gives_a_reading_with_nan_that_keeps_the_messages_label(mon
     feed(w, "tele/tas-0/SENSOR", bme280(None, 41.0, 1001.0, "OFF"), at=400.0, monkeypatch=monkeypatch)
     feed(w, "tele/tas-0/SENSOR", bme280(22.0, "nan", 1002.0, "ON"), at=700.0, monkeypatch=monkeypatch)
     assert [p["seq"] for p in predictions(w)] == [100000, 400000, 700000]
-    assert (w.n_readings, w.n_learned, len(w.devices["tas-0"].pending)) == (3, 3, 0)
+    assert (w.serving.n_readings, w.serving.n_learned, len(w.devices["tas-0"].pending)) == (3, 3, 0)
     assert learned_classes(w, "tas-0") == ["open", "closed"]  # the OFF of the null message
     assert w.metrics()["sources"] == {"readings": 3, "no_value": 2, "missing_values": 2}
 
@@ -578,11 +563,11 @@ def test_a_probe_left_out_of_the_message_is_missing_and_an_all_dead_board_is_rep
     assert learned_classes(w, "tas-0") == ["open", "closed"]
     feed(w, "tele/tas-0/SENSOR", {"Time": "2024-01-01T00:10:00", "Switch1": "ON"}, at=700.0,
          monkeypatch=monkeypatch)
-    errors = [json.loads(p) for t, p in w.client.published if t == "eb/tas-0/error"]
+    errors = [json.loads(p) for t, p, *_ in w.session.published if t == "eb/tas-0/error"]
     assert [(e["kind"], e["error"]) for e in errors] == [
         ("too_few_values", ("no value for temperature, humidity, pressure: fewer than [assembler] "
                            "min_features = 1 present, no reading"))]
-    assert w.n_readings == 2
+    assert w.serving.n_readings == 2
     assert w.metrics()["sources"] == {"readings": 2, "no_value": 5, "missing_values": 2, "too_few_values": 1}
 
 

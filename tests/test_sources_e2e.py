@@ -100,7 +100,7 @@ def test_tasmota_and_zigbee2mqtt_through_the_worker(broker, tmp_path):
     out = Collector(broker, ["eb/+/prediction"], "collector")
     try:
         data = {"t-0": simulate(broker, "tasmota", "t-"), "z-0": simulate(broker, "zigbee2mqtt", "z-")}
-        wait_for(lambda: rt.worker.n_learned == 2 * N, what="every reading learned")
+        wait_for(lambda: rt.worker.serving.n_learned == 2 * N, what="every reading learned")
         wait_for(lambda: all(len(out.on(f"eb/{d}/prediction")) == N for d in data), what="predictions")
         for device, samples in data.items():
             preds = [json.loads(p) for p, _ in out.on(f"eb/{device}/prediction")]
@@ -126,7 +126,7 @@ def test_home_assistant_discovery(broker, tmp_path):
     live = Collector(broker, ["eb/#"], "live")
     try:
         simulate(broker, "tasmota", "t-")
-        wait_for(lambda: rt.worker.n_learned == N, what="readings learned")
+        wait_for(lambda: rt.worker.serving.n_learned == N, what="readings learned")
         wait_for(lambda: "t-0" in rt.discovery.announced, what="announcement")
         ha = Collector(broker, ["homeassistant/#"], "ha")  # subscribes after: gets the retained configs
         wait_for(lambda: len(ha.got) >= 2, what="retained discovery configs")

@@ -5,7 +5,7 @@ Runs until SIGTERM or SIGINT, then stops taking readings, processes what is queu
 checkpoints, publishes ``offline`` and exits 0. Exit 2 for a bad config (every problem on
 stderr, including a ``[memory] model_budget_bytes`` too small for the models), 1 when the
 worker thread died or stopped at ``[memory] rss_limit_mb`` after checkpointing (a service
-manager restarts the runtime), 3 when the broker refused the login (``[broker] username``,
+manager restarts the runtime; the last line says which), 3 when the broker refused the login (``[broker] username``,
 ``password_file``) a few times in a row, after checkpointing; the last line says why.
 """
 
@@ -59,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
     runtime.start()
     while not stop.wait(0.5):
         if not runtime.worker.is_alive():
-            log.critical("the worker thread died; exiting")
+            log.critical("%s; exiting", runtime.worker.stop_reason or "the worker thread died")
             runtime.client.stop()
             return 1
         if runtime.client.fatal is not None:

@@ -45,6 +45,7 @@ from edgebayes.runtime.messages import (
     TS_AHEAD_S,
     ProtocolError,
 )
+from edgebayes.runtime.payloads import drift_alert
 from edgebayes.runtime.pending import PendingLabels
 from edgebayes.runtime.remap import model_inputs, pending_items
 from edgebayes.runtime.seqs import SeqRuns
@@ -398,11 +399,11 @@ class Device:
             det = slot.detector
             if det is None:
                 for ev in slot.learner.last_events:
-                    alerts.append(_alert(seq, now, slot.name, ev["level"], ev["detector"],
+                    alerts.append(drift_alert(seq, now, slot.name, ev["level"], ev["detector"],
                                          ev["member"], ev["accuracy_before"], ev["accuracy_after"]))
             elif det.update(1.0 - correct):
                 adwin = det.detector
-                alerts.append(_alert(seq, now, slot.name, "drift", "adwin", None,
+                alerts.append(drift_alert(seq, now, slot.name, "drift", "adwin", None,
                                      1.0 - adwin.estimation_before_drift, 1.0 - adwin.estimation))
         self._choose_best()
         return alerts
@@ -529,8 +530,3 @@ def _report_parameters(device: str, model: ModelConfig, fresh: Any, learner: Any
         else:
             log.warning("device %s: model %r: %s = %r in the config, the restored model has %r; it keeps its own "
                         "until it starts fresh", device, model.name, name, want, have)
-
-
-def _alert(seq, ts, model, level, detector, member, acc_before, acc_after) -> dict:
-    return {"seq": seq, "ts": ts, "model": model, "level": level, "detector": detector,
-            "member": member, "accuracy_before": acc_before, "accuracy_after": acc_after}

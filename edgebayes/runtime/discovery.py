@@ -65,6 +65,7 @@ from collections.abc import Callable
 
 from edgebayes.runtime.config import DiscoveryConfig
 from edgebayes.runtime.messages import Retained
+from edgebayes.runtime.payloads import OFFLINE, ONLINE
 
 log = logging.getLogger(__name__)
 
@@ -324,7 +325,7 @@ class Discovery:
         if self.online.get(name) is online:
             return
         self.online[name] = online
-        self.publish(self.state_topics(name)[0], b"online" if online else b"offline", qos=1, retain=True)
+        self.publish(self.state_topics(name)[0], ONLINE if online else OFFLINE, qos=1, retain=True)
         if not online:
             log.info("Home Assistant discovery: device %s offline (%s)", name, why)
 

@@ -11,8 +11,9 @@ a new journal: one INFO and an alert with ``durable`` true.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
+
+from edgebayes.runtime.payloads import durability_alert
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +49,7 @@ class Durability:
             return
         self.durable, self.reason = False, why
         log.error("not durable: %s; %s", why, consequence)
-        self._alert({"ts": time.time(), "alert": "durability", "durable": False, "reason": why,
-                     "consequence": consequence, "n_journal_errors": self.n_journal_errors})
+        self._alert(durability_alert(False, why, consequence, self.n_journal_errors))
 
     def recovered(self, how: str) -> None:
         """End the episode, if there is one (``how``: what made the runtime durable again)."""
@@ -57,8 +57,7 @@ class Durability:
             return
         log.info("durable again: %s (the fault was %s; %d faults)", how, self.reason, self.n_journal_errors)
         self.durable, self.reason = True, None
-        self._alert({"ts": time.time(), "alert": "durability", "durable": True, "reason": how,
-                     "consequence": "", "n_journal_errors": self.n_journal_errors})
+        self._alert(durability_alert(True, how, "", self.n_journal_errors))
 
     def checkpoint_failed(self, device: str, exc: BaseException) -> None:
         """Count a failed checkpoint write of ``device``; the first of a run is one ERROR."""

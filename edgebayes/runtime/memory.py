@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 
 from edgebayes.runtime.config import Config, ConfigError, ModelConfig
+from edgebayes.runtime.payloads import memory_alert
 
 log = logging.getLogger(__name__)
 
@@ -220,8 +221,7 @@ class MemoryGuard:
 
     def _send(self, action: str, rss: int, n_shed: int, models: int) -> None:
         self.n_alerts += 1
-        self._alert({"ts": time.time(), "alert": "memory", "action": action, "rss_bytes": rss,
-                     "rss_limit_bytes": self.limit_bytes, "n_shed": n_shed, "model_bytes": models})
+        self._alert(memory_alert(action, rss, self.limit_bytes, n_shed, models))
 
 
 def _shed(learner, method: str) -> int:

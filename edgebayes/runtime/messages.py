@@ -2,7 +2,7 @@
 
 ``Reading`` and ``Label`` are what ``edgebayes.runtime.ingest`` makes of incoming MQTT
 messages, validated, and all the worker ever learns from; ``ProtocolError`` is a refusal
-(its ``kind`` is one of ``ERROR_KINDS``), reported on an error topic; ``Retained`` marks a
+(its ``kind`` an ``ErrorKind``), reported on an error topic; ``Retained`` marks a
 payload the broker delivered as retained. ``SEQ_*`` and ``TS_AHEAD_S`` bound a reading's
 ``seq`` and ``ts``.
 """
@@ -10,17 +10,49 @@ payload the broker delivered as retained. ``SEQ_*`` and ``TS_AHEAD_S`` bound a r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from edgebayes.base import InputError
 
-#: ``ProtocolError.kind`` values (docs/protocol.md, "Error report")
-ERROR_KINDS = (
-    "oversize", "decode", "not_a_map", "field", "vector_length", "not_finite", "out_of_range",
-    "unknown_feature", "device_id", "duplicate", "seq_jump", "ts_ahead", "unknown_seq",
-    "device_limit", "label_type", "retained", "internal", "class_limit", "learner_error",
-    "checkpoint_unreadable", "checkpoint_refused",
-)
+
+class ErrorKind(StrEnum):
+    """What was wrong with a message: the ``kind`` of an error report (docs/protocol.md "Error
+    report"); each member is its wire string."""
+
+    OVERSIZE = "oversize"
+    DECODE = "decode"
+    NOT_A_MAP = "not_a_map"
+    FIELD = "field"
+    VECTOR_LENGTH = "vector_length"
+    NOT_FINITE = "not_finite"
+    OUT_OF_RANGE = "out_of_range"
+    UNKNOWN_FEATURE = "unknown_feature"
+    DEVICE_ID = "device_id"
+    DUPLICATE = "duplicate"
+    SEQ_JUMP = "seq_jump"
+    TS_AHEAD = "ts_ahead"
+    UNKNOWN_SEQ = "unknown_seq"
+    DEVICE_LIMIT = "device_limit"
+    LABEL_TYPE = "label_type"
+    RETAINED = "retained"
+    INTERNAL = "internal"
+    CLASS_LIMIT = "class_limit"
+    LEARNER_ERROR = "learner_error"
+    CHECKPOINT_UNREADABLE = "checkpoint_unreadable"
+    CHECKPOINT_REFUSED = "checkpoint_refused"
+    TOO_FEW_VALUES = "too_few_values"
+    DEVICE_ID_TAKEN = "device_id_taken"
+
+
+#: the wire strings of every ``ErrorKind``
+ERROR_KINDS = tuple(k.value for k in ErrorKind)
+#: kinds counted as malformed input in the metrics (``n_malformed``); the others are
+#: protocol-level refusals
+MALFORMED = frozenset({
+    ErrorKind.OVERSIZE, ErrorKind.DECODE, ErrorKind.NOT_A_MAP, ErrorKind.FIELD, ErrorKind.VECTOR_LENGTH,
+    ErrorKind.NOT_FINITE, ErrorKind.OUT_OF_RANGE, ErrorKind.UNKNOWN_FEATURE, ErrorKind.DEVICE_ID,
+})
 
 #: ``seq`` is below 2**53 (exact in a double, so in any JSON reader); int labels are 64-bit
 #: (`edgebayes.base.check_label`; docs/protocol.md "Reading")
@@ -38,10 +70,15 @@ class Retained(bytes):
 
 
 class ProtocolError(InputError):
-    """A message the runtime refuses. ``kind`` is one of ``ERROR_KINDS``; ``seq`` if it was read."""
+    """A message the runtime refuses: ``kind`` (an ``ErrorKind``, or its wire string) and
+    ``seq`` if it was read.
 
-    def __init__(self, kind: str, message: str, seq: int | None = None):
-        super().__init__(kind, message)
+    Raises:
+        ValueError: ``kind`` is not an ``ErrorKind``.
+    """
+
+    def __init__(self, kind: ErrorKind | str, message: str, seq: int | None = None):
+        super().__init__(ErrorKind(kind), message)
         self.seq = seq
 
 

@@ -86,6 +86,7 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 from edgebayes.runtime.config import BrokerConfig
 from edgebayes.runtime.messages import Retained
 from edgebayes.runtime.paho_client import BufferedClient
+from edgebayes.runtime.payloads import OFFLINE, ONLINE, session_alert
 from edgebayes.runtime.tls import describe_tls_error, tls_context
 
 log = logging.getLogger(__name__)
@@ -223,7 +224,7 @@ class MqttClient:
         # Not None, so paho never writes to the socket from the worker's thread (it would without
         # a loop thread of its own); queued packets are written by the network thread.
         c.on_socket_register_write = lambda client, userdata, sock: self._wake()
-        c.will_set(status_topic, b"offline", qos=1, retain=True)
+        c.will_set(status_topic, OFFLINE, qos=1, retain=True)
         c.max_queued_messages_set(0)  # no count limit: the backlog is bounded in bytes here
         c.max_inflight_messages_set(100)
         if cfg.username is not None:
@@ -267,7 +268,7 @@ class MqttClient:
         """
         self._stopping = True
         ok = self.connected.is_set() and self.publish_and_wait(
-            self.status_topic, b"offline", qos=1, retain=True, timeout_s=timeout_s)
+            self.status_topic, OFFLINE, qos=1, retain=True, timeout_s=timeout_s)
         self._client.disconnect()
         self._wake()
         if self._thread is not None and self.connected.is_set():
@@ -484,7 +485,7 @@ class MqttClient:
             else:
                 client.subscribe([(f, 1) for f in self.subscriptions])
             self._uptime_mid = client.subscribe(UPTIME_TOPIC, 0)[1]  # its own SUBACK, granted or not
-            self.publish(self.status_topic, b"online", qos=1, retain=True)
+            self.publish(self.status_topic, ONLINE, qos=1, retain=True)
             self.n_connects += 1
             self.n_connect_failures = 0
             self.n_login_refusals = 0
@@ -565,8 +566,7 @@ class MqttClient:
                   "Give each client its own client id (with deploy/mosquitto/edgebayes.conf the "
                   "broker uses the user name)", cid, why, wait_s)
         if self._alert is not None:
-            self._alert({"ts": time.time(), "alert": "session_taken_over", "client_id": cid,
-                         "reason": why, "n_takeovers": self.n_takeovers, "retry_in_s": wait_s})
+            self._alert(session_alert(cid, why, self.n_takeovers, wait_s))
 
     def _on_subscribe(self, client, userdata, mid, reason_code_list, properties) -> None:
         try:

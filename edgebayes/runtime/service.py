@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from edgebayes.codec import encode
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.discovery import Discovery
@@ -70,7 +69,7 @@ class Runtime:
             can_take=self._can_take, alert=self._alert,
             max_packet_bytes=config.queue.max_payload_bytes + PACKET_ROOM,
         )
-        self.worker = Worker(config, self.topics, store, journal, client=self.client, intake=self.intake,
+        self.worker = Worker(config, self.topics, store, journal, session=self.client, intake=self.intake,
                              tick_hooks=tick_hooks, watchers=[self.discovery] if self.discovery else [])
 
     # the discovery is made before the client, the client before the worker: they reach them here
@@ -84,7 +83,7 @@ class Runtime:
         return self.client.publish(topic, payload, qos=qos, retain=retain)
 
     def _alert(self, msg: dict) -> None:
-        self.client.publish(self.topics.alert, encode(msg, self.config.output.format), qos=1)
+        self.worker.out.alert(msg)
 
     def _connected(self) -> None:
         for hook in self.ready_hooks:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from paho.mqtt.client import topic_matches_sub
 
-from edgebayes.runtime.messages import ProtocolError
+from edgebayes.runtime.messages import ErrorKind, ProtocolError
 from edgebayes.runtime.names import NAME_RE
 
 
@@ -59,5 +59,6 @@ class Topics:
             return None
         device = topic[self._skip:topic.rindex("/")]
         if not NAME_RE.match(device):
-            raise ProtocolError("device_id", f"device id {device[:80]!r} is not 1-64 characters from [A-Za-z0-9_-]")
+            raise ProtocolError(ErrorKind.DEVICE_ID,
+                                f"device id {device[:80]!r} is not 1-64 characters from [A-Za-z0-9_-]")
         return kind, device

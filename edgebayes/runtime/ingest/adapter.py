@@ -12,7 +12,7 @@ from paho.mqtt.client import topic_matches_sub
 
 from edgebayes.runtime.config import Select, SourceConfig
 from edgebayes.runtime.ingest.values import availability, to_label, to_number
-from edgebayes.runtime.messages import ProtocolError
+from edgebayes.runtime.messages import ErrorKind, ProtocolError
 from edgebayes.runtime.names import device_id
 
 _ABSENT = object()
@@ -139,12 +139,12 @@ class Adapter:
         if kind == "availability":
             online = availability(payload)
             if online is None:
-                return Extract("rejected", origin=origin, reason="field",
+                return Extract("rejected", origin=origin, reason=ErrorKind.FIELD,
                                explanation=f"availability payload {bytes(payload)[:40]!r} not understood")
             return Extract("availability", origin=origin, online=online)
         device = self.cfg.device or device_id(pub)
         if not device:
-            return Extract("rejected", origin=origin, reason="device_id",
+            return Extract("rejected", origin=origin, reason=ErrorKind.DEVICE_ID,
                            explanation=f"no device id at level {self.level} of {topic!r}")
         out = Extract("values", device=device, origin=origin)
         doc: Any = _ABSENT
@@ -185,4 +185,4 @@ class Adapter:
         try:
             return json.loads(bytes(payload))
         except ValueError as exc:
-            raise ProtocolError("decode", f"payload is not JSON: {exc}") from None
+            raise ProtocolError(ErrorKind.DECODE, f"payload is not JSON: {exc}") from None

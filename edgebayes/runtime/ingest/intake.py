@@ -17,7 +17,7 @@ from paho.mqtt.client import topic_matches_sub
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.ingest.native import Parser
 from edgebayes.runtime.ingest.router import SourceRouter
-from edgebayes.runtime.messages import ProtocolError, Refusal, Retained
+from edgebayes.runtime.messages import ErrorKind, ProtocolError, Refusal, Retained
 from edgebayes.runtime.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class Intake:
         kind, device = route
         try:
             if type(payload) is Retained:  # readings are never retained: this one may be any age
-                raise ProtocolError("retained", f"a retained {kind} is stale (the broker keeps it for new "
+                raise ProtocolError(ErrorKind.RETAINED, f"a retained {kind} is stale (the broker keeps it for new "
                                     "subscribers); publish readings and labels with retain off")
             if kind == "label":
                 item = self.parser.parse_label(device, payload)

@@ -12,7 +12,7 @@ from typing import Any
 from edgebayes.base import InputError, check_label, to_float, to_floats
 from edgebayes.codec import DecodeError, decode
 from edgebayes.runtime.ingest.adapter import Adapter
-from edgebayes.runtime.messages import SEQ_LIMIT, Label, ProtocolError, Reading
+from edgebayes.runtime.messages import SEQ_LIMIT, ErrorKind, Label, ProtocolError, Reading
 
 _NUMBER_TYPES = frozenset({float, int})
 
@@ -20,7 +20,7 @@ _NUMBER_TYPES = frozenset({float, int})
 def _seq_field(msg: dict) -> int:
     v = msg.get("seq")
     if type(v) is not int or not 0 <= v < SEQ_LIMIT:
-        raise ProtocolError("field", f"'seq' must be an int in [0, 2**53), got {_short(v)}" if "seq" in msg
+        raise ProtocolError(ErrorKind.FIELD, f"'seq' must be an int in [0, 2**53), got {_short(v)}" if "seq" in msg
                             else "'seq' is missing")
     return v
 
@@ -35,14 +35,14 @@ def _label_field(msg: dict, key: str, seq: int, required: bool) -> Any:
     y = msg.get(key)
     if y is None:
         if required:
-            raise ProtocolError("field", f"label '{key}' is missing", seq)
+            raise ProtocolError(ErrorKind.FIELD, f"label '{key}' is missing", seq)
         return None
     if type(y) is not str and type(y) is not int:
-        raise ProtocolError("field", f"label '{key}' must be a str or an int, got {type(y).__name__}", seq)
+        raise ProtocolError(ErrorKind.FIELD, f"label '{key}' must be a str or an int, got {type(y).__name__}", seq)
     try:
         check_label(y)  # the learners' rule: an int of 64 bits, a str of valid Unicode (no lone surrogate)
     except ValueError as exc:
-        raise ProtocolError("field", f"label '{key}': {exc}", seq) from None
+        raise ProtocolError(ErrorKind.FIELD, f"label '{key}': {exc}", seq) from None
     return y
 
 
@@ -63,19 +63,20 @@ class Parser:
 
     def _decode(self, payload: bytes) -> dict:
         if len(payload) > self.max_payload_bytes:
-            raise ProtocolError("oversize", f"payload of {len(payload)} bytes exceeds {self.max_payload_bytes}")
+            raise ProtocolError(ErrorKind.OVERSIZE, f"payload of {len(payload)} bytes exceeds {self.max_payload_bytes}")
         try:
             msg = decode(payload)
         except DecodeError as exc:
-            raise ProtocolError("decode", str(exc)) from None
+            raise ProtocolError(ErrorKind.DECODE, str(exc)) from None
         if not isinstance(msg, dict):
-            raise ProtocolError("not_a_map", f"payload is a {type(msg).__name__}, not a map")
+            raise ProtocolError(ErrorKind.NOT_A_MAP, f"payload is a {type(msg).__name__}, not a map")
         return msg
 
     def _vector(self, x: Any, seq: int) -> list[float]:
         if isinstance(x, list):
             if len(x) != len(self.features):
-                raise ProtocolError("vector_length", f"'x' holds {len(x)} values, the schema {len(self.features)}", seq)
+                raise ProtocolError(ErrorKind.VECTOR_LENGTH,
+                                    f"'x' holds {len(x)} values, the schema {len(self.features)}", seq)
             if not _NUMBER_TYPES.issuperset(map(type, x)):  # set ops in C: the per-reading hot path
                 for name, v in zip(self.features, x):
                     self._number(v, name, seq)  # raises, naming the feature
@@ -88,10 +89,11 @@ class Parser:
             for name, v in x.items():
                 i = self.index.get(name)
                 if i is None:
-                    raise ProtocolError("unknown_feature", f"feature {str(name)[:80]!r} is not in the schema", seq)
+                    raise ProtocolError(ErrorKind.UNKNOWN_FEATURE,
+                                        f"feature {str(name)[:80]!r} is not in the schema", seq)
                 out[i] = self._number(v, name, seq)
             return out
-        raise ProtocolError("field", "'x' is missing" if x is None else
+        raise ProtocolError(ErrorKind.FIELD, "'x' is missing" if x is None else
                             f"'x' must be a list or a map, got {type(x).__name__}", seq)
 
     @staticmethod
@@ -99,7 +101,7 @@ class Parser:
         """A feature value by the learners' rule (`edgebayes.base.to_float`); JSON ``true`` is no number."""
         t = type(v)
         if t is not float and t is not int:
-            raise ProtocolError("field", f"feature {name!r} must be a number, got {t.__name__}", seq)
+            raise ProtocolError(ErrorKind.FIELD, f"feature {name!r} must be a number, got {t.__name__}", seq)
         try:
             return to_float(v, f"feature {name!r}")
         except InputError as exc:
@@ -115,9 +117,10 @@ class Parser:
                 try:
                     ts = float(ts)
                 except OverflowError:  # an int beyond a double
-                    raise ProtocolError("field", f"'ts' must be a finite number, got {_short(ts)}", seq) from None
+                    raise ProtocolError(ErrorKind.FIELD,
+                                        f"'ts' must be a finite number, got {_short(ts)}", seq) from None
             if type(ts) is not float or not math.isfinite(ts):
-                raise ProtocolError("field", f"'ts' must be a finite number, got {_short(ts)}", seq)
+                raise ProtocolError(ErrorKind.FIELD, f"'ts' must be a finite number, got {_short(ts)}", seq)
         x = self._vector(msg.get("x"), seq)
         return Reading(device, seq, ts, x, _label_field(msg, self.label_key, seq, required=False))
 

@@ -17,7 +17,7 @@ from edgebayes.runtime.ingest.adapters import make_adapter
 from edgebayes.runtime.ingest.assembler import FIRST_READING_S, Assembler, Incomplete
 from edgebayes.runtime.ingest.ids import DeviceIds, check_literal_ids
 from edgebayes.runtime.ingest.native import Parser
-from edgebayes.runtime.messages import Label, ProtocolError, Reading, Refusal, Retained
+from edgebayes.runtime.messages import ErrorKind, Label, ProtocolError, Reading, Refusal, Retained
 from edgebayes.runtime.names import NAME_RE
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,8 @@ class SourceRouter:
             return out
         now = time.time()
         if len(payload) > self.max_payload_bytes:
-            self._refuse(None, topic, "oversize", f"payload of {len(payload)} bytes exceeds {self.max_payload_bytes}")
+            self._refuse(None, topic, ErrorKind.OVERSIZE,
+                         f"payload of {len(payload)} bytes exceeds {self.max_payload_bytes}")
             return out
         for adapter in adapters:
             self._one(adapter, topic, payload, now)
@@ -149,7 +150,7 @@ class SourceRouter:
         taken = self.ids.claim(adapter.cfg.device or ex.origin[1], ex.device,
                                f"[[sources]] #{adapter.index + 1} ({adapter.cfg.kind})")
         if taken:
-            self._refuse(None, topic, "device_id_taken", taken)
+            self._refuse(None, topic, ErrorKind.DEVICE_ID_TAKEN, taken)
             return
         self._unmatched[adapter.index] = -1  # a source that matched once is not hinted at
         cfg = adapter.cfg
@@ -170,7 +171,7 @@ class SourceRouter:
             if out is None:
                 self._tell_waiting(ex.device)
             if isinstance(out, Incomplete):
-                self._refuse(ex.device, topic, "too_few_values",
+                self._refuse(ex.device, topic, ErrorKind.TOO_FEW_VALUES,
                              f"no value for {', '.join(out.missing)}: fewer than [assembler] "
                              f"min_features = {self.acfg.min_features} present, no reading")
             elif out is not None:
@@ -225,7 +226,8 @@ class SourceRouter:
         device, kind = topic.split("/")[-2:]
         try:
             if not NAME_RE.match(device):
-                raise ProtocolError("device_id", f"device id {device[:80]!r} is not 1-64 characters from [A-Za-z0-9_-]")
+                raise ProtocolError(ErrorKind.DEVICE_ID,
+                                    f"device id {device[:80]!r} is not 1-64 characters from [A-Za-z0-9_-]")
             parse = self.parser.parse_reading if kind == "reading" else self.parser.parse_label
             item = parse(device, payload)
         except ProtocolError as exc:

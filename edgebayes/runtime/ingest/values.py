@@ -18,7 +18,7 @@ import math
 from typing import Any
 
 from edgebayes.base import InputError, check_label, to_float
-from edgebayes.runtime.messages import ProtocolError
+from edgebayes.runtime.messages import ErrorKind, ProtocolError
 
 #: texts that mean "the sensor has no value now" (ESPHome nan/None, HA unavailable/unknown)
 NO_VALUE = frozenset({"", "nan", "-nan", "none", "null", "unavailable", "unknown"})
@@ -58,9 +58,9 @@ def to_number(v: Any, name: str) -> float:
         try:
             v = float(s)
         except ValueError:
-            raise ProtocolError("field", f"feature {name!r}: {s[:40]!r} is not a number") from None
+            raise ProtocolError(ErrorKind.FIELD, f"feature {name!r}: {s[:40]!r} is not a number") from None
     elif t is not int and t is not float:
-        raise ProtocolError("field", f"feature {name!r} must be a number, got {t.__name__}")
+        raise ProtocolError(ErrorKind.FIELD, f"feature {name!r} must be a number, got {t.__name__}")
     try:
         return to_float(v, f"feature {name!r}")
     except InputError as exc:
@@ -85,17 +85,17 @@ def to_label(v: Any, values: dict) -> Any:
     elif type(v) is int or (type(v) is float and v.is_integer()):
         key = str(int(v))
     else:
-        raise ProtocolError("field", f"label value {str(v)[:40]!r} cannot be a label")
+        raise ProtocolError(ErrorKind.FIELD, f"label value {str(v)[:40]!r} cannot be a label")
     if values:
         if key not in values:
-            raise ProtocolError("field", f"label value {key[:40]!r} is not in label_values "
+            raise ProtocolError(ErrorKind.FIELD, f"label value {key[:40]!r} is not in label_values "
                                          f"({', '.join(map(repr, values))})")
         return values[key]
     y = int(key) if type(v) is int or type(v) is float else key
     try:
         check_label(y)  # the learners' rule: a 64-bit int, a str of valid Unicode
     except ValueError as exc:
-        raise ProtocolError("field", f"label value {key[:40]!r}: {exc}") from None
+        raise ProtocolError(ErrorKind.FIELD, f"label value {key[:40]!r}: {exc}") from None
     return y
 
 
