@@ -413,3 +413,25 @@ def test_durability_comes_back_while_a_device_checkpoint_cannot_be_read(tmp_path
     (tmp_path / "journal.tmp").rmdir()
     w.checkpoint()
     assert w.metrics()["durable"] is True and (tmp_path / "journal").is_file()
+
+
+def test_a_full_disk_is_one_error_however_many_writes_it_fails(caplog):
+    """Journal appends and checkpoint writes of several devices failing on the same full disk
+    are one fault episode: one ERROR, the rest counted (a checkpoint round used to add its own)."""
+    from edgebayes.runtime.durability import Durability
+
+    alerts = []
+    d = Durability(alerts.append)
+    full = OSError(28, "No space left on device")
+    with caplog.at_level(logging.DEBUG, logger="edgebayes.runtime.durability"):
+        d.checkpoint_failed("d1", full)
+        d.fault("journal append", full, "acknowledged after the next checkpoint round")
+        d.checkpoint_failed("d2", full)
+        d.fault("journal sync", full, "acknowledged after the next checkpoint round")
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "checkpoint of device d1 failed" in errors[0].getMessage()
+    assert d.n_journal_errors == 4 and d.failing == {"d1", "d2"} and not d.durable
+    assert [a["durable"] for a in alerts] == [False]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("not durable: journal append" in m for m in warned)
+    assert any("checkpoint of device d2 failed" in m for m in warned)

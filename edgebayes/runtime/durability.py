@@ -3,8 +3,8 @@
 A fault (the journal or a checkpoint cannot be written, the checkpoint folder was deleted or
 replaced, the journal cannot be started at all) starts an episode: one ERROR in the log and
 one ``durability`` alert (docs/protocol.md "Durability alert"); further faults of the episode
-are only counted (``n_journal_errors``) and logged at DEBUG, so a full disk makes one line,
-not one per message. The episode ends when a checkpoint round has written every device and
+are only counted (``n_journal_errors``) and logged at DEBUG (a device's first failed checkpoint
+at WARNING), so a full disk makes one ERROR, not one per message or device. The episode ends when a checkpoint round has written every device and
 a new journal: one INFO and an alert with ``durable`` true.
 """
 
@@ -47,8 +47,9 @@ class Durability:
         if not self.durable:
             log.debug("durability fault during the episode: %s", why)
             return
+        told = self._told()
         self.durable, self.reason = False, why
-        log.error("not durable: %s; %s", why, consequence)
+        log.log(logging.WARNING if told else logging.ERROR, "not durable: %s; %s", why, consequence)
         self._alert(durability_alert(False, why, consequence, self.n_journal_errors))
 
     def recovered(self, how: str) -> None:
@@ -60,13 +61,19 @@ class Durability:
         self._alert(durability_alert(True, how, "", self.n_journal_errors))
 
     def checkpoint_failed(self, device: str, exc: BaseException) -> None:
-        """Count a failed checkpoint write of ``device``; the first of a run is one ERROR."""
+        """Count a failed checkpoint write of ``device``; the first of a run is one WARNING, or
+        the episode's one ERROR when no other fault stands."""
         self.n_journal_errors += 1
         if device in self.failing:
             return
+        told = self._told()
         self.failing.add(device)
-        log.error("checkpoint of device %s failed: %s: %s; its journal entries are kept, retried at the next "
+        log.log(logging.WARNING if told else logging.ERROR, "checkpoint of device %s failed: %s: %s; its journal entries are kept, retried at the next "
                   "interval", device, type(exc).__name__, exc)
+
+    def _told(self) -> bool:
+        """Whether a fault standing now was logged at ERROR already (one full disk, one ERROR)."""
+        return not self.durable or bool(self.failing)
 
     def checkpoint_written(self, device: str) -> None:
         """A checkpoint of ``device`` was written: one INFO if its last write had failed."""
