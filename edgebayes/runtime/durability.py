@@ -4,8 +4,8 @@ A fault (the journal or a checkpoint cannot be written, the checkpoint folder wa
 replaced, the journal cannot be started at all) starts an episode: one ERROR in the log and
 one ``durability`` alert (docs/protocol.md "Durability alert"); further faults of the episode
 are only counted (``n_journal_errors``) and logged at DEBUG (a device's first failed checkpoint
-at WARNING), so a full disk makes one ERROR, not one per message or device. The episode ends when a checkpoint round has written every device and
-a new journal: one INFO and an alert with ``durable`` true.
+at WARNING), so a full disk makes one ERROR, not one per message or device. The episode ends
+when a checkpoint round has written every device and a new journal: one INFO and an alert with ``durable`` true.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ class Durability:
             return
         told = self._told()
         self.failing.add(device)
-        log.log(logging.WARNING if told else logging.ERROR, "checkpoint of device %s failed: %s: %s; its journal entries are kept, retried at the next "
-                  "interval", device, type(exc).__name__, exc)
+        log.log(logging.WARNING if told else logging.ERROR, "checkpoint of device %s failed: %s: %s; its journal "
+                "entries are kept, retried at the next interval", device, type(exc).__name__, exc)
 
     def _told(self) -> bool:
         """Whether a fault standing now was logged at ERROR already (one full disk, one ERROR)."""
