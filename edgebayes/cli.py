@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "budget": ("edgebayes.budget", "check a config's models against its memory budget, no broker needed"),
     "demo": ("edgebayes.demo", "a broker, simulated devices, the runtime and a monitor on this machine"),
     "acl": ("edgebayes.acl", "the Mosquitto ACL that admits a config's runtime, devices and [[sources]]"),
+    "nats-config": ("edgebayes.cluster.nats_config", "a NATS cluster's partition mappings and users for a config"),
+    "cluster": ("edgebayes.cluster.cli", "serve the partitions of a NATS cluster this runtime owns (scale-out)"),
 }
 
 

@@ -781,7 +781,7 @@ def parse_homeassistant(raw: Any, output_format: str, problems: list[str]) -> Di
 
 
 #: tables parsed apart from ``SPEC``: their keys depend on each other or on [schema]
-EXTRA_TABLES = ("sources", "assembler", "homeassistant")
+EXTRA_TABLES = ("sources", "assembler", "homeassistant", "cluster")  # cluster: edgebayes.cluster.config
 
 
 def _extra_tables(raw: dict, features: tuple[str, ...] | None, output_format: str,
