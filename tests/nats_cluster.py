@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -118,3 +119,144 @@ class NatsCluster:
                 await nc.close()
 
         asyncio.run(ready())
+
+
+# --- a pool of runtimes on the cluster ----------------------------------------------------
+FEATURES = [f"f{i}" for i in range(9)]  # firmware-sim's synth:AGR_A readings
+
+
+def runtime_config(folder: Path, name: str, urls: list[str], partitions: int, password: str,
+                   lease_ttl_s: float = 3.0) -> Path:
+    """A cluster runtime's TOML config in ``folder`` (its checkpoint folder ``folder/name``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.password").write_text(password + "\n")
+    servers = ", ".join(f'"{u}"' for u in urls)
+    path = folder / f"{name}.toml"
+    path.write_text(f"""
+[broker]
+client_id = "{name}"
+username = "edgebayes"
+[topics]
+prefix = "edgebayes"
+[schema]
+features = {FEATURES!r}
+[[models]]
+name = "nb"
+kind = "gaussian_nb"
+[memory]
+max_devices = 256
+new_devices_per_min = 100000
+[checkpoint]
+dir = "{folder / name}"
+[output]
+format = "json"
+[cluster]
+servers = [{servers}]
+partitions = {partitions}
+lease_ttl_s = {lease_ttl_s}
+checkpoint_interval_s = 1
+username = "edgebayes"
+password_file = "{folder / f'{name}.password'}"
+""")
+    return path
+
+
+class RuntimeProcess:
+    """``edgebayes cluster --config FILE`` as a real process (killed by its PID)."""
+
+    def __init__(self, config: Path):
+        import sys
+
+        self.config = config
+        self.log = config.with_suffix(".log")
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "edgebayes", "cluster", "--config", str(config)],
+                                         stdout=log, stderr=subprocess.STDOUT)
+
+    def kill9(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self, timeout_s: float = 30.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        return self.proc.wait(timeout_s)
+
+
+class Predictions:
+    """An MQTT 3.1.1 subscriber of ``edgebayes/+/prediction`` on one node's gateway, as Home
+    Assistant would be: every (device, seq) with the monotonic time it first arrived."""
+
+    def __init__(self, port: int, user: str, password: str):
+        import paho.mqtt.client as paho
+        from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+
+        self.lock = threading.Lock()
+        self.first: dict[tuple[str, int], float] = {}
+        self.n = 0
+        self.subscribed = threading.Event()
+        c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="test-predictions",
+                        protocol=MQTTProtocolVersion.MQTTv311)
+        c.username_pw_set(user, password)
+        c.on_connect = lambda cl, *a: cl.subscribe("edgebayes/+/prediction", qos=0)
+        c.on_subscribe = lambda *a: self.subscribed.set()
+        c.on_message = self._on_message
+        c.connect("127.0.0.1", port)
+        c.loop_start()
+        self.client = c
+        if not self.subscribed.wait(10):
+            raise TimeoutError("the prediction subscriber did not subscribe")
+
+    def _on_message(self, client, userdata, msg):
+        import json
+
+        device = msg.topic.split("/")[1]
+        seq = json.loads(msg.payload)["seq"]
+        with self.lock:
+            self.n += 1
+            self.first.setdefault((device, seq), time.monotonic())
+
+    def close(self) -> None:
+        self.client.loop_stop()
+        self.client.disconnect()
+
+
+def partition_checkpoints(urls: list[str], user: str, password: str, partitions: int, features,
+                          folder: Path) -> dict[str, dict]:
+    """Every device's state in the JetStream partition checkpoints (device id -> ``Device.state()``)."""
+    import nats
+
+    from edgebayes.cluster.store import PartitionStore
+    from edgebayes.runtime.checkpoint import CheckpointStore
+
+    async def load():
+        nc = await nats.connect(urls, user=user, password=password)
+        try:
+            store = await PartitionStore.open(nc.jetstream(), 3)
+            return [await store.load(p) for p in range(partitions)]
+        finally:
+            await nc.close()
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for _, devices in asyncio.run(load()):
+        for device, data in devices.items():
+            (folder / f"{device}.ckpt").write_bytes(data)
+            out[device] = CheckpointStore(folder, features).read(device)
+    return out
+
+
+def lease_owners(urls: list[str], user: str, password: str) -> dict[int, str]:
+    """Partition -> the runtime holding its lease now."""
+    import nats
+
+    from edgebayes.cluster.lease import Leases
+
+    async def read():
+        nc = await nats.connect(urls, user=user, password=password)
+        try:
+            return await (await Leases.open(nc.jetstream(), "test", 3.0, 3)).owners()
+        finally:
+            await nc.close()
+
+    return asyncio.run(read())

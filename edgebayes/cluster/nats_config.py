@@ -14,8 +14,9 @@ It holds, made from the runtime config's ``[topics] prefix`` and ``[cluster] par
   ``prediction``, ``drift``, ``error`` and its own ``<prefix>.runtime.>``; Home Assistant
   (``--ha-user``) and ``monitor`` read the outputs; each ``--device`` writes its own readings and labels
   (the server checks the mapped subject: its partition's) and reads its own outputs (a static
-  NATS config has no ``%u`` pattern: one user per device id). Every password is a variable the server reads from
-  its environment: ``$EDGEBAYES_NATS_PASSWORD_<USER>`` (the name upper-cased, ``-`` as ``_``).
+  NATS config has no ``%u`` pattern: one user per device id), and ``--gateway-user`` every
+  device's (a gateway, firmware-sim). Every password is a variable the server reads from its
+  environment: ``$EDGEBAYES_NATS_PASSWORD_<USER>`` (the name upper-cased, ``-`` as ``_``).
 
 ``[[sources]]`` topics are not partitioned (not built). Exit 0, or 2 for a bad config, a config
 without ``[cluster]`` or without a runtime user name (one line on stderr).
@@ -44,6 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="FILE", help="the runtime's TOML config, with [cluster]")
     parser.add_argument("--device", action="append", default=[], metavar="ID",
                         help="a device id that logs in as its own user (repeat for each)")
+    parser.add_argument("--gateway-user", metavar="NAME",
+                        help="a user that publishes for every device (a gateway, firmware-sim)")
     parser.add_argument("--ha-user", default=HA_USER, metavar="NAME",
                         help=f"Home Assistant's user name (default {HA_USER}; '' for no Home Assistant)")
 
@@ -56,7 +59,8 @@ def main(args: argparse.Namespace) -> int:
         bad = [d for d in args.device if not NAME_RE.match(d)]
         if bad:
             raise ConfigError([f"--device {bad[0]!r}: not 1-64 characters from [A-Za-z0-9_-]"], "command line")
-        text = nats_config_text(config, cluster, args.device, args.ha_user or None, args.config)
+        text = nats_config_text(config, cluster, args.device, args.ha_user or None, args.config,
+                                args.gateway_user)
     except ConfigError as exc:
         print(f"edgebayes nats-config: {exc}", file=sys.stderr)
         return 2
@@ -70,7 +74,7 @@ def password_variable(user: str) -> str:
 
 
 def nats_config_text(config: Config, cluster: ClusterConfig, devices: list[str] = (),
-                     ha_user: str | None = HA_USER, source: str = "config") -> str:
+                     ha_user: str | None = HA_USER, source: str = "config", gateway_user: str | None = None) -> str:
     """The include file (see the module docstring).
 
     Raises:
@@ -94,6 +98,9 @@ def nats_config_text(config: Config, cluster: ClusterConfig, devices: list[str] 
     # the server checks a publish against the mapped subject: the device's own partition subjects
     users += [(d, [f"{PARTITION_SUBJECT}.{partition_of(d, cluster.partitions)}.{d}.{k}" for k in KINDS],
                [f"{pre}.{d}.{k}" for k in ("prediction", "drift", "error")]) for d in dict.fromkeys(devices)]
+    if gateway_user is not None:
+        users.append((gateway_user, [f"{PARTITION_SUBJECT}.*.*.{k}" for k in KINDS],
+                      [f"{pre}.*.{k}" for k in ("prediction", "drift", "error")]))
     for user, pub, sub in users:
         perms = {"publish": {"allow": pub} if pub else {"deny": [">"]}, "subscribe": {"allow": sub}}
         lines.append(f"    {{user: {json.dumps(user)}, password: ${password_variable(user)}, "
