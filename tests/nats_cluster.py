@@ -126,7 +126,8 @@ FEATURES = [f"f{i}" for i in range(9)]  # firmware-sim's synth:AGR_A readings
 
 
 def runtime_config(folder: Path, name: str, urls: list[str], partitions: int, password: str,
-                   lease_ttl_s: float = 3.0) -> Path:
+                   lease_ttl_s: float = 3.0, features: list[str] = FEATURES,
+                   checkpoint_interval_s: float = 1.0) -> Path:
     """A cluster runtime's TOML config in ``folder`` (its checkpoint folder ``folder/name``)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.password").write_text(password + "\n")
@@ -139,7 +140,7 @@ username = "edgebayes"
 [topics]
 prefix = "edgebayes"
 [schema]
-features = {FEATURES!r}
+features = {list(features)!r}
 [[models]]
 name = "nb"
 kind = "gaussian_nb"
@@ -154,7 +155,7 @@ format = "json"
 servers = [{servers}]
 partitions = {partitions}
 lease_ttl_s = {lease_ttl_s}
-checkpoint_interval_s = 1
+checkpoint_interval_s = {checkpoint_interval_s}
 username = "edgebayes"
 password_file = "{folder / f'{name}.password'}"
 """)

@@ -78,7 +78,6 @@ class PartitionFeed:
             return self.devices.pop(partition, set())
 
     async def _run(self, partition: int, start: int) -> None:
-        from nats.errors import TimeoutError as NatsTimeout
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
         next_seq = start
@@ -92,7 +91,7 @@ class PartitionFeed:
                 while True:
                     try:
                         msgs = await sub.fetch(BATCH, timeout=FETCH_WAIT_S)
-                    except NatsTimeout:
+                    except TimeoutError:  # nothing new (nats-py raises its own subclass, or the builtin)
                         continue
                     for m in msgs:
                         await self._submit(partition, m)

@@ -247,10 +247,9 @@ class ClusterRuntime:
             return
         self._next_upload = now + self.cluster.checkpoint_interval_s
         self.worker.checkpoint()
-        for p in sorted(self.owned - self.releasing):
-            self._upload(p)
+        done = self._upload(sorted(self.owned - self.releasing) + ready)
         for p in ready:
-            if self._upload(p):  # the next owner continues from it
+            if p in done:  # the next owner continues from its upload
                 self._forget(p)
                 self.loop.call_soon_threadsafe(self._released, p)
 
@@ -259,21 +258,29 @@ class ClusterRuntime:
         self.releasing.discard(p)
         self.loop.create_task(self.leases.release(p))
 
-    def _upload(self, p: int) -> bool:
-        """Upload partition ``p``'s devices' checkpoint files with its last processed stream
-        seq; True when the partition's checkpoint then includes every message processed."""
-        with self.feed.lock:
-            seq = self.feed.processed.get(p, 0)
-            devices = set(self.feed.devices.get(p, ()))
-        if seq <= self.uploaded.get(p, 0):
-            return True
-        if devices & self.worker.registry.dirty or not self._fresh(p):
-            return False  # a device's checkpoint could not be written, or the lease may be another's
-        files = {d: path.read_bytes() for d in sorted(devices) if (path := self.store.path(d)).exists()}
-        asyncio.run_coroutine_threadsafe(self.pstore.save(p, seq, files), self.loop).result(30)
-        self.uploaded[p] = seq
-        self.n_uploads += 1
-        return True
+    def _upload(self, partitions: list[int]) -> set[int]:
+        """Upload, all at once, each changed partition's devices' checkpoint files with its last
+        processed stream seq; the partitions whose checkpoint then includes every message
+        processed (not: a device's checkpoint could not be written, or the lease may be another's)."""
+        uploads, done = {}, set()
+        for p in partitions:
+            with self.feed.lock:
+                seq = self.feed.processed.get(p, 0)
+                devices = set(self.feed.devices.get(p, ()))
+            if seq <= self.uploaded.get(p, 0):
+                done.add(p)
+            elif not devices & self.worker.registry.dirty and self._fresh(p):
+                files = {d: path.read_bytes() for d in sorted(devices) if (path := self.store.path(d)).exists()}
+                uploads[p] = (seq, files)
+        if uploads:
+            asyncio.run_coroutine_threadsafe(self._save_all(uploads), self.loop).result(30)
+            for p, (seq, _) in uploads.items():
+                self.uploaded[p] = seq
+            self.n_uploads += len(uploads)
+        return done | set(uploads)
+
+    async def _save_all(self, uploads: dict[int, tuple[int, dict[str, bytes]]]) -> None:
+        await asyncio.gather(*(self.pstore.save(p, seq, files) for p, (seq, files) in uploads.items()))
 
     def _forget(self, p: int) -> None:
         """Drop partition ``p``'s devices from memory and from the local folder."""
