@@ -99,9 +99,10 @@ class NatsCluster:
     def mqtt_port(self, name: str = "a") -> int:
         return self.ports[name]["mqtt"]
 
-    def wait_jetstream(self, user: str, password: str, timeout_s: float = 20.0) -> None:
-        """Until JetStream answers (a meta leader is elected)."""
+    def wait_jetstream(self, user: str, password: str, timeout_s: float = 30.0) -> None:
+        """Until JetStream makes a stream of 3 replicas (a meta leader elected, every peer known)."""
         import nats
+        from nats.js.api import StreamConfig
 
         async def ready():
             nc = await nats.connect(self.urls(), user=user, password=password)
@@ -109,7 +110,9 @@ class NatsCluster:
                 deadline = time.monotonic() + timeout_s
                 while True:
                     try:
-                        await nc.jetstream().account_info()
+                        js = nc.jetstream()
+                        await js.add_stream(StreamConfig(name="PROBE", subjects=["probe.x"], num_replicas=3))
+                        await js.delete_stream("PROBE")
                         return
                     except Exception:
                         if time.monotonic() > deadline:

@@ -58,7 +58,7 @@ class Leases:
         try:
             self.held[partition] = await self.kv.update(f"partition.{partition}", self.owner.encode(),
                                                         last=self.held[partition])
-        except KeyWrongLastSequenceError:
+        except (KeyWrongLastSequenceError, KeyNotFoundError):  # another wrote it, or it expired
             del self.held[partition]
             return False
         return True

@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 
 #: the share of lease_ttl_s after the last renewal past which a partition is neither fed nor uploaded
 FENCE = 0.8
+#: seconds ``start`` waits for JetStream to answer (leaders being elected)
+SETUP_S = 30.0
 
 
 class ClusterRuntime:
@@ -83,7 +85,7 @@ class ClusterRuntime:
         self._thread = threading.Thread(target=self.loop.run_forever, name="edgebayes-nats", daemon=True)
 
     # --- lifecycle (main thread) ------------------------------------------------------------
-    def start(self, timeout_s: float = 30.0) -> None:
+    def start(self, timeout_s: float = SETUP_S + 10) -> None:
         """Connect, then serve: raises what connecting raised (OSError, nats errors)."""
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._connect(), self.loop).result(timeout_s)
@@ -114,6 +116,22 @@ class ClusterRuntime:
     # --- nats-py's loop --------------------------------------------------------------------
     async def _connect(self) -> None:
         import nats
+        from nats.js.errors import ServiceUnavailableError
+
+        c = self.cluster
+        self.nc = await nats.connect(list(c.servers), user=c.username, password=c.password(), name=self.owner,
+                                     max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+        deadline = time.monotonic() + SETUP_S
+        while True:  # a cluster just started (or loaded) elects its JetStream leaders first
+            try:
+                return await self._open_jetstream()
+            except (TimeoutError, ServiceUnavailableError) as exc:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"JetStream did not answer within {SETUP_S:g} s: {exc}") from None
+                await asyncio.sleep(0.5)
+
+    async def _open_jetstream(self) -> None:
+        """The partition stream (made when missing), the lease bucket, the checkpoint store."""
         from nats.js.api import StorageType, StreamConfig
         from nats.js.errors import NotFoundError
 
@@ -121,8 +139,6 @@ class ClusterRuntime:
         from edgebayes.cluster.store import PartitionStore
 
         c = self.cluster
-        self.nc = await nats.connect(list(c.servers), user=c.username, password=c.password(), name=self.owner,
-                                     max_reconnect_attempts=-1, reconnect_time_wait=0.2)
         js = self.nc.jetstream()
         try:
             await js.stream_info(STREAM)
