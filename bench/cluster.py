@@ -48,8 +48,12 @@ def _cluster(folder: Path) -> NatsCluster:
                            "models": [{"name": "nb", "kind": "gaussian_nb"}]})
     include = nats_config_text(config, parse_cluster({"partitions": PARTITIONS}), ha_user=None, gateway_user="bench")
     c = NatsCluster(folder, include, {password_variable(u): PASSWORD for u in ("edgebayes", "monitor", "bench")})
-    c.start()
-    c.wait_jetstream("edgebayes", PASSWORD)
+    try:
+        c.start()
+        c.wait_jetstream("edgebayes", PASSWORD)
+    except BaseException:
+        c.stop()
+        raise
     return c
 
 

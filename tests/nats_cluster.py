@@ -70,6 +70,7 @@ class NatsCluster:
                 "EB_NATS_LEAF_LISTEN": f"127.0.0.1:{ports['leaf']}"}
 
     def start(self, name: str | None = None) -> None:
+        """Start node ``name`` (None: every node) and wait for its ports; the caller stops them."""
         for k in [name] if name else self.names:
             log = open(self.folder / f"nats-{k}.log", "ab")  # noqa: SIM115 (the process's stderr)
             self.procs[k] = subprocess.Popen([self.exe, "-c", str(self.folder / "node.conf")], env=self.env(k),
@@ -182,9 +183,14 @@ class RuntimeProcess:
         self.proc.wait()
 
     def stop(self, timeout_s: float = 30.0) -> int:
+        """SIGTERM, then SIGKILL after ``timeout_s``; the exit status (-9: killed)."""
         if self.proc.poll() is None:
             self.proc.terminate()
-        return self.proc.wait(timeout_s)
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill9()
+            return -9
 
 
 class Predictions:

@@ -57,8 +57,8 @@ def cluster(tmp_path):
     config = load_config(DEPLOY / "runtime.toml")
     include = nats_config_text(config, load_cluster(DEPLOY / "runtime.toml"), DEVICES)
     c = NatsCluster(tmp_path / "nats", include, _env())
-    c.start()
     try:
+        c.start()
         c.wait_jetstream("edgebayes", PASSWORDS["edgebayes"])
         yield c
     finally:

@@ -42,8 +42,8 @@ def cluster(tmp_path):
 
     include = nats_config_text(config, parse_cluster({"partitions": PARTITIONS}), ha_user=None, gateway_user="sim")
     c = NatsCluster(tmp_path / "nats", include, {password_variable(u): p for u, p in PASSWORDS.items()})
-    c.start()
     try:
+        c.start()
         c.wait_jetstream("edgebayes", PASSWORDS["edgebayes"])
         yield c
     finally:
@@ -58,11 +58,11 @@ def test_lease_one_owner_and_takeover_after_ttl(cluster):
 
         a_nc, b_nc = [await nats.connect(cluster.urls(), user="edgebayes", password=PASSWORDS["edgebayes"])
                       for _ in range(2)]
-        a = await Leases.open(a_nc.jetstream(), "rt-a", 2.0, 3)
-        b = await Leases.open(b_nc.jetstream(), "rt-b", 2.0, 3)
+        a = await Leases.open(a_nc.jetstream(), "rt-a", 3.0, 3)
+        b = await Leases.open(b_nc.jetstream(), "rt-b", 3.0, 3)
         out = {"a_takes": await a.acquire(3), "b_refused": not await b.acquire(3)}
-        for _ in range(3):  # renewed past the TTL: still A's
-            await asyncio.sleep(1.0)
+        for _ in range(8):  # renewed past the TTL: still A's
+            await asyncio.sleep(0.5)
             out.setdefault("a_renews", []).append(await a.renew(3))
         out["b_refused_while_renewed"] = not await b.acquire(3)
         t0 = time.monotonic()
@@ -78,8 +78,8 @@ def test_lease_one_owner_and_takeover_after_ttl(cluster):
         return out
 
     out = asyncio.run(run())
-    assert out["a_takes"] and out["b_refused"] and out["a_renews"] == [True] * 3 and out["b_refused_while_renewed"]
-    assert 0.5 < out["takeover_s"] < 4.0  # free once the TTL (2 s) passed since A's last renewal
+    assert out["a_takes"] and out["b_refused"] and out["a_renews"] == [True] * 8 and out["b_refused_while_renewed"]
+    assert 1.0 < out["takeover_s"] < 6.0  # free once the TTL (3 s) passed since A's last renewal
     assert out["a_renew_after"] is False  # A cannot renew what B holds
     assert out["owners"] == {3: "rt-b"}
     assert out["a_takes_released"]  # a release frees it at once

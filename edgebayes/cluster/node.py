@@ -81,6 +81,7 @@ class ClusterRuntime:
         self.ready = threading.Event()
         self.stopping = False
         self.n_uploads = 0
+        self._releases: set[asyncio.Task] = set()  # lease deletions under way
         self._next_upload = time.monotonic() + cluster.checkpoint_interval_s
         self._thread = threading.Thread(target=self.loop.run_forever, name="edgebayes-nats", daemon=True)
 
@@ -186,7 +187,11 @@ class ClusterRuntime:
             if p in held or p in self.owned or p in self.lost:
                 continue
             if await self.leases.acquire(p):
-                await self._take(p)
+                try:
+                    await self._take(p)
+                except Exception:
+                    await self.leases.release(p)  # its checkpoint could not be read: free for the next round
+                    raise
                 mine += 1
 
     def _claim_order(self) -> list[int]:
@@ -242,6 +247,7 @@ class ClusterRuntime:
         self._fence_task.cancel()
 
     async def _close(self) -> None:
+        await asyncio.gather(*self._releases, return_exceptions=True)  # before the connection drains
         for p in list(self.leases.held):
             await self.leases.release(p)
         await self.leases.leave()
@@ -272,7 +278,7 @@ class ClusterRuntime:
     def _released(self, p: int) -> None:
         self.owned.discard(p)
         self.releasing.discard(p)
-        self.loop.create_task(self.leases.release(p))
+        self._releases.add(self.loop.create_task(self.leases.release(p)))
 
     def _upload(self, partitions: list[int]) -> set[int]:
         """Upload, all at once, each changed partition's devices' checkpoint files with its last

@@ -11,12 +11,16 @@ object's chunks before its metadata, so a reader gets the old object or the new 
 
 from __future__ import annotations
 
+import asyncio
+
 import msgpack
 from nats.js.errors import BucketNotFoundError, NotFoundError, ObjectNotFoundError
 
 from edgebayes.cluster.config import CHECKPOINTS
 
 FORMAT, VERSION = "edgebayes-partition", 1
+#: seconds a read may take: nats-py's object get waits for its chunks without a bound
+LOAD_TIMEOUT_S = 10.0
 
 
 class PartitionStore:
@@ -45,9 +49,10 @@ class PartitionStore:
 
         Raises:
             ValueError: an object that is not a partition checkpoint of this version.
+            TimeoutError: no answer within `LOAD_TIMEOUT_S` (a node lost mid-read).
         """
         try:
-            res = await self.obs.get(f"partition-{partition}")
+            res = await asyncio.wait_for(self.obs.get(f"partition-{partition}"), LOAD_TIMEOUT_S)
         except ObjectNotFoundError:
             return 0, {}
         doc = msgpack.unpackb(res.data, raw=False)
