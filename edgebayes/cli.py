@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("edgebayes.demo", "a broker, simulated devices, the runtime and a monitor on this machine"),
     "acl": ("edgebayes.acl", "the Mosquitto ACL that admits a config's runtime, devices and [[sources]]"),
     "config-docs": ("edgebayes.runtime.config_docs", "the config reference (docs/config.md), from the schema"),
+    "nats-config": ("edgebayes.cluster.nats_config", "a NATS cluster's partition mappings and users for a config"),
+    "cluster": ("edgebayes.cluster.cli", "serve the partitions of a NATS cluster this runtime owns (scale-out)"),
 }
 
 

@@ -545,6 +545,72 @@ def _discovery_checks(d: DiscoveryConfig, raw: dict, context: Context) -> Iterat
         yield 'discovery needs [output] format = "json" (HA templates read JSON)'
 
 
+def _urls(v):
+    """non-empty, each nats://host:port"""
+    ok = v and all(isinstance(u, str) and "://" in u for u in v)
+    return None if ok else 'must be a non-empty list of URLs like "nats://host:4222"'
+
+
+def _partitions(v):
+    """1..1024"""
+    return None if 1 <= v <= 1024 else "must be in 1..1024"
+
+
+def _replicas(v):
+    """1..5"""
+    return None if 1 <= v <= 5 else "must be in 1..5"
+
+
+def _lease(v):
+    """> 1"""
+    return None if v > 1 else "must be > 1 (seconds; renewed every third of it)"
+
+
+def _own(v):
+    """"all" or a list of partition numbers"""
+    if v == "all" or (isinstance(v, list) and v and all(type(i) is int and i >= 0 for i in v)):
+        return None
+    return 'must be "all" or a non-empty list of partition numbers'
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """The ``[cluster]`` table: a pool of runtimes over a NATS cluster (docs/scale-out.md)."""
+
+    servers: tuple[str, ...] = key(("nats://127.0.0.1:4222",), "NATS URLs, any nodes of the cluster", _urls)
+    partitions: int = key(64, "P, the fixed key groups of the deployment; the server's mapping uses the same",
+                          _partitions)
+    own: tuple[int, ...] = key((), 'the partitions this runtime may own ("all": 0..P-1)', _own, shown='"all"',
+                               types=(str, list), convert=lambda v: () if v == "all" else tuple(sorted(set(v))))
+    lease_ttl_s: float = key(6.0, "seconds after its last renewal at which a partition's lease is free "
+                             "(renewed every third of it)", _lease)
+    checkpoint_interval_s: float = key(5.0, "seconds between two checkpoint uploads of a changed partition",
+                                       _positive)
+    replicas: int = key(3, "JetStream replicas of the partition stream, the leases and the checkpoints",
+                        _replicas)
+    username: str | None = key(None, "the NATS user (edgebayes nats-config)", _non_empty)
+    password_file: Path | None = key(None, "a file whose first line is the NATS password")
+
+    @property
+    def owned(self) -> tuple[int, ...]:
+        """The partitions this runtime may own, sorted."""
+        return self.own or tuple(range(self.partitions))
+
+    def password(self) -> str | None:
+        """The first line of ``password_file`` (None without one). Raises OSError."""
+        if self.password_file is None:
+            return None
+        lines = self.password_file.read_text(encoding="utf-8").splitlines()
+        return lines[0] if lines else ""
+
+
+def _cluster_checks(c: ClusterConfig, raw: dict, _: Context) -> Iterator[str]:
+    beyond = [i for i in c.own if i >= c.partitions]
+    if beyond:
+        yield (f"own = {list(c.own)!r}: partitions {beyond} are beyond partitions = {c.partitions} "
+               f"(0..{c.partitions - 1})")
+
+
 def parse_homeassistant(raw: Any, output_format: str, problems: list[str]) -> DiscoveryConfig | None:
     """The ``[homeassistant]`` table, None when it holds a problem; problems appended to ``problems``."""
     return TABLES["homeassistant"].parse(raw, Context(output_format=output_format), problems)
@@ -585,6 +651,8 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("assembler", AssemblerConfig, "How [[sources]] values become readings.", (_assembler_checks,)),
     Table("homeassistant", DiscoveryConfig, "Home Assistant MQTT discovery (edgebayes.runtime.discovery).",
           (_discovery_checks,)),
+    Table("cluster", ClusterConfig, "A pool of runtimes over a NATS cluster, each partition of devices owned by "
+          "one (`edgebayes cluster`, docs/scale-out.md); absent: a single runtime.", (_cluster_checks,)),
 )}
 
 
@@ -605,6 +673,7 @@ class Config:
     sources: tuple[SourceConfig, ...] = ()
     assembler: AssemblerConfig | None = None
     homeassistant: DiscoveryConfig | None = None
+    cluster: ClusterConfig | None = None
 
     def with_overrides(self, broker: str | None = None, checkpoint_dir: str | None = None) -> Config:
         """A copy with the command line's ``--broker HOST:PORT`` / ``--checkpoint-dir`` applied.

@@ -125,6 +125,12 @@ class DeviceRegistry:
         log.info("device %s evicted (idle, checkpointed) to make room; %d evicted so far", device, self.n_evicted)
         return True
 
+    def drop(self, device: str) -> None:
+        """Forget ``device`` without writing its checkpoint (another runtime serves it now)."""
+        self.devices.pop(device, None)
+        self.dirty.discard(device)
+        self.admission.forget(device)
+
     def save(self, device: str, pos: list | None = None) -> bool:
         """Write ``device``'s checkpoint with the journal position it includes (None: the
         journal's position now); False if it cannot be written (told through ``Durability``)."""

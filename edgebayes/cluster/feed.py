@@ -1,0 +1,126 @@
+"""The readings and labels of the partitions a runtime owns, from the JetStream stream, into
+the worker; what the worker has processed, per partition, by stream sequence.
+
+Each owned partition has an ephemeral pull consumer on ``ebpart.<P>.>`` starting at the
+sequence after its checkpoint's (``deliver_policy`` by start sequence, no acknowledgements:
+the position is kept with the checkpoint, as Kafka Streams keeps offsets with state). A
+message is handed to ``Worker.submit`` under its device's normal topic
+(``<prefix>/<device>/<kind>``) only while the worker's queue has room (so the event loop never
+blocks), with a message id the worker's ``ack`` returns once it is processed: ``processed``
+then holds the partition's last stream sequence whose message the worker's state includes.
+A consumer lost with a NATS node is made again from the next sequence not handed over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import threading
+from collections import Counter
+
+from edgebayes.cluster.config import STREAM
+from edgebayes.cluster.subjects import parse_partition_subject, partition_filter
+
+log = logging.getLogger(__name__)
+
+#: messages asked for per fetch, and the fetch's wait for them (s)
+BATCH, FETCH_WAIT_S = 64, 1.0
+
+
+class PartitionFeed:
+    """Owned partitions' messages into ``worker`` (fetch loops on nats-py's loop; ``done`` on
+    the worker thread). ``inactive_s``: how long the server keeps a consumer nobody reads."""
+
+    def __init__(self, js, worker, prefix: str, inactive_s: float):
+        self.js = js
+        self.worker = worker
+        self.prefix = prefix
+        self.inactive_s = inactive_s
+        self.lock = threading.Lock()
+        self.processed: dict[int, int] = {}  # partition -> last stream seq processed
+        self.devices: dict[int, set[str]] = {}  # partition -> devices seen or restored
+        self.in_flight: Counter = Counter()  # partition -> messages submitted, not processed
+        self._mids: dict[int, tuple[int, int]] = {}  # mid -> (partition, stream seq)
+        self._next_mid = itertools.count(1)
+        self._tasks: dict[int, asyncio.Task] = {}
+
+    def start(self, partition: int, seq: int, devices: set[str]) -> None:
+        """Feed ``partition`` from stream sequence ``seq + 1`` (its checkpoint holds ``devices``)."""
+        with self.lock:
+            self.processed[partition] = seq
+            self.devices[partition] = set(devices)
+        self._tasks[partition] = asyncio.get_running_loop().create_task(self._run(partition, seq + 1))
+
+    def stop(self, partition: int) -> None:
+        """Hand the worker nothing more of ``partition`` (what is submitted is still processed)."""
+        task = self._tasks.pop(partition, None)
+        if task is not None:
+            task.cancel()
+
+    def feeding(self) -> list[int]:
+        return list(self._tasks)
+
+    def done(self, mid: int) -> None:
+        """The worker processed message ``mid`` (worker thread)."""
+        with self.lock:
+            partition, seq = self._mids.pop(mid)
+            self.in_flight[partition] -= 1
+            if partition in self.processed:  # not forgotten meanwhile
+                self.processed[partition] = max(seq, self.processed[partition])
+
+    def forget(self, partition: int) -> set[str]:
+        """Drop the partition's bookkeeping; its devices."""
+        with self.lock:
+            self.processed.pop(partition, None)
+            self.in_flight.pop(partition, None)
+            return self.devices.pop(partition, set())
+
+    async def _run(self, partition: int, start: int) -> None:
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+        next_seq = start
+        while True:
+            sub = None
+            try:
+                sub = await self.js.pull_subscribe(
+                    partition_filter(partition), durable=None, stream=STREAM,
+                    config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=next_seq,
+                                          ack_policy=AckPolicy.NONE, inactive_threshold=self.inactive_s))
+                while True:
+                    try:
+                        msgs = await sub.fetch(BATCH, timeout=FETCH_WAIT_S)
+                    except TimeoutError:  # nothing new (nats-py raises its own subclass, or the builtin)
+                        continue
+                    for m in msgs:
+                        await self._submit(partition, m)
+                        next_seq = m.metadata.sequence.stream + 1
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 (a node lost, a consumer gone: made again)
+                log.warning("partition %d: reading the stream failed (%s: %s); reading again from seq %d",
+                            partition, type(exc).__name__, exc, next_seq)
+                await asyncio.sleep(0.5)
+            finally:
+                if sub is not None:
+                    asyncio.get_running_loop().create_task(_quietly(sub.unsubscribe()))
+
+    async def _submit(self, partition: int, m) -> None:
+        parsed = parse_partition_subject(m.subject)
+        if parsed is None:
+            return
+        _, device, kind = parsed
+        while not self.worker.can_take():  # the worker's queue is full: the stream holds the rest
+            await asyncio.sleep(0.005)
+        mid = next(self._next_mid)
+        with self.lock:
+            self._mids[mid] = (partition, m.metadata.sequence.stream)
+            self.in_flight[partition] += 1
+            self.devices[partition].add(device)
+        self.worker.submit(f"{self.prefix}/{device}/{kind}", m.data, mid, 1)
+
+
+async def _quietly(coro) -> None:
+    with contextlib.suppress(Exception):  # a consumer already gone with its node
+        await coro

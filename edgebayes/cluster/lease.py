@@ -1,0 +1,97 @@
+"""Partition ownership: one JetStream key-value lease per partition, compare-and-set, with a TTL.
+
+Bucket ``edgebayes_leases`` (``max_age`` = ``[cluster] lease_ttl_s``, history 1, replicated):
+key ``partition.<P>`` holds the owner's id. ``acquire`` creates it (refused while another
+holds it: the server's expected-last-sequence check), ``renew`` rewrites it with the revision
+it last wrote (refused once another took it), ``release`` deletes it with that revision (a
+clean stop); a key its owner stops renewing expires ``lease_ttl_s`` after its last write and
+is free. Key ``member.<id>`` is each live runtime's heartbeat, so a runtime takes its fair
+share, ceil(partitions / members). The lease pattern is Gray and Cheriton's (1989); the
+compare-and-set is JetStream's ``Nats-Expected-Last-Subject-Sequence``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError, NoKeysError
+
+from edgebayes.cluster.config import LEASES
+
+log = logging.getLogger(__name__)
+
+
+class Leases:
+    """The leases of one runtime, ``owner`` (async; nats-py's event loop only).
+
+    Attributes:
+        held: partition -> the revision this runtime last wrote.
+    """
+
+    def __init__(self, kv, owner: str):
+        self.kv = kv
+        self.owner = owner
+        self.held: dict[int, int] = {}
+
+    @classmethod
+    async def open(cls, js, owner: str, ttl_s: float, replicas: int) -> Leases:
+        """The lease bucket (made when missing) for ``owner``."""
+        from nats.js.api import KeyValueConfig
+
+        try:
+            kv = await js.key_value(LEASES)
+        except BucketNotFoundError:
+            kv = await js.create_key_value(KeyValueConfig(bucket=LEASES, ttl=ttl_s, history=1, replicas=replicas))
+        return cls(kv, owner)
+
+    async def acquire(self, partition: int) -> bool:
+        """Take ``partition`` if no one holds it; True when taken."""
+        try:
+            self.held[partition] = await self.kv.create(f"partition.{partition}", self.owner.encode())
+        except KeyWrongLastSequenceError:
+            return False
+        return True
+
+    async def renew(self, partition: int) -> bool:
+        """Rewrite the lease; False (and no longer held) when another took it meanwhile."""
+        try:
+            self.held[partition] = await self.kv.update(f"partition.{partition}", self.owner.encode(),
+                                                        last=self.held[partition])
+        except (KeyWrongLastSequenceError, KeyNotFoundError):  # another wrote it, or it expired
+            del self.held[partition]
+            return False
+        return True
+
+    async def release(self, partition: int) -> None:
+        """Delete the lease (a clean hand-over: the next owner need not wait for the TTL)."""
+        rev = self.held.pop(partition, None)
+        if rev is not None:
+            try:
+                await self.kv.delete(f"partition.{partition}", last=rev)
+            except KeyWrongLastSequenceError:
+                log.warning("partition %d: lease taken by another before its release", partition)
+
+    async def heartbeat(self) -> None:
+        await self.kv.put(f"member.{self.owner}", b"")
+
+    async def leave(self) -> None:
+        with contextlib.suppress(KeyNotFoundError):
+            await self.kv.delete(f"member.{self.owner}")
+
+    async def keys(self) -> list[str]:
+        try:
+            return await self.kv.keys()
+        except NoKeysError:
+            return []
+
+    async def owners(self) -> dict[int, str]:
+        """Partition -> its owner's id, for every lease held now."""
+        out = {}
+        for key in await self.keys():
+            if key.startswith("partition."):
+                try:
+                    out[int(key.split(".")[1])] = (await self.kv.get(key)).value.decode()
+                except KeyNotFoundError:
+                    continue  # expired or released meanwhile
+        return out

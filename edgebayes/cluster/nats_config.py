@@ -1,0 +1,110 @@
+"""``edgebayes nats-config --config FILE [--device ID ...]``: the NATS server's part of a
+cluster deployment, on stdout, for ``include`` in each node's config (deploy/nats/node.conf).
+
+    edgebayes nats-config --config runtime.toml --device sim-0 --device sim-1 > edgebayes-nats.conf
+
+It holds, made from the runtime config's ``[topics] prefix`` and ``[cluster] partitions``:
+
+- ``mappings``: ``<prefix>.*.reading`` and ``.label`` to
+  ``ebpart.{{partition(P,1)}}.{{wildcard(1)}}.<kind>`` (``edgebayes.cluster.subjects``): each
+  device's messages on one partition subject, always the same;
+- ``authorization``: the users of the Mosquitto ACL (``edgebayes acl``), as NATS permissions on
+  the same topics as subjects. The runtime (``[cluster] username``, else ``[broker] username``)
+  may use JetStream's API, its lease bucket and checkpoint store, and publish every device's
+  ``prediction``, ``drift``, ``error`` and its own ``<prefix>.runtime.>``; Home Assistant
+  (``--ha-user``) and ``monitor`` read the outputs; each ``--device`` writes its own readings and labels
+  (the server checks the mapped subject: its partition's) and reads its own outputs (a static
+  NATS config has no ``%u`` pattern: one user per device id), and ``--gateway-user`` every
+  device's (a gateway, firmware-sim). Every password is a variable the server reads from its
+  environment: ``$EDGEBAYES_NATS_PASSWORD_<USER>`` (the name upper-cased, ``-`` as ``_``).
+
+``[[sources]]`` topics are not partitioned (not built). Exit 0, or 2 for a bad config, a config
+without ``[cluster]`` or without a runtime user name (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+from edgebayes.acl import HA_USER, MONITOR_USER, OUTPUTS
+from edgebayes.cluster.config import CHECKPOINTS, LEASES, PARTITION_SUBJECT, ClusterConfig
+from edgebayes.cluster.subjects import KINDS, mappings, partition_of, subject
+from edgebayes.runtime.config import Config, ConfigError, load_config
+from edgebayes.runtime.names import NAME_RE
+
+HEADER = """\
+# NATS subject mappings and users for edgebayes (docs/scale-out.md), made from the runtime's
+# config by `edgebayes nats-config --config FILE`: run it again after changing [topics] prefix,
+# [cluster] partitions or the devices. Included by every node (deploy/nats/node.conf)."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, metavar="FILE", help="the runtime's TOML config, with [cluster]")
+    parser.add_argument("--device", action="append", default=[], metavar="ID",
+                        help="a device id that logs in as its own user (repeat for each)")
+    parser.add_argument("--gateway-user", metavar="NAME",
+                        help="a user that publishes for every device (a gateway, firmware-sim)")
+    parser.add_argument("--ha-user", default=HA_USER, metavar="NAME",
+                        help=f"Home Assistant's user name (default {HA_USER}; '' for no Home Assistant)")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.config)
+        cluster = config.cluster
+        if cluster is None:
+            raise ConfigError(["[cluster]: missing (partitions, servers)"], args.config)
+        bad = [d for d in args.device if not NAME_RE.match(d)]
+        if bad:
+            raise ConfigError([f"--device {bad[0]!r}: not 1-64 characters from [A-Za-z0-9_-]"], "command line")
+        text = nats_config_text(config, cluster, args.device, args.ha_user or None, args.config,
+                                args.gateway_user)
+    except ConfigError as exc:
+        print(f"edgebayes nats-config: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    return 0
+
+
+def password_variable(user: str) -> str:
+    """The environment variable the server reads ``user``'s password from."""
+    return "EDGEBAYES_NATS_PASSWORD_" + re.sub(r"[^A-Za-z0-9]", "_", user).upper()
+
+
+def nats_config_text(config: Config, cluster: ClusterConfig, devices: list[str] = (),
+                     ha_user: str | None = HA_USER, source: str = "config", gateway_user: str | None = None) -> str:
+    """The include file (see the module docstring).
+
+    Raises:
+        ConfigError: neither ``[cluster] username`` nor ``[broker] username`` is set.
+    """
+    runtime = cluster.username or config.broker.username
+    if runtime is None:
+        raise ConfigError(["[cluster] username: not set (nor [broker] username); the runtime logs in "
+                           "to NATS by its user name"], source)
+    pre = subject(config.topics.prefix)
+    lines = [HEADER, "", "mappings = {",
+             *(f"  {json.dumps(src)}: {json.dumps(dst)}" for src, dst in
+               mappings(config.topics.prefix, cluster.partitions).items()), "}", "",
+             "authorization {", "  users = ["]
+    users = [(runtime, [f"{pre}.*.{k}" for k in ("prediction", "drift", "error")]
+              + [f"{pre}.runtime.>", "$JS.API.>", "$JS.ACK.>", f"$KV.{LEASES}.>", f"$O.{CHECKPOINTS}.>"],
+              ["_INBOX.>", f"$KV.{LEASES}.>", f"$O.{CHECKPOINTS}.>"])]
+    if ha_user is not None:
+        users.append((ha_user, [], [f"{pre}.*.{k}" for k in OUTPUTS] + [f"{pre}.runtime.>"]))
+    users.append((MONITOR_USER, [], [f"{pre}.>"]))
+    # the server checks a publish against the mapped subject: the device's own partition subjects
+    users += [(d, [f"{PARTITION_SUBJECT}.{partition_of(d, cluster.partitions)}.{d}.{k}" for k in KINDS],
+               [f"{pre}.{d}.{k}" for k in ("prediction", "drift", "error")]) for d in dict.fromkeys(devices)]
+    if gateway_user is not None:
+        users.append((gateway_user, [f"{PARTITION_SUBJECT}.*.*.{k}" for k in KINDS],
+                      [f"{pre}.*.{k}" for k in ("prediction", "drift", "error")]))
+    for user, pub, sub in users:
+        perms = {"publish": {"allow": pub} if pub else {"deny": [">"]}, "subscribe": {"allow": sub}}
+        lines.append(f"    {{user: {json.dumps(user)}, password: ${password_variable(user)}, "
+                     f"permissions: {json.dumps(perms)}}}")
+    lines += ["  ]", "}"]
+    return "\n".join(lines) + "\n"
