@@ -69,7 +69,7 @@ class ClusterRuntime:
         self.store = CheckpointStore(config.checkpoint.dir, config.schema.features)
         self.loop = asyncio.new_event_loop()
         self.publisher = NatsPublisher(self.loop, self._done)
-        self.worker = Worker(config, self.topics, self.store, None, client=self.publisher, tick_hooks=[self._tick])
+        self.worker = Worker(config, self.topics, self.store, None, session=self.publisher, tick_hooks=[self._tick])
         self.feed: PartitionFeed | None = None
         self.leases = self.pstore = self.nc = None
         self.owned: set[int] = set()  # leases held and fed

@@ -14,8 +14,10 @@ log = logging.getLogger(__name__)
 
 
 class NatsPublisher:
-    """What ``Worker`` calls as its client (``publish``, ``ack``, ``wait_for_room``), from the
-    worker thread; the NATS connection lives on ``loop`` (another thread).
+    """The worker's `edgebayes.runtime.publisher.Session` in a cluster (``publish``, ``ack``,
+    ``wait_for_room``), called from the worker thread; the NATS connection lives on ``loop``
+    (another thread). ``n_connects`` stays 0: a message id is the partition feed's, valid across
+    NATS reconnects.
 
     Args:
         loop: nats-py's event loop.
@@ -26,6 +28,7 @@ class NatsPublisher:
         self.loop = loop
         self.on_done = on_done
         self.nc = None  # set once connected
+        self.n_connects = 0
         self.n_publish_failed = 0
 
     def publish(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False):
