@@ -4,9 +4,9 @@ Seed 000 (Gomes, Read and Bifet, ICDM 2019), Algorithm 1, with MOA's defaults an
 (``moa.classifiers.meta.StreamingRandomPatches``) where the paper leaves room, and DESIGN.md 2.5
 where MOA and the design differ (noted below).
 
-`SRPClassifier(...)` builds the compiled ensemble (`edgebayes._core.srp`: the member loop and
-the vote in C, over the compiled trees) when `edgebayes.backend()` is "compiled"; this module
-is its reference, bit for bit.
+`SRPClassifier` is the compiled ensemble (`edgebayes._core.srp`: the member loop and the vote
+in C, over the compiled trees) when `edgebayes.backend()`, chosen at import, is "compiled";
+`ReferenceSRPClassifier`, in this module, is its reference, bit for bit.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from edgebayes import backend
+from edgebayes._backend import choose
 from edgebayes.base import (
     MAX_WEIGHT,
     STATE_ERRORS,
@@ -264,18 +264,6 @@ class SRPClassifier(Learner):
         >>> srp.predict_one([0.2, 0.9, 0.1])
         'a'
     """
-
-    def __new__(cls, model=None, n_models=10, subspace_size=0.6, training_method="patches", lam=6.0,
-                drift_detector=None, warning_detector=None, disable_detector="off",
-                disable_weighted_vote=False, max_size_bytes=None, seed=None):
-        """The compiled ensemble (`edgebayes._core.srp`, a subclass that replaces the member
-        loop and ``predict_proba_one``) when `edgebayes.backend()` is ``"compiled"``, this
-        reference otherwise; ``__init__`` then checks and stores the arguments."""
-        if cls is SRPClassifier and backend() == "compiled":
-            from edgebayes._core.srp import SRPClassifier as Compiled
-
-            return Compiled.__new__(Compiled)
-        return super().__new__(cls)
 
     def __init__(
         self,
@@ -925,3 +913,8 @@ def _signal_bound(signal) -> int:
     else what the detector holds now (a detector of constant size)."""
     bound = getattr(signal, "max_memory_bytes", None)
     return bound(2**_DETECTOR_HORIZON_LOG2) if bound is not None else signal.memory_bytes()
+
+
+#: the pure-Python reference, by name whichever class `SRPClassifier` is
+ReferenceSRPClassifier = SRPClassifier
+SRPClassifier = choose(ReferenceSRPClassifier, "edgebayes._core.srp")
