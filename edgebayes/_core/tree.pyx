@@ -12,6 +12,11 @@ with ``-ffp-contract=off``: every float of ``state()`` and every probability is
 bit-identical to the reference's. What changes the tree's shape (a new class or value, a
 split, a ranking of the leaves) calls the reference functions themselves.
 
+Hooks, the reference code called from here: ``HoeffdingTreeClassifier.learn_one`` and
+``predict_proba_one`` before the first sample fixes the schema; `learning.make_room` for a
+new class or nominal value; `learning.split` when the Hoeffding test passes;
+`learning.rebalance` every `REBALANCE_PERIOD` samples learned.
+
 `tree.pxd` declares `value_codes`, `predict_index` and `learn_codes` for the compiled SRP
 (`edgebayes._core.srp`), which drives its members through them, looking a member's nominal
 codes up once per sample for its test, training and second test.
