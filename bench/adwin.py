@@ -7,7 +7,8 @@ each detector gets the best of ``--repeats`` passes over a fresh instance, timed
 CPU time (``time.process_time``) so that other work on a shared machine distorts less. A
 second stream switches p from 0.2 to 0.5 halfway, so cuts happen. Rows: River's ADWIN (a
 compiled core behind a Python method), ours on each backend (`edgebayes.backend()`: compiled,
-python; the compiled rows are left out when the core is not built), and ours wrapped in
+python; the compiled rows are left out when the core is not built or ``EDGEBAYES_PURE_PYTHON``
+is set), and ours wrapped in
 ``ErrorDetector`` (what SRP calls per member).
 ``drifts`` counts inputs that set ``drift_detected`` (River starts a fresh window after each,
 ours keeps the shrunken window as MOA, so ours may cut again on the next checks); ``width`` is
@@ -17,7 +18,6 @@ the final window length; ``memory B`` is ``memory_bytes()`` (River has none).
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import time
 
@@ -25,23 +25,13 @@ from river.drift import ADWIN as RiverADWIN
 
 import edgebayes
 from edgebayes.drift import ADWIN, ErrorDetector
+from edgebayes.drift.adwin import ReferenceADWIN
 
 
-def built_by(backend: str, make):
-    """``make`` with what it builds coming from ``backend`` ("compiled" or "python")."""
-
-    def build():
-        saved = os.environ.get(edgebayes.PURE_PYTHON_ENV)
-        os.environ[edgebayes.PURE_PYTHON_ENV] = "1" if backend == "python" else "0"
-        try:
-            return make()
-        finally:
-            if saved is None:
-                del os.environ[edgebayes.PURE_PYTHON_ENV]
-            else:
-                os.environ[edgebayes.PURE_PYTHON_ENV] = saved
-
-    return build
+def implementations(reference: type, public: type) -> dict[str, type]:
+    """Backend -> class: ``public`` when this process chose the compiled core (at import;
+    ``EDGEBAYES_PURE_PYTHON`` decides), then its pure-Python ``reference``."""
+    return ({"compiled": public} if edgebayes.backend() == "compiled" else {}) | {"python": reference}
 
 
 def best_seconds(make, stream, repeats):
@@ -82,12 +72,11 @@ def main() -> None:
         ],
     }
     makers = {"river ADWIN": RiverADWIN}
-    core_built = built_by("compiled", edgebayes.backend)() == "compiled"
-    backends = ["compiled", "python"] if core_built else ["python"]
-    for backend in backends:
-        makers[f"edgebayes ADWIN, {backend}"] = built_by(backend, ADWIN)
-    for backend in backends:
-        makers[f"ErrorDetector(ADWIN), {backend}"] = built_by(backend, ErrorDetector)
+    classes = implementations(ReferenceADWIN, ADWIN)
+    for backend, cls in classes.items():
+        makers[f"edgebayes ADWIN, {backend}"] = cls
+    for backend, cls in classes.items():
+        makers[f"ErrorDetector(ADWIN), {backend}"] = lambda cls=cls: ErrorDetector(cls())
     print(f"backend: {edgebayes.backend_description()}")
     for name, stream in streams.items():
         print(f"\n{name}, n={args.n}, best of {args.repeats}")

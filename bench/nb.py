@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import edgebayes
-from bench.adwin import built_by
-from edgebayes.naive_bayes import GaussianNB
+from bench.adwin import implementations
+from edgebayes.naive_bayes import GaussianNB, ReferenceGaussianNB
 from edgebayes.streams import open_stream
 
 
@@ -70,18 +70,17 @@ def main() -> None:
     n, d = X.shape
     dropped = ", ".join(args.drop) or "none"
     print(f"{args.data}: {n:,} samples, {d} features (dropped: {dropped}), best of {args.repeats}")
-    core_built = built_by("compiled", edgebayes.backend)() == "compiled"
-    backends = ["compiled", "python"] if core_built else ["python"]
+    classes = implementations(ReferenceGaussianNB, GaussianNB)
     print(f"backend: {edgebayes.backend_description()}")
 
     print("\nprequential, one sample at a time (predict_proba_one + learn_one)")
     print(f"{'model':<52}{'accuracy':>10}{'us/sample':>12}{'vs River':>10}")
     river_s, river_right = best_time(lambda: prequential_one(RiverGaussianNB, dicts, y), args.repeats)
     rows = list(X)  # the float64 vectors a stream yields
-    for backend in backends:
-        for label, make in (("GaussianNB()", GaussianNB),
-                            ("GaussianNB(learning_rate=0.01)", lambda: GaussianNB(learning_rate=0.01))):
-            secs, right = best_time(lambda: prequential_one(built_by(backend, make), rows, y), args.repeats)
+    for backend, cls in classes.items():
+        for label, make in (("GaussianNB()", cls),
+                            ("GaussianNB(learning_rate=0.01)", lambda: cls(learning_rate=0.01))):
+            secs, right = best_time(lambda: prequential_one(make, rows, y), args.repeats)
             label = f"edgebayes {label}, {backend}"
             print(f"{label:<52}{right / n:>10.4f}{secs / n * 1e6:>12.2f}{secs / river_s:>9.2f}x")
     print(f"{'river GaussianNB()':<52}{river_right / n:>10.4f}{river_s / n * 1e6:>12.2f}{1:>9.2f}x")

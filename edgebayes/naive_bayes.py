@@ -29,7 +29,7 @@ from array import array
 
 import numpy as np
 
-from edgebayes import backend
+from edgebayes._backend import choose
 from edgebayes.base import (
     LIST_BYTES,
     MAX_ABS_X,
@@ -250,14 +250,14 @@ class GaussianNB(Learner):
     The statistics live in seven exactly allocated ``array("d")`` buffers: priors (n_classes,);
     counts, means and variances (n_classes * n_features, one row per class); the all-class
     counts, means and variances (n_features,). ``learn_one`` and ``predict_proba_one`` here
-    are the readable reference, scalar loops over those buffers; ``GaussianNB(...)`` builds
-    the compiled implementation (`edgebayes._core.naive_bayes`, one C call per sample, the
-    same loops in the same order over the same buffers) when `edgebayes.backend()` is
-    ``"compiled"``: ``state()``, probabilities, errors and ``memory_bytes()`` are the same bit
-    for bit, and a state saved by one loads in the other. Batch methods use numpy and give the
-    same model (to rounding) as the per-sample path. Learning refuses features of magnitude
-    above `edgebayes.base.MAX_ABS_X` (1e100), whose squares could overflow the variance;
-    prediction takes any finite x.
+    are the readable reference (`ReferenceGaussianNB`), scalar loops over those buffers;
+    ``GaussianNB`` is the compiled implementation (`edgebayes._core.naive_bayes`, one C call
+    per sample, the same loops in the same order over the same buffers) when
+    `edgebayes.backend()`, chosen at import, is ``"compiled"``: ``state()``, probabilities,
+    errors and ``memory_bytes()`` are the same bit for bit, and a state saved by one loads in
+    the other. Batch methods use numpy and give the same model (to rounding) as the
+    per-sample path. Learning refuses features of magnitude above `edgebayes.base.MAX_ABS_X`
+    (1e100), whose squares could overflow the variance; prediction takes any finite x.
 
     Example:
         >>> nb = GaussianNB()
@@ -310,19 +310,6 @@ class GaussianNB(Learner):
         self._eps = EPS_FLOOR
         self.max_size_bytes = max_size_bytes
         check_size_bound(max_size_bytes, self.memory_bytes(), "the empty model")
-
-    def __new__(cls, learning_rate: float | None = None, var_smoothing: float = 1e-9,
-                max_size_bytes: int | None = None, warm_up: bool = True):
-        """The compiled GaussianNB (`edgebayes._core.naive_bayes`, a subclass that replaces
-        ``learn_one`` and ``predict_proba_one``) when `edgebayes.backend()` is ``"compiled"``,
-        this reference otherwise; ``__init__`` then checks and stores the arguments (named
-        here too: `inspect.signature` of the class, which ``clone`` and the config read, is
-        this method's)."""
-        if cls is GaussianNB and backend() == "compiled":
-            from edgebayes._core.naive_bayes import GaussianNB as Compiled
-
-            return Compiled.__new__(Compiled)
-        return super().__new__(cls)
 
     # ------------------------------------------------------------------ learning
 
@@ -808,3 +795,8 @@ class GaussianNB(Learner):
             model._fcounts, model._fmeans, model._fvars = (array("d", r) for r in feats)
             model._eps = max(model.var_smoothing * max(model._fvars), EPS_FLOOR)
         return model
+
+
+#: the pure-Python reference, by name whichever class `GaussianNB` is
+ReferenceGaussianNB = GaussianNB
+GaussianNB = choose(ReferenceGaussianNB, "edgebayes._core.naive_bayes")

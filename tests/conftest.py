@@ -1,10 +1,12 @@
 import contextlib
+import importlib
 import os
 from pathlib import Path
 
 import pytest
 
 import edgebayes
+import edgebayes._backend
 from tests.broker import Broker
 
 BACKENDS = ("compiled", "python")
@@ -36,32 +38,47 @@ def needs_shared(rel: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(reason is not None, reason=reason or "")
 
 
+#: public class name -> (the module of its reference, the module of its compiled twin)
+_MODULES = {"GaussianNB": ("edgebayes.naive_bayes", "edgebayes._core.naive_bayes"),
+            "HoeffdingTreeClassifier": ("edgebayes.tree.hoeffding_tree", "edgebayes._core.tree"),
+            "SRPClassifier": ("edgebayes.ensemble.srp", "edgebayes._core.srp"),
+            "ADWIN": ("edgebayes.drift.adwin", "edgebayes._core.adwin")}
+
+
+def _skip_or_fail_without_core(why: str) -> None:
+    if os.environ.get(REQUIRE_COMPILED_ENV) == "1" and edgebayes._backend.compiled_missing():
+        pytest.fail(f"backend {edgebayes.backend_description()}, but {REQUIRE_COMPILED_ENV}=1")
+    pytest.skip(why)
+
+
+def implementation(name: str, backend: str) -> type:
+    """Class ``name`` ("GaussianNB", "HoeffdingTreeClassifier", "SRPClassifier", "ADWIN") of
+    ``backend``, whichever backend this process chose at import: the reference, or its compiled
+    twin (the test is skipped when the compiled core is not built)."""
+    reference, compiled = _MODULES[name]
+    if backend == "python":
+        return getattr(importlib.import_module(reference), f"Reference{name}")
+    if edgebayes._backend.compiled_missing():
+        _skip_or_fail_without_core(f"backend {edgebayes.backend_description()}")
+    importlib.import_module(reference)  # the compiled twin is reached through its reference
+    return getattr(importlib.import_module(compiled), name)
+
+
 @contextlib.contextmanager
 def use_backend(name: str):
-    """Objects built inside the block get backend ``name`` ("compiled" or "python"); the test
-    is skipped for "compiled" when the compiled core is not built."""
-    saved = os.environ.get(edgebayes.PURE_PYTHON_ENV)
-    if name == "python":
-        os.environ[edgebayes.PURE_PYTHON_ENV] = "1"
-    else:
-        os.environ.pop(edgebayes.PURE_PYTHON_ENV, None)
-    try:
-        if edgebayes.backend() != name:
-            if os.environ.get(REQUIRE_COMPILED_ENV) == "1":
-                pytest.fail(f"backend {edgebayes.backend_description()}, but {REQUIRE_COMPILED_ENV}=1")
-            pytest.skip(f"backend {edgebayes.backend_description()}")
-        yield name
-    finally:
-        if saved is None:
-            os.environ.pop(edgebayes.PURE_PYTHON_ENV, None)
-        else:
-            os.environ[edgebayes.PURE_PYTHON_ENV] = saved
+    """Runs the block when this process's backend, chosen at import, is ``name`` ("compiled" or
+    "python"); skips the test otherwise (``EDGEBAYES_PURE_PYTHON=1`` runs the python half)."""
+    if edgebayes.backend() != name:
+        _skip_or_fail_without_core(f"backend {edgebayes.backend_description()}, chosen at import; "
+                                   f"{edgebayes.PURE_PYTHON_ENV}=1 or unset runs the other half")
+    yield name
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request):
     """Runs the test once per backend (``pytestmark = pytest.mark.usefixtures("backend")`` for a
-    whole module): what the test builds gets that backend; the value is its name."""
+    whole module): the half of this process's backend runs, the other is skipped (see
+    `use_backend`); the value is the backend's name."""
     with use_backend(request.param) as name:
         yield name
 

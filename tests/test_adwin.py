@@ -18,7 +18,7 @@ import edgebayes
 from edgebayes import codec
 from edgebayes.drift import ADWIN, DriftDetector, ErrorDetector, detector_from_state
 from edgebayes.drift import adwin as adwin_module
-from tests.conftest import BACKENDS, SHARED, needs_shared, shared_path, use_backend
+from tests.conftest import BACKENDS, SHARED, implementation, needs_shared, shared_path
 
 pytestmark = pytest.mark.usefixtures("backend")  # every test, on each backend
 VECTORS_REL = "vectors/adwin"
@@ -458,8 +458,7 @@ def test_the_object_bytes_counted_are_the_object_on_64_bit_and_a_bound_on_32_bit
     """Both backends count the same constant: exactly either object where pointers are 8 bytes
     (the compiled fields are 8 bytes each there too), at least either object elsewhere."""
     for name in BACKENDS:
-        with use_backend(name):
-            size = sys.getsizeof(ADWIN())
+        size = sys.getsizeof(implementation("ADWIN", name)())
         if struct.calcsize("P") == 8:
             assert size == adwin_module.OBJECT_BYTES, name
         else:
@@ -531,11 +530,7 @@ def test_the_backend_fixture_builds_that_backend(backend):
 
 def _both(params):
     """One detector per backend, same parameters."""
-    out = {}
-    for name in BACKENDS:
-        with use_backend(name):
-            out[name] = ADWIN(**params)
-    return out
+    return {name: implementation("ADWIN", name)(**params) for name in BACKENDS}
 
 
 @settings(max_examples=30, deadline=None)
@@ -565,16 +560,23 @@ def test_backends_give_identical_states(
         assert getattr(dets["compiled"], name) == getattr(dets["python"], name), name
 
 
+def _read(state: dict, backend: str) -> ErrorDetector:
+    """`ErrorDetector.from_state` with the ADWIN of ``backend``, whichever this process chose."""
+    if backend == edgebayes.backend():
+        return detector_from_state(state)
+    copy = ErrorDetector(implementation("ADWIN", backend).from_state(state["detector"]))
+    copy.drift_detected, copy._n_detections = state["drift_detected"], state["n_detections"]
+    return copy
+
+
 @pytest.mark.parametrize("writer, reader", [BACKENDS, BACKENDS[::-1]])
 def test_a_state_written_by_one_backend_continues_identically_in_the_other(writer, reader):
     stream = _stream(17, 6000, "bits") + [1.0] * 800 + _stream(18, 3000, "real")
-    with use_backend(writer):
-        original = ErrorDetector(ADWIN(delta=0.01, clock=7))
+    original = ErrorDetector(implementation("ADWIN", writer)(delta=0.01, clock=7))
     for x in stream[:4003]:  # cuts have happened and inputs are pending
         original.update(x)
     state = codec.decode(codec.encode(original.state()))
-    with use_backend(reader):
-        copy = detector_from_state(state)
+    copy = _read(state, reader)
     assert type(copy.detector).__module__ != type(original.detector).__module__
     assert copy.state() == original.state()
     rest = stream[4003:]

@@ -1,86 +1,57 @@
 """Every learner kind, compiled and pure Python, on the SRP paper's streams and ELEC: the same
-prediction at every sample, the same state at the end, and a state written by one backend
-continuing identically in the other.
+prediction at every sample, the same state every 250 samples and at the end, and a state
+written by one backend continuing identically in the other.
 
-A kind with no compiled implementation yet runs the reference on both sides until it gets one.
+The backend is chosen once per process, at import, so each side runs in its own process
+(`tests.backend_side`, with and without ``EDGEBAYES_PURE_PYTHON``); a kind with no compiled
+implementation yet runs the reference on both sides until it gets one.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+import edgebayes
 from edgebayes import codec
-from edgebayes.base import KINDS, learner_from_state, make_learner
-from edgebayes.streams import open_stream
-from edgebayes.streams.presets import PRESETS, srp_stream
-from tests.conftest import BACKENDS, SHARED, needs_shared, use_backend
+from edgebayes.base import KINDS
+from tests.backend_side import CONFIGS, ELEC_REL, STREAMS, n_learn, n_total
+from tests.conftest import BACKENDS, implementation, needs_shared
 
-ELEC_REL = "data/elec2/elec2.csv.gz"
-ELEC = SHARED / ELEC_REL
-STREAMS = (*PRESETS, pytest.param("ELEC", marks=needs_shared(ELEC_REL)))
+ROOT = Path(__file__).resolve().parents[1]
+#: the configs compared on every stream (the last one has a stream of its own)
+STREAM_CONFIGS = [config for config in CONFIGS if config != "vocab"]
+#: the streams, ELEC skipped with the one reason when ../shared is absent
+STREAM_PARAMS = [pytest.param(s, marks=needs_shared(ELEC_REL)) if s == "ELEC" else s for s in STREAMS]
 
-#: the SRP paper's settings (Table II) with its default base learner, the Hoeffding tree
-PAPER_SRP = {"n_models": 10, "lam": 6.0, "subspace_size": 0.6, "seed": 1}
-#: config id -> (kind, its parameters given the stream's nominal feature indices)
-CONFIGS = {
-    "gaussian_nb": ("gaussian_nb", lambda nominal: {}),
-    "mixed_nb": ("mixed_nb", lambda nominal: {"nominal_attributes": nominal}),
-    "hoeffding_tree": ("hoeffding_tree", lambda nominal: {"nominal_attributes": nominal,
-                                                          "seed": 1}),
-    # Gaussian members: with LED's 24 nominal features, 20 MixedNB members learn ~250 samples/s
-    "nb_committee": ("nb_committee", lambda nominal: {"seed": 1}),
-    "srp": ("srp", lambda nominal: PAPER_SRP),
-    # ~8 kB a member: binds on every stream (unbounded, 140 kB to 1.4 MB after 800 samples)
-    "srp_bounded": ("srp", lambda nominal: {**PAPER_SRP, "max_size_bytes": 250_000}),
-}
-#: samples compared, then samples after a state changed backend. In Python SRP learns ~1,000
-#: samples a second, the committee ~2,000 on LED (predicting twice: it draws its own ties), the
-#: others 5,000 (MixedNB on LED) to 1,000,000
-N_LEARN = {"srp": 800, "srp_bounded": 800, "nb_committee": 800}
-N_LEARN_DEFAULT = 1500
-N_CONTINUE = 200
+
+def _ask(backend: str, **request) -> dict:
+    """What `tests.backend_side` answers ``request`` with in a process of backend ``backend``
+    (the test is skipped for "compiled" when the compiled core is not built)."""
+    if backend == "compiled":
+        implementation("ADWIN", "compiled")  # skips (or fails, as CI requires) without the core
+    env = {k: v for k, v in os.environ.items() if k != edgebayes.PURE_PYTHON_ENV}
+    if backend == "python":
+        env[edgebayes.PURE_PYTHON_ENV] = "1"
+    done = subprocess.run([sys.executable, "-m", "tests.backend_side"], check=False, cwd=ROOT, env=env,
+                          input=codec.encode({"state": None, "mark": 0, **request}),
+                          capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    answer = codec.decode(done.stdout)
+    assert answer["backend"] == backend
+    return answer
 
 
 @functools.cache
-def _stream(name: str, n: int):
-    """(X, y, nominal feature indices): the first ``n`` samples of stream ``name``."""
-    stream = open_stream(ELEC, drop=["date"]) if name == "ELEC" else srp_stream(name, n, seed=1)
-    X, y = stream.to_arrays(n)
-    assert len(y) == n
-    return X, y, stream.schema.nominal
-
-
-def _data(config: str, stream: str):
-    """(X, y, nominal, n): n samples to compare, then `N_CONTINUE` more."""
-    n = N_LEARN.get(config, N_LEARN_DEFAULT)
-    return (*_stream(stream, n + N_CONTINUE), n)
-
-
-class _Side:
-    """A learner of one backend, only ever used inside ``use_backend(backend)``: SRP builds its
-    members and drift detectors as it learns, with the backend of that moment."""
-
-    def __init__(self, backend: str, build):
-        self.backend = backend
-        with use_backend(backend):
-            self.learner = build()
-
-    def step(self, x, y) -> dict:
-        """Predict ``x`` (the probabilities as (label, p) pairs in their order, the label),
-        then learn ``(x, y)``."""
-        with use_backend(self.backend):
-            proba = self.learner.predict_proba_one(x)
-            label = self.learner.predict_one(x)  # a learner's own (SRP compiled, the committee's ties)
-            self.learner.learn_one(x, y)
-        return {"proba": list(proba.items()), "label": label}
-
-    def state(self) -> dict:
-        """The state as a checkpoint holds it (msgpack round trip: numpy scalars are plain)."""
-        with use_backend(self.backend):
-            return codec.decode(codec.encode(self.learner.state()))
+def _trained(backend: str, config: str, stream: str) -> dict:
+    """A new learner of ``backend`` over the whole stream, its state kept after `n_learn`."""
+    return _ask(backend, case=[config, stream], start=0, stop=n_total(config), mark=n_learn(config))
 
 
 def _difference(a, b, path: str = "state") -> str:
@@ -104,82 +75,66 @@ def _difference(a, b, path: str = "state") -> str:
     return next((d for u, v, p in pairs if (d := _difference(u, v, p))), "")
 
 
-def _assert_same_state(sides: dict, where: str) -> None:
-    (name_a, a), (name_b, b) = sides.items()
-    diff = _difference(a.state(), b.state())
-    assert not diff, f"{where}: {name_a} vs {name_b}, {diff}"
+def _assert_same(a: dict, b: dict, names: tuple, where: str, offset: int = 0) -> None:
+    """The same prediction at every sample and the same state at every mark both answers hold
+    (every 250 samples and at the end)."""
+    for i, (u, v) in enumerate(zip(a["steps"], b["steps"]), offset):
+        diff = _difference(u, v, "prediction")
+        assert not diff, f"{where}, sample {i}: {names[0]} vs {names[1]}, {diff}"
+    assert len(a["steps"]) == len(b["steps"])
+    marks = [mark for mark in a["states"] if mark in b["states"]]
+    assert marks and str(offset + len(a["steps"])) in marks
+    for mark in marks:
+        diff = _difference(a["states"][mark], b["states"][mark])
+        assert not diff, f"{where}, after {mark} samples: {names[0]} vs {names[1]}, {diff}"
 
 
-def _lockstep(sides: dict, X, y, start: int, where: str) -> None:
-    """Predict then learn each sample on every side; the same predictions at every sample, the
-    same state every 250 samples and at the end."""
-    for i, (xi, yi) in enumerate(zip(X, y), start):
-        (name_a, a), (name_b, b) = ((name, side.step(xi, yi)) for name, side in sides.items())
-        diff = _difference(a, b, "prediction")
-        assert not diff, f"{where}, sample {i}: {name_a} vs {name_b}, {diff}"
-        if (i + 1) % 250 == 0:
-            _assert_same_state(sides, f"{where}, after sample {i}")
-    _assert_same_state(sides, f"{where}, at the end")
+def _first(answer: dict, n: int) -> dict:
+    """``answer`` cut to its first ``n`` samples."""
+    return {"steps": answer["steps"][:n], "states": {k: v for k, v in answer["states"].items() if int(k) <= n}}
 
 
-def _build(config: str, nominal):
-    kind, params = CONFIGS[config]
-    return lambda: make_learner(kind, **params(nominal))
-
-
-#: (config, stream, backend) -> the `_Side` the first test trained, for the second to continue
-_TRAINED: dict = {}
+def _after(answer: dict, n: int) -> dict:
+    """``answer`` from sample ``n`` on."""
+    return {"steps": answer["steps"][n:], "states": {k: v for k, v in answer["states"].items() if int(k) > n}}
 
 
 def test_every_kind_is_compared():
     assert sorted({kind for kind, _ in CONFIGS.values()}) == sorted(KINDS)
 
 
-@pytest.mark.parametrize("stream", STREAMS)
-@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("stream", STREAM_PARAMS)
+@pytest.mark.parametrize("config", STREAM_CONFIGS)
 def test_backends_give_identical_predictions_and_states(config, stream):
-    X, y, nominal, n = _data(config, stream)
-    sides = {name: _Side(name, _build(config, nominal)) for name in BACKENDS}
-    _lockstep(sides, X[:n], y[:n], 0, f"{config} on {stream}")
-    _TRAINED.update({(config, stream, name): side for name, side in sides.items()})
+    n = n_learn(config)
+    sides = [_first(_trained(name, config, stream), n) for name in BACKENDS]
+    _assert_same(*sides, BACKENDS, f"{config} on {stream}")
 
 
 @pytest.mark.parametrize("writer, reader", [BACKENDS, BACKENDS[::-1]])
-@pytest.mark.parametrize("stream", STREAMS)
-@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("stream", STREAM_PARAMS)
+@pytest.mark.parametrize("config", STREAM_CONFIGS)
 def test_a_state_written_by_one_backend_continues_identically_in_the_other(
     config, stream, writer, reader
 ):
-    X, y, nominal, n = _data(config, stream)
-    original = _TRAINED.pop((config, stream, writer), None)
-    if original is None:  # run on its own: train the writer here
-        original = _Side(writer, _build(config, nominal))
-        for xi, yi in zip(X[:n], y[:n]):
-            original.step(xi, yi)
-    state = original.state()
-    copy = _Side(reader, lambda: learner_from_state(state))
+    n = n_learn(config)
+    original = _trained(writer, config, stream)
+    state = original["states"][str(n)]
+    copy = _ask(reader, case=[config, stream], start=n, stop=n_total(config), state=state)
     where = f"{config} on {stream}, written by {writer}, read by {reader}"
-    _assert_same_state({writer: original, reader: copy}, f"{where}, when read")
-    _lockstep({writer: original, reader: copy}, X[n:], y[n:], n, where)
+    diff = _difference(state, copy["read"])
+    assert not diff, f"{where}, when read: {diff}"
+    _assert_same(_after(original, n), copy, (writer, reader), where, n)
 
 
 def test_nominal_values_get_the_same_codes_from_small_and_large_vocabularies():
     """The compiled tree scans a small vocabulary and hashes a large one: on a feature that
     grows past 16 values, one with 0.0 and -0.0, and a state whose vocabulary holds ints (a
     checkpoint may), both backends give the same predictions and states."""
-    import numpy as np
-
-    rng = np.random.default_rng(3)
-    n = 1500
-    many = rng.integers(0, 40, n).astype(float)  # passes from scanned to hashed
-    signed = rng.choice([0.0, -0.0, 1.0], n)
-    noise = rng.normal(size=n)
-    X = np.column_stack([many, signed, noise])
-    y = [int(m) % 3 if s == 0.0 else int(m) % 2 for m, s in zip(many, signed)]
-    build = lambda: make_learner("hoeffding_tree", nominal_attributes=[0, 1], grace_period=50, seed=1)
-    sides = {name: _Side(name, build) for name in BACKENDS}
-    _lockstep(sides, X[:1000], y[:1000], 0, "nominal vocabularies")
-    state = sides[BACKENDS[0]].state()
-    state["vocab"] = [[int(v) for v in values] for values in state["vocab"]]
-    copies = {name: _Side(name, lambda: learner_from_state(state)) for name in BACKENDS}
-    _lockstep(copies, X[1000:], y[1000:], 1000, "nominal vocabularies with int values")
+    n = n_learn("vocab")
+    sides = [_trained(name, "vocab", "") for name in BACKENDS]
+    _assert_same(*(_first(side, n) for side in sides), BACKENDS, "nominal vocabularies")
+    state = sides[0]["states"][str(n)]
+    copies = [_ask(name, case=["vocab", ""], start=n, stop=n_total("vocab"), state=state, int_vocab=True)
+              for name in BACKENDS]
+    _assert_same(*copies, BACKENDS, "nominal vocabularies with int values", n)

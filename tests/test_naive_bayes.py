@@ -18,7 +18,7 @@ from edgebayes import codec
 from edgebayes.base import ClassLimitError, make_learner
 from edgebayes.naive_bayes import EPS_FLOOR, GaussianNB
 from edgebayes.streams import open_stream
-from tests.conftest import BACKENDS, shared_path, use_backend
+from tests.conftest import BACKENDS, implementation, shared_path
 
 pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
 
@@ -91,8 +91,8 @@ def _offline_predict(params, X):
     return [classes[k] for k in jll.argmax(axis=1)]
 
 
-def _fit(X, y, w=None, **params):
-    model = GaussianNB(**params)
+def _fit(X, y, w=None, cls=GaussianNB, **params):
+    model = cls(**params)
     for i, (xi, yi) in enumerate(zip(X, y)):
         model.learn_one(xi, yi, 1.0 if w is None else w[i])
     return model
@@ -642,10 +642,7 @@ def test_the_backend_fixture_builds_that_backend(backend):
 
 def _both(*args):
     """One GaussianNB per backend, same arguments."""
-    models = {}
-    for name in BACKENDS:
-        with use_backend(name):
-            models[name] = GaussianNB(*args)
+    models = {name: implementation("GaussianNB", name)(*args) for name in BACKENDS}
     assert type(models["compiled"]) is not type(models["python"])
     return models
 
@@ -697,11 +694,9 @@ def test_backends_give_identical_states_probabilities_and_errors(mode, data, for
 @pytest.mark.parametrize("writer, reader", [BACKENDS, BACKENDS[::-1]])
 def test_a_state_written_by_one_backend_continues_identically_in_the_other(writer, reader, mode):
     X, y = open_stream(shared_path("data/elec2/elec2.csv.gz"), drop=["date"]).to_arrays(4000)
-    with use_backend(writer):
-        original = _fit(X[:2500], y[:2500], **mode)
+    original = _fit(X[:2500], y[:2500], cls=implementation("GaussianNB", writer), **mode)
     state = codec.decode(codec.encode(original.state()))
-    with use_backend(reader):
-        copy = GaussianNB.from_state(state)
+    copy = implementation("GaussianNB", reader).from_state(state)
     assert type(copy) is not type(original)
     assert copy.state() == original.state()
     for x, label in zip(X[2500:], y[2500:]):

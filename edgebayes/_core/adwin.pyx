@@ -227,5 +227,3 @@ class ADWIN(Window, ADWINShared):
     __doc__ = _Reference.__doc__
     __slots__ = ()
 
-
-_Reference.register(ADWIN)

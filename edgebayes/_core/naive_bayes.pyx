@@ -13,6 +13,10 @@ The three modes of the reference (exact, Algorithm 1; learning rate with the war
 paper's Algorithm 2 as written, ``warm_up=False``) differ only in ``_top``, the count up to
 which a step is 1/n (inf, floor(1/alpha), 1), set by the reference's ``__init__`` and read by
 `update_rate` below exactly as the reference reads it: every mode runs these same loops.
+
+Hooks: the only reference code called per sample is a new class's, the reference's methods
+``_new_label`` (checks the label), ``_check_room`` (the size bound) and ``_add_class`` (grows
+the buffers), in that order, as the reference's ``learn_one`` calls them.
 """
 
 from cpython cimport array

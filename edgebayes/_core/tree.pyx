@@ -12,6 +12,11 @@ with ``-ffp-contract=off``: every float of ``state()`` and every probability is
 bit-identical to the reference's. What changes the tree's shape (a new class or value, a
 split, a ranking of the leaves) calls the reference functions themselves.
 
+Hooks, the reference code called from here: ``HoeffdingTreeClassifier.learn_one`` and
+``predict_proba_one`` before the first sample fixes the schema; `learning.make_room` for a
+new class or nominal value; `learning.split` when the Hoeffding test passes;
+`learning.rebalance` every `REBALANCE_PERIOD` samples learned.
+
 `tree.pxd` declares `value_codes`, `predict_index` and `learn_codes` for the compiled SRP
 (`edgebayes._core.srp`), which drives its members through them, looking a member's nominal
 codes up once per sample for its test, training and second test.
@@ -278,28 +283,28 @@ cdef int _observe(Fields t, Py_ssize_t s, const double* xs, const Py_ssize_t* co
         v = xs[<Py_ssize_t>t._gnum[j]]
         if v != v:
             pass
-        elif st[k] <= 0.0:
-            st[k] = w
-            st[k + 1] = v
-            st[k + 3] = v
-            st[k + 4] = v
+        elif st[k + W] <= 0.0:
+            st[k + W] = w
+            st[k + MEAN] = v
+            st[k + MIN] = v
+            st[k + MAX] = v
         else:
-            sw = st[k] + w
-            st[k] = sw
-            mu = st[k + 1]
+            sw = st[k + W] + w
+            st[k + W] = sw
+            mu = st[k + MEAN]
             d = v - mu
             mu += d * w / sw
-            st[k + 1] = mu
-            m2 = st[k + 2] + w * d * (v - mu)
-            st[k + 2] = m2
-            if v < st[k + 3]:
-                st[k + 3] = v
-            if v > st[k + 4]:
-                st[k + 4] = v
+            st[k + MEAN] = mu
+            m2 = st[k + M2] + w * d * (v - mu)
+            st[k + M2] = m2
+            if v < st[k + MIN]:
+                st[k + MIN] = v
+            if v > st[k + MAX]:
+                st[k + MAX] = v
             if sw > 1.0 and m2 > 0.0:
                 var = m2 / (sw - 1.0)
-                st[k + 5] = -0.5 * (LOG_2PI + log(var))
-                st[k + 6] = 0.5 / var
+                st[k + LOGNORM] = -0.5 * (LOG_2PI + log(var))
+                st[k + INV2VAR] = 0.5 / var
         k += N_FIELDS
     for j in range(len(t._gnom)):
         code = codes[<Py_ssize_t>t._gnom[j]]

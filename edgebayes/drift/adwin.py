@@ -4,9 +4,10 @@ Semantics follow MOA's ``moa.classifiers.core.driftdetection.ADWIN`` line for li
 decides anything (cut test, arithmetic order, the window kept after a cut), so that the
 reference vectors in ``../shared/vectors/adwin/`` are reproduced exactly.
 
-`ADWIN` is the pure-Python reference; ``ADWIN(...)`` builds the compiled one
-(`edgebayes._core.adwin`, same fields, same results bit for bit) when `edgebayes.backend()` is
-``"compiled"``. What both share (parameters, read-outs, memory, state) is `ADWINShared`.
+`ReferenceADWIN` is the pure-Python reference; `ADWIN` is the compiled one
+(`edgebayes._core.adwin`, same fields, same results bit for bit) when `edgebayes.backend()`,
+chosen at import, is ``"compiled"``, the reference otherwise. What both share (parameters,
+read-outs, memory, state) is `ADWINShared`.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ from __future__ import annotations
 import math
 import struct
 import sys
-from abc import ABCMeta
 from array import array
 
-from edgebayes import backend
+from edgebayes._backend import choose
 from edgebayes.base import check_count, check_finite, refuse_malformed
 
 _log = math.log
@@ -212,8 +212,8 @@ class ADWINShared:
         }
 
     def clone(self) -> ADWIN:
-        """A fresh, empty detector with the same parameters, from the current `edgebayes.backend()`."""
-        return ADWIN(**self._params())
+        """A fresh, empty detector with the same parameters and class."""
+        return type(self)(**self._params())
 
     def state(self) -> dict:
         """Plain-data state (``"kind": "adwin"``); floats are stored exactly."""
@@ -286,7 +286,7 @@ class ADWINShared:
 
 
 
-class ADWIN(ADWINShared, metaclass=ABCMeta):
+class ADWIN(ADWINShared):
     """ADaptive WINdowing change detector and mean estimator (ADWIN2).
 
     The window of recent inputs is summarised by an exponential histogram: row ``i`` holds up
@@ -337,7 +337,7 @@ class ADWIN(ADWINShared, metaclass=ABCMeta):
     window passes about 330,000 inputs; here they are exact. Floats in are fastest; ints and
     bools are converted. This reference is written for reading, its loops in the order of the
     compiled implementation (`edgebayes._core.adwin`, the same method names), which
-    ``ADWIN(...)`` builds when `edgebayes.backend()` is ``"compiled"``: same fields and
+    `ADWIN` is when `edgebayes.backend()` is ``"compiled"``: same fields and
     buffers, same ``state()``, decisions and ``memory_bytes()`` bit for bit, one C call per
     input.
 
@@ -375,15 +375,6 @@ class ADWIN(ADWINShared, metaclass=ABCMeta):
         "max_buckets",
         "min_window_length",
     )  # fmt: skip
-
-    def __new__(cls, *args, **kwargs):
-        """The compiled ADWIN (`edgebayes._core.adwin`) when `edgebayes.backend()` is
-        ``"compiled"``, this reference otherwise; both take the same arguments."""
-        if cls is ADWIN and backend() == "compiled":
-            from edgebayes._core.adwin import ADWIN as Compiled
-
-            return Compiled(*args, **kwargs)
-        return super().__new__(cls)
 
     # -- the hot path -------------------------------------------------------------------------
 
@@ -565,3 +556,8 @@ class ADWIN(ADWINShared, metaclass=ABCMeta):
 #: on 64-bit; on 32-bit a slot is a 4-byte pointer while the compiled object's doubles and
 #: counters stay 8 bytes, and this bounds both.
 OBJECT_BYTES = sys.getsizeof(object.__new__(ADWIN)) + len(ADWIN.__slots__) * (8 - struct.calcsize("P"))
+
+
+#: the pure-Python reference, by name whichever class `ADWIN` is
+ReferenceADWIN = ADWIN
+ADWIN = choose(ReferenceADWIN, "edgebayes._core.adwin")

@@ -6,9 +6,9 @@ where MOA and the design differ (noted below).
 
 The ensemble runs Algorithm 1 over its members (`edgebayes.ensemble.srp_member.Member`: the
 test, training and detectors of one learner) and splits a memory bound with
-`edgebayes.ensemble.srp_budget`. `SRPClassifier(...)` builds the compiled ensemble
-(`edgebayes._core.srp`, whose members vote and train over the compiled trees in C) when
-`edgebayes.backend()` is "compiled"; the two are bit for bit the same.
+`edgebayes.ensemble.srp_budget`. `SRPClassifier` is the compiled ensemble (`edgebayes._core.srp`,
+whose members vote and train over the compiled trees in C) when `edgebayes.backend()`, chosen at
+import, is "compiled"; `ReferenceSRPClassifier`, in this module, is its reference, bit for bit.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from edgebayes import backend
+from edgebayes._backend import choose
 from edgebayes.base import (
     MAX_WEIGHT,
     STATE_ERRORS,
@@ -219,18 +219,6 @@ class SRPClassifier(Learner):
 
     #: the members' type; the compiled ensemble's members vote and train in C
     _member_type = Member
-
-    def __new__(cls, model=None, n_models=10, subspace_size=0.6, training_method="patches", lam=6.0,
-                drift_detector=None, warning_detector=None, disable_detector="off",
-                disable_weighted_vote=False, max_size_bytes=None, seed=None):
-        """The compiled ensemble (`edgebayes._core.srp`, a subclass that replaces the member
-        loop and ``predict_proba_one``) when `edgebayes.backend()` is ``"compiled"``, this
-        reference otherwise; ``__init__`` then checks and stores the arguments."""
-        if cls is SRPClassifier and backend() == "compiled":
-            from edgebayes._core.srp import SRPClassifier as Compiled
-
-            return Compiled.__new__(Compiled)
-        return super().__new__(cls)
 
     def __init__(
         self,
@@ -778,3 +766,7 @@ def _default_tree():
 
     return HoeffdingTreeClassifier(grace_period=50, delta=0.01, leaf_prediction="nba")
 
+
+#: the pure-Python reference, by name whichever class `SRPClassifier` is
+ReferenceSRPClassifier = SRPClassifier
+SRPClassifier = choose(ReferenceSRPClassifier, "edgebayes._core.srp")

@@ -39,10 +39,10 @@ modules below the classifier are functions over its arrays, taking the tree as a
 
 **Two backends.** These modules are the readable reference: scalar loops in the order of the
 compiled per-sample path (`edgebayes._core.tree`: routing, observers, leaf votes, split
-evaluation in C), which `HoeffdingTreeClassifier(...)` builds when `edgebayes.backend()` is
-"compiled" and which gives the same floats bit for bit. What changes the tree's shape (new
-classes and values, splits, leaf ranking) is this Python code on both backends.
-"""
+evaluation in C), which `HoeffdingTreeClassifier` is when `edgebayes.backend()`, chosen at
+import, is "compiled" (the reference stays `hoeffding_tree.ReferenceHoeffdingTreeClassifier`)
+and which gives the same floats bit for bit. What changes the tree's shape (new classes and
+values, splits, leaf ranking) is this Python code on both backends. """
 
 from edgebayes.tree.hoeffding_tree import HoeffdingTreeClassifier
 

@@ -16,7 +16,7 @@ from array import array
 
 import numpy as np
 
-from edgebayes import backend
+from edgebayes._backend import choose
 from edgebayes.base import (
     MAX_ABS_X,
     ClassLimitError,
@@ -119,18 +119,6 @@ class HoeffdingTreeClassifier(Learner):
         self._st = array("d")
         self._nc = []
         self._free = array("i")
-
-    def __new__(cls, grace_period=200, delta=1e-7, tau=0.05, leaf_prediction="nba", nb_threshold=0,
-                max_depth=None, n_split_points=10, nominal_attributes=None, max_size_bytes=None,
-                features=None, seed=None):
-        """The compiled tree (`edgebayes._core.tree`, a subclass that replaces ``learn_one``
-        and ``predict_proba_one``) when `edgebayes.backend()` is ``"compiled"``, this
-        reference otherwise; ``__init__`` then checks and stores the arguments."""
-        if cls is HoeffdingTreeClassifier and backend() == "compiled":
-            from edgebayes._core.tree import HoeffdingTreeClassifier as Compiled
-
-            return Compiled.__new__(Compiled)
-        return super().__new__(cls)
 
     # ------------------------------------------------------------------ introspection
 
@@ -352,3 +340,8 @@ class HoeffdingTreeClassifier(Learner):
         tree._free[: tree._n_free] = array("i", state["free"])
         check_records(tree, state)
         return tree
+
+
+#: the pure-Python reference, by name whichever class `HoeffdingTreeClassifier` is
+ReferenceHoeffdingTreeClassifier = HoeffdingTreeClassifier
+HoeffdingTreeClassifier = choose(ReferenceHoeffdingTreeClassifier, "edgebayes._core.tree")

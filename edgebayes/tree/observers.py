@@ -42,23 +42,23 @@ def observe(tree, s: int, xl: list, c: int, w: float, codes: list) -> None:
         v = xl[g]
         if v != v:
             pass
-        elif st[k] <= 0.0:  # the first value as the mean, exactly (MOA's GaussianEstimator):
-            st[k], st[k + 1], st[k + 3], st[k + 4] = w, v, v, v  # Welford's v * w / w can miss
+        elif st[k + W] <= 0.0:  # the first value as the mean, exactly (MOA's GaussianEstimator):
+            st[k + W], st[k + MEAN], st[k + MIN], st[k + MAX] = w, v, v, v  # Welford's v * w / w can miss
         else:  # v by an ulp, and a point mass would get a variance of 1e-17
-            sw = st[k] + w
-            st[k] = sw
-            mu = st[k + 1]
+            sw = st[k + W] + w
+            st[k + W] = sw
+            mu = st[k + MEAN]
             d = v - mu
             mu += d * w / sw
-            st[k + 1] = mu
-            m2 = st[k + 2] + w * d * (v - mu)
-            st[k + 2] = m2
-            st[k + 3] = min(st[k + 3], v)
-            st[k + 4] = max(st[k + 4], v)
+            st[k + MEAN] = mu
+            m2 = st[k + M2] + w * d * (v - mu)
+            st[k + M2] = m2
+            st[k + MIN] = min(st[k + MIN], v)
+            st[k + MAX] = max(st[k + MAX], v)
             if sw > 1.0 and m2 > 0.0:  # sample variance, as MOA's GaussianEstimator
                 var = m2 / (sw - 1.0)
-                st[k + 5] = -0.5 * (_LOG_2PI + log(var))
-                st[k + 6] = 0.5 / var
+                st[k + LOGNORM] = -0.5 * (_LOG_2PI + log(var))
+                st[k + INV2VAR] = 0.5 / var
         k += N_FIELDS
     for k, code in enumerate(codes):
         if code >= 0:
