@@ -74,6 +74,14 @@ def use_backend(name: str):
     yield name
 
 
+def pytest_collection_modifyitems(items):
+    """Marks every test run per backend ``backends``: ``EDGEBAYES_PURE_PYTHON=1 pytest -m
+    backends`` runs their Python half (a process runs the backend it chose at import)."""
+    for item in items:
+        if "backend" in getattr(item, "fixturenames", ()):
+            item.add_marker("backends")
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request):
     """Runs the test once per backend (``pytestmark = pytest.mark.usefixtures("backend")`` for a
