@@ -1,6 +1,6 @@
 """The published comparison: edgebayes against River and MOA on the same streams, in one run.
 
-    python -m bench.report --jobs 2 --resume rows.jsonl  # full: per `PLAN` (estimated 5.4 h on 2 cores)
+    python -m bench.report --jobs 2 --resume rows.jsonl  # full: per `PLAN` (estimated 5.5 h on 2 cores)
     python -m bench.report --plan --jobs 2   # the full run's rows, samples, seeds and estimated time; no run
     python -m bench.report --quick           # small: 5,000 samples, 3 streams, one seed (a few minutes)
     python -m bench.report --samples 20000 --seeds 2 --streams AGR_G LED_A ELEC --jobs 2 --out /tmp/r
@@ -8,8 +8,8 @@
 
 Writes ``docs/results.md`` (``--out``), and PNG plots next to it when matplotlib is installed:
 
-1. Seed 000, Table I: prequential accuracy of NB (GaussianNB), NB mixed (MixedNB: MOA's NaiveBayes
-   rule in shape), HT, SRP, SRS, BAG (10 members) and of MOA's NaiveBayes, HoeffdingTree and
+1. Seed 000, Table I: prequential accuracy of NB (GaussianNB), NB mixed (MixedNB(scoring="moa"):
+   MOA's NaiveBayes rule), HT, SRP, SRS, BAG (10 members) and of MOA's NaiveBayes, HoeffdingTree and
    StreamingRandomPatches (RandomPatches: MOA SRP; Resampling: MOA BAG, the paper's BAG) through
    CapyMOA, when Java and capymoa are there, on the SRP paper's synthetic streams and the real sets
    of ../shared/data (the paper's ELEC, with its date column, beside ELEC without it; nominal
@@ -18,7 +18,7 @@ Writes ``docs/results.md`` (``--out``), and PNG plots next to it when matplotlib
    counterpart's, and every cell beside the paper's. River's SRPClassifier and ARFClassifier in a
    table of their own. The full run follows `PLAN`: Table I at the paper's 1,000,000 samples of
    each synthetic stream, 3 seeds; River's ensembles at 200,000, one seed; the real sets whole
-   (``--plan``: about 5.4 h on 2 cores; ``--resume`` carries it over several sessions). A section
+   (``--plan``: about 5.5 h on 2 cores; ``--resume`` carries it over several sessions). A section
    after 2 gives the paper's claims, one by one, with their verdict on the run (`bench.sections`).
 2. Seed 000, figures 3-6: average pairwise kappa and average tree depth over time for SRP, SRS
    and BAG on AGR_G and LED_A (`edgebayes.ensemble.diagnostics.DiversityMonitor`).
@@ -100,9 +100,9 @@ UCI = {
 }
 #: How a stream is named in the report (the key is how it is named on the command line).
 LABEL = {"ELEC": "ELEC (paper, with date)", "ELEC_NODATE": "ELEC (no date)"}
-#: Ours: NB = GaussianNB (every feature a Gaussian); NB mixed = MixedNB, MOA's NaiveBayes rule in shape
-#: (counts for the nominal attributes, a Gaussian per numeric one) with GaussianNB's smoothed variances,
-#: which MOA's are not (how far that moves it: results.md, section 6).
+#: Ours: NB = GaussianNB (every feature a Gaussian); NB mixed = MixedNB(scoring="moa"), MOA's NaiveBayes
+#: rule (counts for the nominal attributes with MOA's Laplace correction, a Gaussian per numeric one with
+#: MOA's sample variance, products in floating point, MOA's class order for ties).
 OURS = ("NB", "NB mixed", "HT", "SRP", "SRS", "BAG")
 METHOD = {"SRP": "patches", "SRS": "subspaces", "BAG": "resampling"}
 #: MOA's own (CapyMOA): NaiveBayes, HoeffdingTree, and StreamingRandomPatches with its training
@@ -218,15 +218,17 @@ def peak_rss_mb() -> float:
 # ------------------------------------------------------------------------------ one row
 
 
-def _ours(system: str, schema, seed: int):
+def _ours(system: str, schema, seed: int, y=()):
     if system == "NB":
         from edgebayes.naive_bayes import GaussianNB
 
         return GaussianNB()
     if system == "NB mixed":
+        from bench.srp import arff_classes
         from edgebayes.naive_bayes_mixed import MixedNB
 
-        return MixedNB(nominal_attributes=schema.nominal or None)
+        # MOA's class order (the ARFF MOA NB reads) breaks its ties, as in MOA
+        return MixedNB(nominal_attributes=schema.nominal or None, scoring="moa", classes=arff_classes(y, schema))
     from edgebayes.tree import HoeffdingTreeClassifier
 
     nominal = schema.nominal or None
@@ -302,7 +304,7 @@ def run_row(task: dict) -> dict:
         out.update(accuracy=r["accuracy"] / 100, samples_per_s=r["sps"], model_bytes=r["bytes"])
     else:
         if system in OURS:
-            model, rows = _ours(system, schema, seed), X
+            model, rows = _ours(system, schema, seed, y), X
         else:
             model = _river(system, schema, seed)
             names = schema.feature_names
@@ -428,14 +430,15 @@ SPEED = {
     "River HT": {"LED_A": 2_960, "LED_G": 2_900, "AGR_A": 13_100, "AGR_G": 17_500, "RBF_M": 11_800,
                  "RBF_F": 12_000, "ELEC": 26_800, "ELEC_NODATE": 18_000, "WEATHER": 50_000, "OCCUPANCY": 27_800,
                  "POWERSUPPLY": 9_420, "GAS": 732, "WISDM": 2_640, "NOMAO": 2_560, "ADS": 190},
-    # The four columns added on 2026-12-02. Real sets: ``--measure --samples 100000 --systems "NB mixed" "MOA NB"
-    # "MOA HT" "MOA BAG" --streams`` (the nine real sets, whole). Synthetic streams: one AGR_A row each at
-    # 1,000,000 samples, seed 1 (NB mixed 25.3 s CPU, MOA NB 22.4 s, MOA HT 23.2 s, MOA BAG 637 s), the
+    # The four columns added on 2026-12-02. NB mixed (scoring="moa"): ``--measure --samples 100000 --systems
+    # "NB mixed"``. MOA's real sets: ``--measure --samples 100000 --systems "MOA NB" "MOA HT" "MOA BAG"
+    # --streams`` (the nine real sets, whole). Synthetic streams: one AGR_A row each at
+    # 1,000,000 samples, seed 1 (MOA NB 22.4 s CPU, MOA HT 23.2 s, MOA BAG 637 s), the
     # same speed taken for the other five streams; MOA BAG's: MOA SRP's x their AGR_A ratio (1,580 / 2,340:
     # every tree sees all the features). ``--measure --samples 100000`` on the synthetic streams refreshes them.
-    "NB mixed": {**dict.fromkeys(PRESETS, 40_000), "ELEC": 59_500, "ELEC_NODATE": 58_700, "WEATHER": 81_800,
-                 "OCCUPANCY": 82_000, "POWERSUPPLY": 93_900, "GAS": 17_000, "WISDM": 29_300, "NOMAO": 5_650,
-                 "ADS": 2_800},
+    "NB mixed": {"LED_A": 11_100, "LED_G": 10_900, "AGR_A": 21_300, "AGR_G": 18_500, "RBF_M": 20_900,
+                 "RBF_F": 22_500, "ELEC": 19_100, "ELEC_NODATE": 17_800, "WEATHER": 30_800, "OCCUPANCY": 36_200,
+                 "POWERSUPPLY": 17_300, "GAS": 7_610, "WISDM": 17_900, "NOMAO": 6_270, "ADS": 1_010},
     "MOA NB": {**dict.fromkeys(PRESETS, 52_900), "ELEC": 81_300, "ELEC_NODATE": 33_300, "WEATHER": 33_300,
                "OCCUPANCY": 102_000, "POWERSUPPLY": 70_600, "GAS": 8_340, "WISDM": 16_900, "NOMAO": 9_270,
                "ADS": 769},
@@ -459,7 +462,7 @@ SEED001_S = 15
 #: paper's 1,000,000 samples with 3 seeds; River's SRP and ARF, which alone took 3.9 of the 4.8 CPU
 #: hours of the 200,000-sample run of 2026-12-02, stay at 200,000 and one seed in a table of their
 #: own, and River's NB and HT (section 4's speed ratios) at 200,000 too. ``--plan`` prints the
-#: estimate: 5.4 h on 2 cores, over `BUDGET_S` (MOA's SRP and BAG alone take 5.2 h of CPU, River's
+#: estimate: 5.5 h on 2 cores, over `BUDGET_S` (MOA's SRP and BAG alone take 5.2 h of CPU, River's
 #: SRP and ARF 3.7 h); ``--resume`` carries the finished rows from one session to the next.
 PLAN = {
     **{system: {"samples": 1_000_000, "seeds": 3} for system in TABLE1},
@@ -982,9 +985,9 @@ def section1(cs: dict, streams, columns, command: str, river=()) -> list[str]:
     L = [TABLE1_HEADING, "",
          f"Reproduce: `{command}`. Prequential accuracy in %: mean over the seeds ± sample standard deviation "
          "(n - 1; a cell of one seed shows its mean alone); best mean of a row in bold. *NB* is GaussianNB (every "
-         "attribute a Gaussian); *NB mixed* is MixedNB, MOA's NaiveBayes rule in shape (counts for the nominal "
-         "attributes, a Gaussian per numeric one) with GaussianNB's smoothed variances, which MOA's are not "
-         "(section 6); *MOA NB* is the paper's NB as it ran it. Average ranks are of the means (1 = best, ties "
+         "attribute a Gaussian); *NB mixed* is MixedNB(scoring=\"moa\"), MOA's NaiveBayes rule (counts for "
+         "the nominal attributes, a Gaussian per numeric one, as MOA computes them; its prediction equals MOA's "
+         "sample by sample); *MOA NB* is the paper's NB as it ran it. Average ranks are of the means (1 = best, ties "
          "share the mean rank), over the streams where every column has a cell; *the paper's streams* are those "
          "of its Table I that this run has.", ""]
     L += accuracy_table(cs, streams, columns)

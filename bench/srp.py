@@ -127,8 +127,13 @@ def sizeof_agent(tmp: Path) -> Path | None:
         return None
 
 
+def arff_classes(y, schema) -> list:
+    """The labels in the order `write_arff` declares them (MOA's class indices)."""
+    return list(schema.classes) if schema.classes else sorted(set(y), key=str)
+
+
 def write_arff(path: Path, X, y, schema) -> None:
-    classes = list(schema.classes) if schema.classes else sorted(set(y), key=str)
+    classes = arff_classes(y, schema)
     nominal = set(schema.nominal)
     with open(path, "w") as f:
         f.write("@relation bench\n\n")

@@ -36,6 +36,9 @@ goes up by one, P(v | k) = (n_kv + 1) / n_k ("we increase counter by 1 because
 P(a1 | c = 4) = 0, so finally P(a1 = 1 | c = 2) = 2/3"); the classes without v keep 0, and a
 value in no class adds 0 to every class (the paper's "we cannot handle it"). See
 `MixedNB` for the numeric features and the probabilities under ``"paper_sum"``.
+
+``scoring="moa"`` is MOA's NaiveBayes exactly, the SRP paper's NB baseline (Gomes et al. 2019
+ran MOA's): see `edgebayes.naive_bayes_moa`.
 """
 
 from __future__ import annotations
@@ -60,14 +63,16 @@ from edgebayes.base import (
     check_weight,
 )
 from edgebayes.naive_bayes import GaussianNB, update_rate
+from edgebayes.naive_bayes_moa import gaussian_factors, max_index, nominal_factors, value_bounds
 from edgebayes.sizes import insert_bytes
 
 __all__ = ["SCORING", "ZERO_FREQUENCY", "MixedNB", "split_columns"]
 
 ZERO_FREQUENCY = ("laplace", "borrow")
 #: ``"product"``: log P(k) + sum_j log P(x_j | k) (default); ``"paper_sum"``: seed 002's
-#: P(k) sum_j P(x_j | k) with its worked example's counter increment (see `MixedNB`).
-SCORING = ("product", "paper_sum")
+#: P(k) sum_j P(x_j | k) with its worked example's counter increment (see `MixedNB`); ``"moa"``:
+#: MOA's NaiveBayes (`edgebayes.naive_bayes_moa`).
+SCORING = ("product", "paper_sum", "moa")
 _LOG_2PI = math.log(2.0 * math.pi)
 _NAN = float("nan")
 
@@ -138,6 +143,18 @@ class MixedNB(Learner):
             resolved at random. With 3 or more classes a class holding v gets +1 however
             many classes lack v (the paper's example has two classes, where the readings
             coincide).
+            ``"moa"``: MOA's NaiveBayes (its ``doNaiveBayesPrediction``, nominal and Gaussian
+            observers; see `edgebayes.naive_bayes_moa`): a product in floating point in
+            attribute order, MOA's Laplace correction and sample variances, no smoothing;
+            ``zero_frequency``, ``alpha``, ``borrow_factor`` and ``var_smoothing`` are unused,
+            and ``learning_rate`` must be None. Nominal values are MOA's value indices
+            (non-negative integer codes). The probabilities are the votes normalised (NaN
+            read as 0; infinite votes share 1; uniform when all are 0); `predict_one` is MOA's
+            ``Utils.maxIndex`` over the votes in ``classes`` order.
+        classes: labels in the order of MOA's header (its ARFF ``@attribute class {...}``):
+            under ``"moa"`` ties between votes go to the first of them, and a label of it not
+            learned yet has vote 0 (and can be predicted, as MOA does). None = `classes_` order.
+            Unused by the other scorings.
 
     Attributes:
         classes_: labels in order of first appearance.
@@ -167,6 +184,7 @@ class MixedNB(Learner):
         borrow_factor: float = 0.9,
         max_size_bytes: int | None = None,
         scoring: str = "product",
+        classes=None,
     ):
         self._gnb = GaussianNB(learning_rate, var_smoothing)  # validates both
         _check_nominal(nominal_attributes)
@@ -179,6 +197,15 @@ class MixedNB(Learner):
             raise ValueError(f"borrow_factor must be in (0, 1), got {borrow_factor!r}")
         if scoring not in SCORING:
             raise ValueError(f"scoring must be one of {SCORING}, got {scoring!r}")
+        if scoring == "moa" and learning_rate is not None:
+            raise ValueError("scoring='moa' is MOA's NaiveBayes, which does not forget: learning_rate must be None")
+        if classes is not None:
+            classes = list(classes)
+            for c in classes:
+                check_label(c)
+            if len(set(classes)) != len(classes):
+                raise ValueError(f"classes holds a duplicate label: {classes}")
+        self.classes = classes
         self.nominal_attributes = nominal_attributes
         self.learning_rate = learning_rate
         self.var_smoothing = var_smoothing
@@ -368,6 +395,8 @@ class MixedNB(Learner):
                 self._counts[i].append([0.0] * len(values))
                 self._totals[i].append(0.0)
                 self._seen[i].append(0.0)
+            if self.scoring == "moa":
+                self._tables = None  # the value-index bounds gain a class: rebuilt when needed
 
     def _learn_nominal(self, vs: list, k: int, w: float) -> None:
         """Counts of one sample's nominal values ``vs`` for class k, weight w.
@@ -379,6 +408,7 @@ class MixedNB(Learner):
         smoothing that, like the frequencies, do not depend on how a weight is split.
         """
         top, lk = self._top, self._log_keep
+        bounds = self._tables if self.scoring == "moa" else None  # kept up to date, not rebuilt
         for i, v in enumerate(vs):
             if v != v:
                 continue
@@ -393,6 +423,8 @@ class MixedNB(Learner):
             if m + w <= top:
                 self._counts[i][k][col] += w
                 self._totals[i][k] += w
+                if bounds is not None:
+                    bounds[i][k] = max(bounds[i][k], int(v) + 1)
                 continue
             r = update_rate(m, w, top, lk)
             s = self._totals[i][k]
@@ -401,7 +433,8 @@ class MixedNB(Learner):
             row[col] += r * top
             self._counts[i][k] = row
             self._totals[i][k] = float(top)
-        self._tables = None
+        if bounds is None:
+            self._tables = None
 
     # ------------------------------------------------------------------ prediction
 
@@ -482,6 +515,52 @@ class MixedNB(Learner):
             out.append(cols[inverse.reshape(-1)])
         return out
 
+    def _moa_votes(self, xs: list) -> list[float]:
+        """``"moa"``: MOA's vote of each class of `classes_` for the checked ``xs``: the prior
+        times each attribute's factor, multiplied in attribute order."""
+        gnb, K = self._gnb, len(self._index)
+        F = np.ones((K, self.n_features_in_))
+        if self._numeric:
+            x = np.array([xs[j] for j in self._numeric])
+            F[:, self._numeric] = gaussian_factors(x, gnb.counts_, gnb.means_, gnb.variances_)
+        if self._tables is None:
+            self._tables = [value_bounds(rows, list(values)) for values, rows in zip(self._values, self._counts)]
+        for i, j in enumerate(self._nominal):
+            v = xs[j]
+            if v == v:
+                F[:, j] = nominal_factors(self._counts[i], self._totals[i], self._tables[i].tolist(),
+                                          self._values[i].get(v))
+        return [math.prod(row, start=p) for p, row in zip(gnb.class_prior_.tolist(), F.tolist())]
+
+    def _moa_proba(self, xs: list) -> list[float]:
+        """``"moa"``: the votes normalised (NaN as 0; infinite votes share 1; uniform if all 0)."""
+        votes = [v if v == v else 0.0 for v in self._moa_votes(xs)]
+        if math.inf in votes:
+            votes = [1.0 if v == math.inf else 0.0 for v in votes]
+        s = sum(votes)
+        return [v / s for v in votes] if s > 0.0 else [1.0 / len(votes)] * len(votes)
+
+    def _moa_predict(self, xs: list):
+        """``"moa"``: MOA's ``Utils.maxIndex`` over the votes in ``classes`` order (labels not
+        learned yet vote 0), then the other classes in `classes_` order."""
+        votes = dict(zip(self.classes_, self._moa_votes(xs)))
+        order = list(self.classes or ()) + [c for c in self.classes_ if c not in set(self.classes or ())]
+        return order[max_index([votes.get(c, 0.0) for c in order])]
+
+    def predict_one(self, x):
+        """The most probable label for ``x`` (None before learning); under ``"moa"``, MOA's
+        prediction (see `MixedNB`; before learning, the first of ``classes`` if given).
+
+        Raises:
+            ValueError: bad x (as `learn_one`).
+        """
+        if self.scoring != "moa":
+            return super().predict_one(x)
+        xs = as_floats(x, self.n_features_in_)[0]
+        if not self._index:  # MOA: the first class of an empty vote
+            return self.classes[0] if self.classes else None
+        return self._moa_predict(xs)
+
     def predict_proba_one(self, x) -> dict:
         """Class probabilities {label: float} for ``x``, summing to 1 (empty before learning).
 
@@ -493,6 +572,8 @@ class MixedNB(Learner):
         xs, _ = as_floats(x, self.n_features_in_)
         if self.scoring == "paper_sum":
             return dict(zip(self.classes_, self._paper_proba(np.array([xs], dtype=float))[0].tolist()))
+        if self.scoring == "moa":
+            return dict(zip(self.classes_, self._moa_proba(xs)))
         post = self._gnb.predict_proba_one(self._numeric_part(xs, self._numeric))
         if not self._nominal:
             return post
@@ -523,6 +604,8 @@ class MixedNB(Learner):
             raise ValueError("X holds +/-inf: features must be finite (NaN marks a missing value)")
         if self.scoring == "paper_sum":
             return self._paper_proba(X)
+        if self.scoring == "moa":
+            return np.array([self._moa_proba(xs) for xs in X.tolist()]).reshape(len(X), len(self._index))
         P = self._gnb.predict_proba_many(X[:, self._numeric] if self._numeric else np.full((len(X), 1), _NAN))
         if not self._nominal:
             return P
@@ -538,6 +621,8 @@ class MixedNB(Learner):
         """The most probable label of each row (None for every row before learning)."""
         if not self._index:
             return [None] * len(X)
+        if self.scoring == "moa":
+            return [self.predict_one(xs) for xs in np.asarray(X).tolist()]
         return [self.classes_[k] for k in self.predict_proba_many(X).argmax(axis=1).tolist()]
 
     # ------------------------------------------------------------------ inspection, state
@@ -594,6 +679,7 @@ class MixedNB(Learner):
                 "borrow_factor": self.borrow_factor,
                 "max_size_bytes": self.max_size_bytes,
                 "scoring": self.scoring,
+                "classes": self.classes,
             },
             "gaussian": self._gnb.state(),
             "n_features_in": self.n_features_in_,

@@ -332,3 +332,111 @@ def test_nominal_index_out_of_range_raises_and_leaves_the_model_empty():
 def test_registered_kind():
     nb = make_learner("mixed_nb", nominal_attributes=[0], zero_frequency="borrow")
     assert isinstance(nb, MixedNB)
+
+
+# ---------------------------------------------------------------------------- scoring="moa"
+
+# x = (nominal code, numeric): class a saw codes 0 and 1 with 1.0 and 3.0, class b code 0 with 2.0
+MOA_TRAIN = [([0.0, 1.0], "a"), ([1.0, 3.0], "a"), ([0.0, 2.0], "b")]
+
+
+def moa_nb(classes=("a", "b")):
+    nb = MixedNB(nominal_attributes=[0], scoring="moa", classes=classes)
+    for x, y in MOA_TRAIN:
+        nb.learn_one(x, y)
+    return nb
+
+
+def test_moa_scoring_gives_moas_votes():
+    """MOA's NaiveBayes by hand: prior x (n_kv + 1) / (n_k + V_k) x normal density with the
+    sample variance; a single value (variance 0) gives 1 at its mean."""
+    vote_a = 2 / 3 * (1 + 1) / (2 + 2) * (1 / math.sqrt(2 * math.pi * 2.0))  # mean 2, var (1+1)/(2-1)
+    vote_b = 1 / 3 * (1 + 1) / (1 + 1) * 1.0  # V_b = 1: b saw code 0 only
+    p = moa_nb().predict_proba_one([0.0, 2.0])
+    assert p["a"] == pytest.approx(vote_a / (vote_a + vote_b), rel=1e-12)
+    assert p["b"] == pytest.approx(vote_b / (vote_a + vote_b), rel=1e-12)
+
+
+def test_moa_scoring_counts_an_unseen_value_and_a_point_mass_off_its_mean():
+    """An unseen code is 1 / (n_k + V_k) (not disregarded); class b's single value 2.0 gives
+    density 0 at 2.5, so b's vote is 0."""
+    p = moa_nb().predict_proba_one([7.0, 2.5])
+    assert p == {"a": 1.0, "b": 0.0}
+    nb = moa_nb()
+    vote_a = 2 / 3 * (0 + 1) / (2 + 2) * (1 / math.sqrt(2 * math.pi * 2.0))
+    vote_b = 1 / 3 * (0 + 1) / (1 + 1) * 1.0
+    assert nb.predict_proba_one([7.0, 2.0])["b"] == pytest.approx(vote_b / (vote_a + vote_b), rel=1e-12)
+    assert nb.predict_proba_one([float("nan"), 2.0])["b"] == pytest.approx(
+        (1 / 3) / (1 / 3 + 2 / 3 / math.sqrt(2 * math.pi * 2.0)), rel=1e-12)  # missing: skipped
+
+
+def test_moa_scoring_ties_go_to_the_first_declared_class():
+    """Votes that underflow to 0 for every class leave MOA's class index 0, here b (declared
+    first, learned second); before learning MOA also predicts its first class."""
+    assert moa_nb(classes=("b", "a")).predict_one([0.0, 1e6]) == "b"
+    assert moa_nb(classes=("a", "b")).predict_one([0.0, 1e6]) == "a"
+    assert moa_nb(classes=("b", "a")).predict_proba_one([0.0, 1e6]) == {"a": 0.5, "b": 0.5}
+    assert MixedNB(nominal_attributes=[0], scoring="moa", classes=["z", "a"]).predict_one([0.0, 1.0]) == "z"
+    assert MixedNB(nominal_attributes=[0], scoring="moa").predict_one([0.0, 1.0]) is None
+
+
+def test_moa_scoring_survives_state_and_refuses_a_learning_rate():
+    nb = moa_nb(classes=("b", "a"))
+    back = MixedNB.from_state(decode(encode(nb.state())))
+    for x in ([0.0, 2.0], [7.0, 2.5], [1.0, 1e6], [float("nan"), 3.0]):
+        assert back.predict_one(x) == nb.predict_one(x)
+        assert back.predict_proba_one(x) == nb.predict_proba_one(x)
+    assert back.predict_many(np.array([[0.0, 1e6]])) == ["b"]
+    with pytest.raises(ValueError, match="learning_rate"):
+        MixedNB(scoring="moa", learning_rate=0.01)
+    with pytest.raises(ValueError, match="duplicate"):
+        MixedNB(scoring="moa", classes=["a", "a"])
+
+
+def _moa_stream(n: int, seed: int = 3):
+    """A 3-class stream of a nominal attribute (6 codes), a Gaussian one, one constant within
+    its class (zero variance), one with missing values, and a far outlier now and then."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    X = np.column_stack([
+        (y + rng.integers(0, 4, n)) % 6,
+        rng.normal(y * 1.5, 1.0 + y),
+        y * 2.0,
+        np.where(rng.random(n) < 0.2, np.nan, rng.normal(-y, 0.5)),
+    ])
+    X[rng.random(n) < 0.02, 1] = 1e4
+    return X, [int(v) for v in y]
+
+
+def test_moa_scoring_matches_moas_naive_bayes_sample_by_sample(tmp_path):
+    """MOA's own NaiveBayes (CapyMOA) on the same ARFF stream: its prediction (Utils.maxIndex of
+    its votes) and its normalised votes equal ours at every sample, test then train."""
+    pytest.importorskip("capymoa", reason="capymoa (and Java) not installed: MOA's NaiveBayes is the reference")
+    from bench.srp import moa_available, moa_learner, write_arff
+    from edgebayes.streams.schema import Feature, Schema
+
+    if (problem := moa_available(tmp_path)) is not None:
+        pytest.skip(problem)
+    from capymoa.stream import ARFFStream
+    from moa.core import Utils
+
+    X, y = _moa_stream(600)
+    schema = Schema((Feature("c", "nominal", tuple(map(str, range(6)))), Feature("g"), Feature("z"), Feature("m")),
+                    classes=(0, 1, 2))
+    write_arff(tmp_path / "s.arff", X, y, schema)
+    stream = ARFFStream(str(tmp_path / "s.arff"))
+    moa = moa_learner("NB", stream.get_schema(), 1)
+    ours = MixedNB(nominal_attributes=[0], scoring="moa", classes=[0, 1, 2])
+    n_mass = 0
+    for xi, yi in zip(X, y):
+        inst = stream.next_instance()
+        votes = moa.moa_learner.getVotesForInstance(inst.java_instance)
+        assert ours.predict_one(xi) == int(Utils.maxIndex(votes))
+        v = np.pad(np.array(votes, dtype=float), (0, 3 - len(votes)))
+        if ours.classes_ and v.sum() > 0.0:
+            p = ours.predict_proba_one(xi)
+            np.testing.assert_allclose([p.get(k, 0.0) for k in (0, 1, 2)], v / v.sum(), rtol=1e-9, atol=1e-300)
+            n_mass += 1
+        moa.train(inst)
+        ours.learn_one(xi, yi)
+    assert n_mass > 500  # the votes were compared, not only the argmax
