@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 
+from edgebayes.runtime.cli import add_log_level, start_logging
 from edgebayes.runtime.config import ConfigError, load_config
 
 log = logging.getLogger("edgebayes.cluster")
@@ -22,13 +23,11 @@ log = logging.getLogger("edgebayes.cluster")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="FILE", help="TOML config file with [cluster]")
-    parser.add_argument("--log-level", default="INFO", type=str.upper,
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-                        help="messages logged to stderr from this level up (default INFO)")
+    add_log_level(parser)
 
 
 def main(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    start_logging(args)
     try:
         config = load_config(args.config)
         cluster = config.cluster

@@ -28,13 +28,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="FILE", help="TOML config file")
     parser.add_argument("--broker", metavar="HOST:PORT", help="override [broker] host and port")
     parser.add_argument("--checkpoint-dir", metavar="DIR", help="override [checkpoint] dir")
+    add_log_level(parser)
+
+
+def add_log_level(parser: argparse.ArgumentParser) -> None:
+    """``--log-level LEVEL``, read by `start_logging` (``edgebayes run`` and ``edgebayes cluster``)."""
     parser.add_argument("--log-level", default="INFO", type=str.upper,
                         choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
                         help="messages logged to stderr from this level up (default INFO)")
 
 
-def main(args: argparse.Namespace) -> int:
+def start_logging(args: argparse.Namespace) -> None:
+    """Log to stderr from ``--log-level`` up, each line stamped and named."""
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def main(args: argparse.Namespace) -> int:
+    start_logging(args)
     try:
         config = load_config(args.config).with_overrides(args.broker, args.checkpoint_dir)
         check_files(config, args.config)
