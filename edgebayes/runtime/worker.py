@@ -113,7 +113,8 @@ class Worker:
                 int(config.memory.rss_limit_mb * 2**20),
                 lambda: [s.learner for d in self.devices.values() for s in d.slots],
                 lambda msg: self.client.publish(topics.alert, encode(msg, self._fmt), qos=1),
-                lambda: self.checkpoint(all_devices=True), lambda: setattr(self, "_closed", True))
+                lambda: self.checkpoint(all_devices=True), lambda: setattr(self, "_closed", True),
+                shed=self.registry.sizes.changed_all)
         self._drop_oldest = config.queue.policy == "drop_oldest"
         self._fmt = config.output.format
         self._pred_qos = config.output.prediction_qos
@@ -635,14 +636,14 @@ class Worker:
         t0, n0 = self._metrics_mark
         self._metrics_mark = (now, self.n_readings)
         models = {}
+        nbytes = self.registry.sizes.slot_bytes(self.devices)
         for i, name in enumerate(self._names):
-            correct = seen = nbytes = 0
+            correct = seen = 0
             for dev in self.devices.values():
                 slot = dev.slots[i]
                 correct += slot.n_window_correct
                 seen += len(slot.window)
-                nbytes += slot.memory_bytes()
-            models[name] = {"accuracy": correct / seen if seen else None, "bytes": nbytes}
+            models[name] = {"accuracy": correct / seen if seen else None, "bytes": nbytes[i] if nbytes else 0}
         pending = [dev.pending for dev in self.devices.values()]
         return {
             "ts": time.time(), "uptime_s": time.time() - self.started_at,
