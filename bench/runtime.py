@@ -1,15 +1,22 @@
-"""End-to-end benchmark of ``edgebayes run`` through a local Mosquitto.
+"""End-to-end benchmark of ``edgebayes run`` through a local Mosquitto, beside the floor.
 
-Publisher, broker, runtime (a subprocess) and the prediction collector share this machine.
-Measures: sustained readings/s (a burst of ``--n`` labelled readings, first publish to last
-prediction), publish-to-prediction latency p50/p99 at a paced ``--rate`` readings/s, and the
-runtime's RSS after the burst. 8 features, inline labels (test-then-train), QoS 1 in.
+Publisher, broker, runtime (a subprocess), the prediction collector and the floor share this
+machine. The floor is a plain paho subscriber in a process of its own that only counts the
+readings (QoS 1, as the runtime takes them): what a Python MQTT client can receive here, on
+the same broker, the same burst, in the same run. Measures: sustained readings/s (a burst of
+``--n`` labelled readings, first publish to last prediction) and the runtime's CPU per reading
+(user + system, all threads), each beside the floor's and as a ratio to it; publish-to-prediction
+latency p50/p99 at a paced ``--rate`` readings/s; the runtime's RSS after start and after the
+burst; the load average beside each run. 8 features, inline labels (test-then-train), QoS 1 in.
 
-    python bench/runtime.py [--n 100000] [--rate 200] [--seconds 10] [--models nb|nb+srp]
-                            [--budget BYTES] [--format json|msgpack]
+    python bench/runtime.py [--n 20000] [--rate 200] [--seconds 5] [--models nb nb+srp]
+                            [--devices 1 10 100 1000] [--budget BYTES] [--format json|msgpack]
 
-``--budget`` sets ``[memory] model_budget_bytes`` (one device), as a deployed config does;
-``--format`` the predictions' ``[output] format`` (default json, the runtime's default).
+With several ``--models`` or ``--devices`` every pair is one run of a fresh runtime, the burst
+interleaved over the devices (reading i goes to device i mod D), and a table closes the output;
+the latency phase is run only for a single pair. ``--budget`` is ``[memory]
+model_budget_bytes`` per device (the run's budget is it times D, ``max_devices`` = D), as a
+deployed config divides it.
 """
 
 from __future__ import annotations
@@ -118,83 +125,156 @@ def payloads(n: int, seed: int = 0) -> list[bytes]:
     return [(i, X[i].tolist(), int(y[i])) for i in range(n)]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--rate", type=float, default=200.0)
-    ap.add_argument("--seconds", type=float, default=10.0)
-    ap.add_argument("--models", choices=sorted(MODELS), default="nb")
-    ap.add_argument("--budget", type=int, default=None, help="[memory] model_budget_bytes (one device)")
-    ap.add_argument("--format", choices=["json", "msgpack"], default="json", help="[output] format")
-    args = ap.parse_args()
+FLOOR = """
+import sys, time, paho.mqtt.client as paho
+from paho.mqtt.enums import CallbackAPIVersion
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+got, t = [0], [0.0, 0.0]
+def on_message(client, userdata, msg):
+    got[0] += 1
+    if got[0] == 1:
+        t[0] = time.time()
+    if got[0] == n:
+        t[1] = time.time()
+        client.disconnect()
+c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="bench-floor")
+c.on_message = on_message
+c.on_connect = lambda client, *a: (client.subscribe("bench/+/reading", qos=1), print("ready", flush=True))
+c.connect(host, port)
+c.loop_forever()
+print(got[0], t[0], t[1], flush=True)
+"""
 
-    tmp = Path(tempfile.mkdtemp(prefix="eb-bench-"))
-    broker = Broker(tmp / "broker").start()
-    cfg = tmp / "rt.toml"
+
+def start_floor(broker, n: int) -> subprocess.Popen:
+    """The plain paho subscriber that only counts ``n`` readings (the floor); returns once subscribed."""
+    proc = subprocess.Popen([sys.executable, "-c", FLOOR, broker.host, str(broker.port), str(n)],
+                            stdout=subprocess.PIPE, text=True)
+    proc.stdout.readline()
+    time.sleep(0.2)  # the SUBACK reached the broker
+    return proc
+
+
+def run(broker, tmp: Path, models: str, n_devices: int, args, latency: bool) -> dict:
+    """One runtime serving ``n_devices`` devices: the burst beside the floor, then the latency phase."""
+    budget = args.budget * n_devices if args.budget else None
+    cfg = tmp / f"rt-{models}-{n_devices}.toml"
     cfg.write_text(
         f'[broker]\nhost = "{broker.host}"\nport = {broker.port}\nclient_id = "bench-rt"\n'
         '[topics]\nprefix = "bench"\n'
         '[schema]\nfeatures = ["f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7"]\n'
         '[output]\nmetrics_interval_s = 0.25\n'
-        f'format = "{args.format}"\n' + MODELS[args.models]
-        + (f"[memory]\nmodel_budget_bytes = {args.budget}\nmax_devices = 1\n" if args.budget else ""))
+        f'format = "{args.format}"\n' + MODELS[models]
+        + f"[memory]\nmax_devices = {n_devices if budget else max(n_devices, 64)}\n"
+        + f"new_devices_per_min = {max(60, 2 * n_devices)}\n"
+        + (f"model_budget_bytes = {budget}\n" if budget else ""))
     rt = subprocess.Popen([sys.executable, "-m", "edgebayes", "run", "--config", str(cfg),
-                           "--checkpoint-dir", str(tmp / "ckpt"), "--log-level", "WARNING"], cwd=ROOT)
+                           "--checkpoint-dir", str(tmp / f"ckpt-{models}-{n_devices}"), "--log-level", "WARNING"],
+                          cwd=ROOT)
     col = Collector(broker)
     pub = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="bench-pub")
     pub.max_inflight_messages_set(1000)
     pub.connect(broker.host, broker.port)
     pub.loop_start()
+    floor = None
     try:
-        time.sleep(2.0)  # the runtime connects and subscribes
+        deadline = time.time() + 60
+        while not col.metrics and time.time() < deadline:  # its first metrics: connected, subscribed
+            if rt.poll() is not None:
+                raise RuntimeError(f"the runtime exited with {rt.returncode} before serving")
+            time.sleep(0.05)
+        time.sleep(0.5)
         rss_start = rss_mb(rt.pid)
         data = payloads(args.n)
-        # 1. sustained throughput: a burst of n readings
+        floor = start_floor(broker, args.n)
         col.expect(args.n)
-        cpu0 = cpu_s(rt.pid)
+        cpu0, load = cpu_s(rt.pid), os.getloadavg()[0]
         t0 = time.time()
         for seq, x, y in data:
-            publish(pub, "bench/d1/reading", msgpack.packb({"seq": seq, "ts": time.time(), "x": x, "y": y}))
+            publish(pub, f"bench/d{seq % n_devices}/reading",
+                    msgpack.packb({"seq": seq // n_devices, "ts": time.time(), "x": x, "y": y}))
         t_pub = time.time() - t0
-        if not col.done.wait(timeout=max(120.0, args.n / 500)):
+        if not col.done.wait(timeout=max(120.0, args.n / 100)):
             print(f"only {col.n} of {args.n} predictions arrived")
         elapsed = time.time() - t0
-        rss_after = rss_mb(rt.pid)
-        cpu = cpu_s(rt.pid) - cpu0
+        rss_after, cpu = rss_mb(rt.pid), cpu_s(rt.pid) - cpu0
+        f_cpu = cpu_s(floor.pid)
+        f_n, _, f_last = floor.communicate(timeout=60)[0].split()
+        f_rate = int(f_n) / max(float(f_last) - t0, 1e-9)
+        load = max(load, os.getloadavg()[0])
         m = col.metrics
         print("runtime counters:", {k: m.get(k) for k in ("n_readings", "n_predictions", "n_dropped",
-              "n_malformed", "n_duplicates", "n_publish_failed", "queue_depth", "errors")})
+              "n_malformed", "n_duplicates", "n_publish_failed", "n_devices", "errors")})
         done = max(col.n, col.n_runtime)
-        print(f"models={args.models} budget={args.budget} format={args.format}  "
-              f"burst of {args.n} readings: published in {t_pub:.1f} s, "
-              f"{done} predicted in {elapsed:.1f} s (+-0.25 s) -> {done / elapsed:,.0f} readings/s end to end "
-              f"({col.n} prediction messages reached the QoS 0 collector)")
-        print(f"runtime CPU: {cpu:.1f} s for the burst = {cpu / max(done, 1) * 1e6:.0f} us per reading "
-              f"(all its threads); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        r = {"models": models, "devices": n_devices, "rate": done / elapsed, "us": cpu / max(done, 1) * 1e6,
+             "floor_rate": f_rate, "floor_us": f_cpu / max(int(f_n), 1) * 1e6, "rss0": rss_start,
+             "rss1": rss_after, "load": load}
+        print(f"models={models} devices={n_devices} budget={budget} format={args.format}  "
+              f"burst of {args.n} readings: published in {t_pub:.1f} s, {done} predicted in {elapsed:.1f} s "
+              f"(+-0.25 s) -> {r['rate']:,.0f} readings/s end to end; floor {f_rate:,.0f} readings/s "
+              f"(ratio {r['rate'] / f_rate:.2f})")
+        print(f"runtime CPU: {cpu:.2f} s = {r['us']:.0f} us per reading (all its threads); floor "
+              f"{r['floor_us']:.0f} us per reading; load average {load:.1f} on {os.cpu_count()} cores")
         print(f"runtime RSS: {rss_start:.1f} MB after start, {rss_after:.1f} MB after {args.n:,} readings")
-        # 2. latency at a paced rate (the model keeps learning from where the burst left it)
-        m = int(args.rate * args.seconds)
-        col.expect(m)
-        col.target = None  # latency phase: wait for the collector's own count
-        col.done.clear()
-        period, t0 = 1.0 / args.rate, time.perf_counter()
-        for k in range(m):
-            seq, x, y = data[k % len(data)]
-            while time.perf_counter() < t0 + k * period:
-                time.sleep(0.0002)
-            publish(pub, "bench/d1/reading", msgpack.packb({"seq": args.n + k, "ts": time.time(), "x": x, "y": y}))
-        deadline = time.time() + 30
-        while col.n < m and time.time() < deadline:
-            time.sleep(0.05)
-        lat = np.array(col.latencies) * 1000.0
-        print(f"latency at {args.rate:.0f} readings/s over {len(lat)} readings: "
-              f"p50 {np.percentile(lat, 50):.2f} ms, p99 {np.percentile(lat, 99):.2f} ms, max {lat.max():.2f} ms")
+        if latency:
+            latency_phase(pub, col, data, args, n_devices)
+        return r
     finally:
+        if floor is not None and floor.poll() is None:
+            floor.kill()
         rt.terminate()
         rt.wait(30)
         pub.loop_stop()
         col.client.loop_stop()
+
+
+def latency_phase(pub, col: Collector, data: list, args, n_devices: int) -> None:
+    """Publish-to-prediction latency at ``--rate`` (the models keep learning from the burst)."""
+    m = int(args.rate * args.seconds)
+    col.expect(m)
+    col.target = None  # latency phase: wait for the collector's own count
+    col.done.clear()
+    period, t0 = 1.0 / args.rate, time.perf_counter()
+    for k in range(m):
+        _, x, y = data[k % len(data)]
+        while time.perf_counter() < t0 + k * period:
+            time.sleep(0.0002)
+        i = args.n + k
+        publish(pub, f"bench/d{i % n_devices}/reading",
+                msgpack.packb({"seq": i // n_devices, "ts": time.time(), "x": x, "y": y}))
+    deadline = time.time() + 30
+    while col.n < m and time.time() < deadline:
+        time.sleep(0.05)
+    lat = np.array(col.latencies) * 1000.0
+    print(f"latency at {args.rate:.0f} readings/s over {len(lat)} readings: "
+          f"p50 {np.percentile(lat, 50):.2f} ms, p99 {np.percentile(lat, 99):.2f} ms, max {lat.max():.2f} ms")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=20_000, help="readings in the burst")
+    ap.add_argument("--rate", type=float, default=200.0, help="readings/s of the latency phase")
+    ap.add_argument("--seconds", type=float, default=5.0, help="length of the latency phase")
+    ap.add_argument("--models", nargs="+", choices=sorted(MODELS), default=["nb"])
+    ap.add_argument("--devices", nargs="+", type=int, default=[1], help="device counts, one run each")
+    ap.add_argument("--budget", type=int, default=None, help="[memory] model_budget_bytes per device")
+    ap.add_argument("--format", choices=["json", "msgpack"], default="json", help="[output] format")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="eb-bench-"))
+    broker = Broker(tmp / "broker").start()
+    single = len(args.models) == 1 and len(args.devices) == 1
+    try:
+        rows = [run(broker, tmp, models, d, args, latency=single) for models in args.models for d in args.devices]
+    finally:
         broker.stop()
+    if not single:
+        print("\n| models | devices | readings/s | CPU us/reading | floor readings/s | ratio | floor us/reading "
+              "| RSS MB start -> after | load |\n|---|---:|---:|---:|---:|---:|---:|---|---:|")
+        for r in rows:
+            print(f"| {r['models']} | {r['devices']} | {r['rate']:,.0f} | {r['us']:.0f} | {r['floor_rate']:,.0f} "
+                  f"| {r['rate'] / r['floor_rate']:.2f} | {r['floor_us']:.0f} | {r['rss0']:.1f} -> {r['rss1']:.1f} "
+                  f"| {r['load']:.1f} |")
     return 0
 
 

@@ -4,6 +4,7 @@ division of the model budget, device refusal (real Mosquitto), RSS shedding, `ed
 import gc
 import multiprocessing
 import sys
+import time
 import tracemalloc
 
 import numpy as np
@@ -577,3 +578,36 @@ def test_budget_bad_config_exits_2(tmp_path, capsys):
     path.write_text("[memory]\nmodel_budget_bytes = -1\n")
     code, _, err = budget(capsys, "--config", str(path), "--data", "synth:AGR_A")
     assert code == 2 and "model_budget_bytes = -1: must be > 0" in err
+
+
+# --- running totals of the models' bytes ------------------------------------------------------
+
+def test_running_model_bytes_equal_a_full_recount_after_learn_admit_evict_restore(tmp_path, backend):
+    from edgebayes.runtime.admission import Admission
+    from edgebayes.runtime.checkpoint import CheckpointStore
+    from edgebayes.runtime.durability import Durability
+    from edgebayes.runtime.memory import device_model_bytes
+    from edgebayes.runtime.registry import DeviceRegistry
+    from edgebayes.runtime.topics import Topics
+
+    cfg = config(4 * 12_000, max_devices=4, evict_idle_s=0)
+    plan = plan_memory(cfg)
+    reg = DeviceRegistry(cfg, CheckpointStore(tmp_path / "ck", FEATURES), plan,
+                         Admission(Topics("eb", "+", "rt"), [], 1000, 0.0), Durability(lambda msg: None),
+                         lambda: None)
+    rng = np.random.default_rng(7)
+    seqs: dict[str, int] = {}
+    for step in range(300):
+        name = f"d{rng.integers(0, 7)}"  # 7 ids, room for 4: admissions evict, readings restore
+        dev = reg.get(name, create=True)
+        for _ in range(int(rng.integers(1, 20))):
+            y = int(rng.integers(0, 3 if step < 150 else 6))  # new classes later: models grow
+            x = (rng.normal(0, 1, len(FEATURES)) + y).tolist()
+            seqs[name] = seqs.get(name, 0) + 1
+            preds, _, _ = dev.predict(x)
+            dev.learn(seqs[name], x, y, preds, time.monotonic())
+        recount = sum(max(device_model_bytes(d), plan.device_bytes) for d in reg.devices.values())
+        assert reg.sizes.committed(reg.devices) == recount, step
+        slots = [sum(d.slots[i].memory_bytes() for d in reg.devices.values()) for i in range(len(TWO))]
+        assert reg.sizes.slot_bytes(reg.devices) == slots, step
+    assert reg.n_evicted > 20 and len(reg.devices) == 4

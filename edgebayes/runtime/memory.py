@@ -73,17 +73,20 @@ class MemoryPlan:
     device_bytes: int | None = None
     model_bytes: dict | None = None
 
-    def refusal(self, device: str, devices: dict) -> str | None:
+    def refusal(self, device: str, devices: dict, committed: int | None = None) -> str | None:
         """Why ``device`` does not fit (None: it does). Each admitted device counts for what
         its models hold or for its share, whichever is larger.
 
         Args:
             device: the new device's id.
             devices: id -> ``Device`` already admitted.
+            committed: bytes the admitted devices count for (`ModelBytes.committed`); None:
+                summed over ``devices`` now (O(devices)).
         """
         if self.budget_bytes is None:
             return None
-        committed = sum(max(device_model_bytes(d), self.device_bytes) for d in devices.values())
+        if committed is None:
+            committed = sum(max(device_model_bytes(d), self.device_bytes) for d in devices.values())
         if committed + self.device_bytes <= self.budget_bytes:
             return None
         return (f"device {device} refused: the model budget of {self.budget_bytes} bytes "
@@ -94,6 +97,74 @@ class MemoryPlan:
 def device_model_bytes(device) -> int:
     """Bytes held by a device's learners (``memory_bytes()`` summed)."""
     return sum(slot.learner.memory_bytes() for slot in device.slots)
+
+
+class ModelBytes:
+    """Running totals of the bytes the devices' models hold, kept exact at O(changed devices).
+
+    A device's bytes are read again (``memory_bytes()``) only after it was marked `changed`
+    (served: it may have learned; admitted or restored) or after `changed_all` (the guard
+    shed); the totals are then brought up to date at the next read, so admission and the
+    metrics cost O(devices changed since) rather than O(devices).
+
+    Args:
+        floor_bytes: what a device counts for at least in `committed` (its share,
+            ``MemoryPlan.device_bytes``; 0 without a budget).
+    """
+
+    def __init__(self, floor_bytes: int = 0):
+        self.floor_bytes = floor_bytes
+        self._held: dict[str, tuple[int, tuple[int, ...]]] = {}  # id -> (learners' bytes, slot bytes)
+        self._stale: set[str] = set()
+        self._committed = 0
+        self._slots: list[int] = []
+
+    def changed(self, device: str) -> None:
+        """``device``'s models may have changed size (read again at the next total)."""
+        self._stale.add(device)
+
+    def changed_all(self) -> None:
+        """Every device's models may have changed size (after shedding)."""
+        self._stale.update(self._held)
+
+    def dropped(self, device: str) -> None:
+        """``device`` left memory."""
+        self._stale.discard(device)
+        self._forget(device)
+
+    def committed(self, devices: dict) -> int:
+        """Bytes the devices in memory count for: each its learners' bytes
+        (`device_model_bytes`) or ``floor_bytes``, whichever is larger."""
+        self._update(devices)
+        return self._committed
+
+    def slot_bytes(self, devices: dict) -> list[int]:
+        """Per model (slot index): the bytes of every device's slot (``Slot.memory_bytes()``:
+        learner, drift detector, accuracy window) summed."""
+        self._update(devices)
+        return list(self._slots)
+
+    def _update(self, devices: dict) -> None:
+        for device in self._stale:
+            self._forget(device)
+            dev = devices.get(device)
+            if dev is None:
+                continue
+            slots = tuple(slot.memory_bytes() for slot in dev.slots)
+            learners = device_model_bytes(dev)
+            self._held[device] = (learners, slots)
+            self._committed += max(learners, self.floor_bytes)
+            self._slots.extend([0] * (len(slots) - len(self._slots)))
+            for i, b in enumerate(slots):
+                self._slots[i] += b
+        self._stale.clear()
+
+    def _forget(self, device: str) -> None:
+        held = self._held.pop(device, None)
+        if held is not None:
+            self._committed -= max(held[0], self.floor_bytes)
+            for i, b in enumerate(held[1]):
+                self._slots[i] -= b
 
 
 def plan_memory(config: Config) -> MemoryPlan:
@@ -143,6 +214,7 @@ class MemoryGuard:
         checkpoint: writes every device's checkpoint.
         stop: makes the runtime stop (after ``checkpoint``).
         read_rss: returns the RSS in bytes (default `rss_bytes`).
+        shed: called after each shedding step (the models' sizes changed: ``ModelBytes.changed_all``).
 
     Attributes:
         level: shedding steps taken since RSS was last calm (0 none, 1 background learners,
@@ -153,13 +225,14 @@ class MemoryGuard:
 
     def __init__(self, limit_bytes: int, learners: Callable[[], list], alert: Callable[[dict], None],
                  checkpoint: Callable[[], object], stop: Callable[[], None],
-                 read_rss: Callable[[], int] = rss_bytes):
+                 read_rss: Callable[[], int] = rss_bytes, shed: Callable[[], None] = lambda: None):
         self.limit_bytes = limit_bytes
         self._learners = learners
         self._alert = alert
         self._checkpoint = checkpoint
         self._stop = stop
         self._read_rss = read_rss
+        self._shed = shed
         self.level = 0
         self.n_alerts = 0
         self.floor_bytes: int | None = None
@@ -205,6 +278,7 @@ class MemoryGuard:
         n_shed = 0
         for learner in learners:
             n_shed += _shed(learner, method)
+        self._shed()
         self._send(method, rss, n_shed, models)
         log.warning("RSS %d bytes is %.0f %% of the limit, the models' own excess %d bytes: %s shed %d", rss,
                     100.0 * rss / self.limit_bytes, excess, method, n_shed)

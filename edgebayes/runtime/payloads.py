@@ -61,18 +61,18 @@ def durability_alert(durable: bool, reason: str, consequence: str, n_journal_err
             "consequence": consequence, "n_journal_errors": n_journal_errors}
 
 
-def model_metrics(names: list[str], devices) -> dict:
+def model_metrics(names: list[str], devices, nbytes: list[int]) -> dict:
     """The metrics' ``models``: name -> ``{accuracy, bytes}`` over every device's slots
-    (accuracy over the recent windows, None before any label; bytes ``memory_bytes()`` summed)."""
+    (accuracy over the recent windows, None before any label; ``nbytes[i]``: model ``i``'s
+    slots' bytes summed, `edgebayes.runtime.memory.ModelBytes.slot_bytes`)."""
     models = {}
     for i, name in enumerate(names):
-        correct = seen = nbytes = 0
+        correct = seen = 0
         for dev in devices:
             slot = dev.slots[i]
             correct += slot.n_window_correct
             seen += len(slot.window)
-            nbytes += slot.memory_bytes()
-        models[name] = {"accuracy": correct / seen if seen else None, "bytes": nbytes}
+        models[name] = {"accuracy": correct / seen if seen else None, "bytes": nbytes[i] if nbytes else 0}
     return models
 
 

@@ -19,7 +19,7 @@ from edgebayes.runtime.checkpoint import CheckpointError, CheckpointForeign, Che
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.device import Device
 from edgebayes.runtime.durability import Durability
-from edgebayes.runtime.memory import MemoryPlan
+from edgebayes.runtime.memory import MemoryPlan, ModelBytes
 from edgebayes.runtime.messages import ProtocolError
 from edgebayes.runtime.pending import PendingLabels
 from edgebayes.runtime.remap import SchemaChange
@@ -51,6 +51,8 @@ class DeviceRegistry:
         replaying: set while the journal is replayed at start: no new-id rate, no limit (``fit``
             evicts after it), no eviction (a checkpoint then would claim entries not replayed yet).
         n_evicted: idle devices checkpointed and dropped to make room.
+        sizes: the bytes the devices' models hold, kept up to date as devices are served,
+            admitted and evicted (``ModelBytes``; call ``sizes.changed_all()`` after shedding).
     """
 
     def __init__(self, config: Config, store: CheckpointStore | None, memory: MemoryPlan, admission: Admission,
@@ -67,6 +69,7 @@ class DeviceRegistry:
         self.dirty: set[str] = set()
         self.replaying = False
         self.n_evicted = 0
+        self.sizes = ModelBytes(memory.device_bytes or 0)
         self._unreadable: dict[str, tuple[float, str]] = {}  # device -> (next read attempt, why)
 
     def check_new(self, device: str, topic: str, seq: int) -> None:
@@ -108,7 +111,7 @@ class DeviceRegistry:
         return n
 
     def _no_room(self, device: str) -> str | None:
-        refusal = self.memory.refusal(device, self.devices)
+        refusal = self.memory.refusal(device, self.devices, self.sizes.committed(self.devices))
         limit = self.config.memory.max_devices
         if not refusal and len(self.devices) >= limit:
             refusal = f"device {device} refused: the runtime serves at most {limit} devices"
@@ -120,6 +123,7 @@ class DeviceRegistry:
         if device not in self.devices or not self.save(device):
             return False
         del self.devices[device]
+        self.sizes.dropped(device)
         self.admission.forget(device)
         self.n_evicted += 1
         log.info("device %s evicted (idle, checkpointed) to make room; %d evicted so far", device, self.n_evicted)
@@ -160,6 +164,7 @@ class DeviceRegistry:
         dev = self.devices.get(device)
         if dev is not None:
             self.admission.served(device)
+            self.sizes.changed(device)  # served: it may learn
             return dev
         saved = self.store is not None and self.store.exists(device)
         if not saved and not create:
@@ -173,6 +178,7 @@ class DeviceRegistry:
         dev = dev or self.new_device(device)
         self.devices[device] = dev
         self.admission.served(device)
+        self.sizes.changed(device)
         log.info("device %s admitted, %s; %d of at most %d devices", device, how, len(self.devices),
                  self.config.memory.max_devices)
         if was_unreadable and not self.replaying:

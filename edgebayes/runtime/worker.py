@@ -114,7 +114,8 @@ class Worker:
             self.guard = MemoryGuard(
                 int(config.memory.rss_limit_mb * 2**20),
                 lambda: [s.learner for d in self.devices.values() for s in d.slots],
-                self.out.alert, lambda: self.checkpoint(all_devices=True), self.stop_at_memory_limit)
+                self.out.alert, lambda: self.checkpoint(all_devices=True), self.stop_at_memory_limit,
+                shed=self.registry.sizes.changed_all)
         watching = [(f"watcher {type(w).__name__}", lambda w=w: w.tick(self.devices)) for w in watchers]
         self.periodic = Periodic([
             ("pending expiry", self._expire_pending), ("checkpoint", self._checkpoint_due),
@@ -269,7 +270,8 @@ class Worker:
             n_journal_errors=self.durability.n_journal_errors,
             n_checkpoints_failing=len(self.durability.failing), n_evicted=self.registry.n_evicted,
             n_publish_failed=self.session.n_publish_failed, rss_bytes=rss_bytes(),
-            models=payloads.model_metrics(self._names, devices), sources=self.intake.metrics())
+            models=payloads.model_metrics(self._names, devices, self.registry.sizes.slot_bytes(self.devices)),
+            sources=self.intake.metrics())
 
     @property
     def n_internal_errors(self) -> int:
