@@ -3,7 +3,7 @@
 Seed paper 001 (Wu and Xiong 2023): Algorithm 1 updates the prior, mean and standard deviation
 of each class by Eqs. (8)-(10), with step 1/(i+1), so that they equal the offline estimates on
 the same samples; Algorithm 2 replaces that step by a constant learning rate alpha, Eqs.
-(12)-(14), so that recent samples keep weight alpha (concept drift). DESIGN.md 2.1 folds both
+(12)-(14), so that recent samples keep weight alpha (concept drift). docs/design.md 2.1 folds both
 into one update rule, used here for the priors, for the per-class statistics and for the
 all-class per-feature statistics that scale ``var_smoothing``:
 
@@ -15,8 +15,8 @@ samples until it has seen 1/alpha of them (100 at the paper's alpha = 0.01), and
 after. ``warm_up=False`` is Algorithm 2 as the paper writes it: r = 1 for an estimate's first
 sample (Eqs. (8)-(10) at i = 0: the first sample sets the estimate), alpha for every later one.
 Each update mixes the old distribution (weight 1 - r) with a point mass at x (weight r), so the
-variance can never go negative (casebook C03) and the first sample sets the estimate (r = 1,
-casebook C04/C05). A sample weight w equals w repeated updates (see `update_rate`).
+variance can never go negative (docs/cases.md C03) and the first sample sets the estimate (r = 1,
+docs/cases.md C04/C05). A sample weight w equals w repeated updates (see `update_rate`).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ OBJECT_BYTES = sys.getsizeof(object()) + 18 * _POINTER_BYTES + 4 * sys.getsizeof
 def update_rate(m: float, w: float, top: float, log_keep: float) -> float:
     """The rate of one update of weight ``w`` on an estimate that has seen weight ``m``.
 
-    DESIGN.md 2.1 with the rule applied to w unit steps: the steps that take the count to at
+    docs/design.md 2.1 with the rule applied to w unit steps: the steps that take the count to at
     most ``top`` have rate 1/n (their retentions telescope to m/(m+t)), the others alpha
     (retention (1-alpha) each), so the total rate is 1 - m/(m+t) (1-alpha)^(w-t) with
     t = clip(top - m, 0, w). ``top`` is floor(1/alpha) with the warm-up (for w = 1 the rate is
@@ -95,7 +95,7 @@ def _rates(before: np.ndarray, W: np.ndarray, top: float, log_keep: float) -> np
 
 
 def _mixture_weights(n0, W: np.ndarray, top: float, log_keep: float):
-    """Weights of the old estimate and of each row after a run of updates (DESIGN.md 2.1).
+    """Weights of the old estimate and of each row after a run of updates (docs/design.md 2.1).
 
     Updating with rates r_1..r_n mixes the old distribution and the rows: the old one keeps
     a0 = prod(1 - r_i), row i keeps a_i = r_i prod_{t>i}(1 - r_t). ``n0`` is the weight seen
@@ -159,7 +159,7 @@ def _merge(n0, mu0, var0, X, w, top, log_keep, has_nan=True):
 def _update(counts: array, means: array, variances: array, base: int, xs: list, w: float,
             top: float, log_keep: float) -> None:
     """One sample of weight ``w`` into the counts, means and variances at ``base`` (a class's
-    row, or 0 for the all-class statistics), in place: DESIGN.md 2.1, feature by feature.
+    row, or 0 for the all-class statistics), in place: docs/design.md 2.1, feature by feature.
     Features with equal counts share one rate, so a dense row computes it once."""
     last = r = -1.0
     for j, a in enumerate(xs):
@@ -212,7 +212,7 @@ def _shape_bytes(n_classes: int, d: int) -> int:
 
 
 class GaussianNB(Learner):
-    """Incremental Gaussian naive Bayes: exact (seed 001, Algorithm 1) or constant-rate (Algorithm 2).
+    """Incremental Gaussian naive Bayes: exact (Wu and Xiong 2023, Algorithm 1) or constant-rate (Algorithm 2).
 
     Args:
         learning_rate: None (or 0) for the exact mode: priors n_k/n, means and population
@@ -220,7 +220,7 @@ class GaussianNB(Learner):
             (the paper uses 0.01) for the constant rate (Algorithm 2): each estimate moves by
             alpha towards a new sample, so old samples fade as (1 - alpha)^age.
         warm_up: with a learning rate, how an estimate starts. True (default): it moves by
-            max(alpha, 1/n), the plain average of its first 1/alpha samples (DESIGN.md 2.1),
+            max(alpha, 1/n), the plain average of its first 1/alpha samples (docs/design.md 2.1),
             so a class seen a few times is not a copy of its last sample and one seen fewer
             than 1/alpha times is the exact model's. False: the paper's Algorithm 2 as
             written, Eqs. (12)-(14) from the second sample on: the first sample sets the
@@ -229,19 +229,19 @@ class GaussianNB(Learner):
         var_smoothing: added to every variance at prediction, times the largest per-feature
             variance over all classes (as scikit-learn; that variance follows the same rule, so
             it forgets in the learning-rate mode), floored at `EPS_FLOOR` so that constant
-            features and one-sample classes give finite log-densities (casebook C01).
+            features and one-sample classes give finite log-densities (docs/cases.md C01).
         max_size_bytes: hard bound on `memory_bytes` (None = unbounded), at least the bytes
             of the empty model: a new class that would take the model past it is refused
             with `edgebayes.base.ClassLimitError`, the model unchanged. Cost per class:
             (3 n_features + 1) doubles of 8 bytes, a pointer in ``classes_``, its label and
             index entry.
 
-    Prediction (DESIGN.md 2.1): argmax_k log P(k) + sum_j log N(x_j; mu_kj, var_kj + eps), in log
-    space, probabilities by log-sum-exp, so they sum to 1 and hold no NaN even when every density
-    underflows (casebook C08, C13). A NaN feature value is a missing value, skipped in learning
-    and in the likelihood; a class without any value of a feature skips that feature (as River).
-    When x is so far out that every class's log-likelihood is -inf, the probabilities are the
-    limit as x moves away: the classes with the smallest scaled squared distance share them.
+    Prediction (docs/design.md 2.1): argmax_k log P(k) + sum_j log N(x_j; mu_kj, var_kj + eps), in
+    log space, probabilities by log-sum-exp, so they sum to 1 and hold no NaN even when every
+    density underflows (docs/cases.md C08, C13). A NaN feature value is a missing value, skipped in
+    learning and in the likelihood; a class without any value of a feature skips that feature (as
+    River). When x is so far out that every class's log-likelihood is -inf, the probabilities are
+    the limit as x moves away: the classes with the smallest scaled squared distance share them.
 
     Attributes:
         classes_: labels in order of first appearance (columns of `predict_proba_many`).
@@ -314,7 +314,7 @@ class GaussianNB(Learner):
     # ------------------------------------------------------------------ learning
 
     def learn_one(self, x, y, w: float = 1.0) -> None:
-        """Learn one sample with the rule of DESIGN.md 2.1.
+        """Learn one sample with the rule of docs/design.md 2.1.
 
         Args:
             x: 1-D sequence of n_features_in_ floats (NaN = missing).

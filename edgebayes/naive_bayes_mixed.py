@@ -1,18 +1,18 @@
 """Naive Bayes over numeric and nominal features: Gaussian densities and category frequencies.
 
 The sibling of `edgebayes.naive_bayes.GaussianNB` for streams whose schema declares nominal
-features (``Schema.nominal``; values are float category codes, NaN = missing). Seed 002
-(section 2) describes the naive Bayes used by its committees: for a symbolic attribute
-P(b_m = v | d = k) is the frequency of v among the training objects of class k; for a numeric
-one, a Gaussian. The zero-frequency problem (a value never seen with class k turns the whole
-product into 0) is handled by one of two rules:
+features (``Schema.nominal``; values are float category codes, NaN = missing). Artiemjew and
+Idzikowski (2019, section 2) describe the naive Bayes their committees use: for a symbolic
+attribute P(b_m = v | d = k) is the frequency of v among the training objects of class k; for
+a numeric one, a Gaussian. The zero-frequency problem (a value never seen with class k turns
+the whole product into 0) is handled by one of two rules:
 
 - ``"laplace"`` (default): P(v | k) = (n_kv + alpha) / (n_k + alpha V), V the number of
   distinct values of the feature seen in training (scikit-learn's CategoricalNB with the
   categories seen so far; River's MultinomialNB ``alpha``).
-- ``"borrow"``: seed 002's first rule (section 2). A zero frequency in class k takes the smallest non-zero
-  frequency of that value among the other classes, lowered by ``borrow_factor``; every class
-  with a zero gets that same value.
+- ``"borrow"``: the paper's first rule (section 2). A zero frequency in class k takes the smallest
+  non-zero frequency of that value among the other classes, lowered by ``borrow_factor``; every
+  class with a zero gets that same value.
 
 Under both rules a value absent from every class (or a missing one) is disregarded: it
 multiplies every class by the same factor, as the paper says for the descriptor seen in no
@@ -24,11 +24,11 @@ no class is not counted, since it is disregarded); a class that never saw a feat
 uniform 1/V from Laplace and a borrowed frequency under ``"borrow"``.
 
 Scoring (``scoring``): by default the classes are scored by the product of the prior and the
-likelihoods, in log space (``"product"``). ``"paper_sum"`` is seed 002's own classifier, the
+likelihoods, in log space (``"product"``). ``"paper_sum"`` is the paper's own classifier, the
 one its experiments use: section 2's sum, "in practice, it is also acceptable to use sums
 instead of products",
 
-    Param_k = P(d = k) * sum_m P(b_m = a_m(v) | d = k)     (seed 002, eq. 2, as section 2.1 computes it)
+    Param_k = P(d = k) * sum_m P(b_m = a_m(v) | d = k)     (eq. 2, as section 2.1 computes it)
 
 with the zero frequencies of its worked example (section 2.1, test object x2): where value v
 of a nominal feature has frequency 0 in some class, the counter of every class that holds v
@@ -69,9 +69,9 @@ from edgebayes.sizes import insert_bytes
 __all__ = ["SCORING", "ZERO_FREQUENCY", "MixedNB", "split_columns"]
 
 ZERO_FREQUENCY = ("laplace", "borrow")
-#: ``"product"``: log P(k) + sum_j log P(x_j | k) (default); ``"paper_sum"``: seed 002's
-#: P(k) sum_j P(x_j | k) with its worked example's counter increment (see `MixedNB`); ``"moa"``:
-#: MOA's NaiveBayes (`edgebayes.naive_bayes_moa`).
+#: ``"product"``: log P(k) + sum_j log P(x_j | k) (default); ``"paper_sum"``: Artiemjew and
+#: Idzikowski's (2019) P(k) sum_j P(x_j | k) with its worked example's counter increment (see
+#: `MixedNB`); ``"moa"``: MOA's NaiveBayes (`edgebayes.naive_bayes_moa`).
 SCORING = ("product", "paper_sum", "moa")
 _LOG_2PI = math.log(2.0 * math.pi)
 _NAN = float("nan")
@@ -120,10 +120,11 @@ class MixedNB(Learner):
         nominal_attributes: indices of x holding nominal values (float category codes; any
             finite float is a category, NaN is missing). None = none (then the model predicts
             exactly as GaussianNB). Checked against x's length at the first sample.
-        learning_rate: None for exact estimates (counts are the sample weights, frequencies
-            n_kv / n_k); alpha in (0, 1) to forget at the rate of DESIGN.md 2.1 (as GaussianNB).
+        learning_rate: None for exact estimates (counts are the sample weights, frequencies n_kv /
+            n_k); alpha in (0, 1) to forget at the rate of docs/design.md 2.1 (as GaussianNB).
         var_smoothing: GaussianNB's variance smoothing for the numeric features.
-        zero_frequency: ``"laplace"`` or ``"borrow"`` (seed 002, section 2), see the module doc.
+        zero_frequency: ``"laplace"`` or ``"borrow"`` (Artiemjew and Idzikowski 2019, section 2),
+            see the module doc.
         alpha: Laplace pseudo-count, > 0 (used by ``"laplace"``).
         borrow_factor: in (0, 1): how much a borrowed frequency is lowered (used by
             ``"borrow"``). The paper says "slightly" and gives no number; 0.9 is our choice.
@@ -131,18 +132,17 @@ class MixedNB(Learner):
             of the empty model: a sample whose new class or new nominal values would take
             the model past it (cached log tables counted) is refused with
             `edgebayes.base.ClassLimitError`, the model unchanged.
-        scoring: ``"product"`` (default) or ``"paper_sum"``: seed 002's symbolic naive Bayes,
-            section 2, eq. 2, Param_k = P(k) sum_m P(v_m | k), zero frequencies by the
-            counter increment of its worked example (section 2.1; see the module doc).
-            ``zero_frequency``, ``alpha`` and ``borrow_factor`` are then unused. A numeric
-            feature adds its Gaussian density N(x; mu_k, var_k + eps) to the sum, as section 2
-            says for numerical data (a density, not a probability: its scale depends on the
-            feature's unit, so the paper's experiments, and ours, declare every feature
-            nominal). The probabilities are the Param_k normalised to sum 1; when every
-            Param_k is 0 (no value of x seen in any class) they are uniform, the paper's tie
-            resolved at random. With 3 or more classes a class holding v gets +1 however
-            many classes lack v (the paper's example has two classes, where the readings
-            coincide).
+        scoring: ``"product"`` (default) or ``"paper_sum"``: Artiemjew and Idzikowski's (2019)
+            symbolic naive Bayes, section 2, eq. 2, Param_k = P(k) sum_m P(v_m | k), zero
+            frequencies by the counter increment of its worked example (section 2.1; see the
+            module doc). ``zero_frequency``, ``alpha`` and ``borrow_factor`` are then unused. A
+            numeric feature adds its Gaussian density N(x; mu_k, var_k + eps) to the sum, as
+            section 2 says for numerical data (a density, not a probability: its scale depends
+            on the feature's unit, so the paper's experiments, and ours, declare every feature
+            nominal). The probabilities are the Param_k normalised to sum 1; when every Param_k
+            is 0 (no value of x seen in any class) they are uniform, the paper's tie resolved at
+            random. With 3 or more classes a class holding v gets +1 however many classes lack v
+            (the paper's example has two classes, where the readings coincide).
             ``"moa"``: MOA's NaiveBayes (its ``doNaiveBayesPrediction``, nominal and Gaussian
             observers; see `edgebayes.naive_bayes_moa`): a product in floating point in
             attribute order, MOA's Laplace correction and sample variances, no smoothing;
@@ -403,7 +403,7 @@ class MixedNB(Learner):
 
         Exact mode (and a learning rate while the class has seen at most 1/alpha): the value's
         count and the class total grow by w. Past that, the frequencies move by the rate r of
-        DESIGN.md 2.1 towards the new value, p <- (1 - r) p + r e_v, and the counts are kept as
+        docs/design.md 2.1 towards the new value, p <- (1 - r) p + r e_v, and the counts are kept as
         T p with T = floor(1/alpha) (GaussianNB's switch point): effective weights for Laplace
         smoothing that, like the frequencies, do not depend on how a weight is split.
         """
@@ -466,7 +466,7 @@ class MixedNB(Learner):
 
     def _frequency_tables(self) -> list[np.ndarray]:
         """``"paper_sum"``: per nominal feature, P(v | k) as an array (K, V + 1), the counter
-        increment of seed 002's section 2.1 applied; the last column (unseen value) is 0."""
+        increment of the paper's section 2.1 applied; the last column (unseen value) is 0."""
         if self._tables is None:
             self._tables = [self._frequency_table(i) for i in range(len(self._nominal))]
         return self._tables
@@ -477,7 +477,7 @@ class MixedNB(Learner):
         n = np.array(self._totals[i], dtype=float)[:, None]
         out = np.zeros((K, V + 1))
         held = C > 0.0  # a class holding v has n_k >= n_kv > 0
-        # seed 002, x2: "we increase counter by 1 because P(a1 | c = 4) = 0"
+        # the paper's x2: "we increase counter by 1 because P(a1 | c = 4) = 0"
         bump = held & (~held).any(axis=0)
         out[:, :V] = np.where(held, (C + bump) / np.where(n > 0.0, n, 1.0), 0.0)
         return out
@@ -489,7 +489,7 @@ class MixedNB(Learner):
         return np.where(total > 0.0, S / np.where(total > 0.0, total, 1.0), 1.0 / S.shape[1])
 
     def _paper_scores(self, X: np.ndarray) -> np.ndarray:
-        """``"paper_sum"``: seed 002's Param_k = P(k) (sum of the nominal frequencies + sum of
+        """``"paper_sum"``: the paper's Param_k = P(k) (sum of the nominal frequencies + sum of
         the numeric densities), (n, K), for the rows of the checked ``X`` (n, n_features_in_)."""
         gnb = self._gnb
         S = np.zeros((len(X), len(self._index)))

@@ -1,6 +1,6 @@
 """Broker connection options and paho-mqtt clients, as a sensor device or a dashboard has them.
 
-paho-mqtt 2.x with the callback API version 2, the client id passed by keyword (casebook C37),
+paho-mqtt 2.x with the callback API version 2, the client id passed by keyword (docs/cases.md C37),
 over MQTT 5 so the broker's acknowledgements carry a reason code (a refused publish is seen).
 """
 

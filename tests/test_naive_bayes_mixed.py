@@ -1,5 +1,5 @@
-"""MixedNB: nominal features by counts (Laplace, seed 002's borrowing rule), numeric ones Gaussian;
-seed 002's own summed scores (scoring="paper_sum")."""
+"""MixedNB: nominal features by counts (Laplace, the borrowing rule of Artiemjew and Idzikowski
+2019), numeric ones Gaussian; the paper's own summed scores (scoring="paper_sum")."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from edgebayes.naive_bayes_mixed import MixedNB, split_columns
 
 pytestmark = pytest.mark.usefixtures("backend")  # every test on both backends
 
-# Seed 002, section 2.1: two classes (2 and 4) of three objects, four symbolic attributes. The
-# paper's training table did not survive; this one has exactly the frequencies the paper
-# derives (P(a1=2|2)=1/3, P(a1=1|4)=0/3, P(a4=1|2)=3/3, P(a4=1|4)=2/3, a2=4 and a2=2 in no
-# class, ...), and the test objects are the paper's four.
+# Artiemjew and Idzikowski (2019), section 2.1: two classes (2 and 4) of three objects, four
+# symbolic attributes. The paper's training table did not survive; this one has exactly the
+# frequencies the paper derives (P(a1=2|2)=1/3, P(a1=1|4)=0/3, P(a4=1|2)=3/3, P(a4=1|4)=2/3,
+# a2=4 and a2=2 in no class, ...), and the test objects are the paper's four.
 PAPER_TRAIN = [
     ((2, 1, 2, 1), 2), ((1, 1, 1, 1), 2), ((3, 3, 3, 1), 2),
     ((2, 3, 1, 1), 4), ((3, 1, 2, 1), 4), ((5, 5, 5, 3), 4),
@@ -55,7 +55,7 @@ def test_paper_example_frequencies_are_the_papers():
 
 
 def test_paper_example_decisions_with_the_borrowing_rule():
-    """x1 -> 2 (wrong), x2 -> 2, x3 and x4 -> tie (the paper draws at random), as in seed 002.
+    """x1 -> 2 (wrong), x2 -> 2, x3 and x4 -> tie (the paper draws at random), as the paper finds.
 
     Products of frequencies, an absent descriptor ignored:
     x1: 1/2 (1/3)(1/3)(3/3) = 1/18 vs 1/2 (1/3)(1/3)(2/3) = 1/27 -> P(2) = 27/45 = 0.6;
@@ -88,7 +88,7 @@ def test_paper_example_with_laplace_by_hand():
 
 
 def test_paper_sum_worked_example_by_hand():
-    """Seed 002, section 2.1, scoring by sums: Param_k = P(k) sum_m P(a_m = v_m | k).
+    """The paper's section 2.1, scoring by sums: Param_k = P(k) sum_m P(a_m = v_m | k).
 
     x1 = (2, 4, 2, 1): Param_2 = 1/2 (1/3 + 0/3 + 1/3 + 3/3) = 5/6, Param_4 = 1/2 (1/3 + 0/3 +
     1/3 + 2/3) = 2/3 -> 2 (the paper: "incorrectly classified").

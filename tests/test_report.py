@@ -55,6 +55,23 @@ def _write_report_without_learners(out: Path, monkeypatch) -> str:
     return path.read_text()
 
 
+def test_rewrite_keeps_the_figures_behind_choices_in_the_code_last(tmp_path, monkeypatch):
+    """The last section (figures the docstrings point to, entered by hand) is not computed by the
+    report: rewriting results.md carries it over line for line, once, after "Where edgebayes is behind"."""
+    figures = ["## Figures behind choices in the code", "", "Entered by hand.", "",
+               "- **marker choice** (`edgebayes.tree.learning`). `bench/tree.py`: 3 points.", "",
+               "  | a | b |", "  |---|---|", "  | 1 | 2 |"]
+    previous = ["# old", "", "## 4. Cost", "", "old cost", "", "## Where edgebayes is behind", "", "- old", "",
+                *figures, ""]
+    (tmp_path / "results.md").write_text("\n".join(previous) + "\n")
+    text = _write_report_without_learners(tmp_path, monkeypatch)
+    assert "old cost" not in text  # the rest is rewritten
+    assert sections.kept_section(tmp_path / "results.md", figures[0], "") == figures
+    assert text.count(figures[0]) == 1
+    assert text.index("## Where edgebayes is behind") < text.index(figures[0])
+    assert text.rstrip("\n").endswith(figures[-1])
+
+
 def test_rewrite_keeps_the_components_section_as_it_stands(tmp_path, monkeypatch):
     """Section 5 (figures entered by hand from bench/*.py) and seed 002 are not computed by the
     report: rewriting results.md carries both over line for line, in place, once each."""

@@ -1,6 +1,6 @@
 """Streaming Random Patches: subspaces, Poisson weights, detectors, vote, events, state.
 
-Casebook cases covered here: C11 (vote padded to every class), C25 (detectors fed 1 = error;
+Cases of docs/cases.md covered here: C11 (vote padded to every class), C25 (detectors fed 1 = error;
 the member whose error rose is replaced, the others untouched), C27 (members' subspaces and
 weights distinct, runs reproducible), C28 (a member that drew k = 0 is neither trained nor
 are its detectors fed).
@@ -122,7 +122,7 @@ def test_weighted_vote_arithmetic():
     # a: 0.8*0.5 = 0.4 ; b: 0.2*0.5 + 0.75*0.9 = 0.775 ; c: 0.25*0.9 = 0.225 ; total 1.4
     out = combine_votes(votes, [0.5, 0.9, 1.0], classes, index)
     assert out == pytest.approx({"a": 0.4 / 1.4, "b": 0.775 / 1.4, "c": 0.225 / 1.4}, abs=1e-15)
-    assert list(out) == classes  # every class, in order (casebook C11)
+    assert list(out) == classes  # every class, in order (docs/cases.md C11)
     # unweighted: a 0.8, b 0.2 + 0.75, c 0.25 over 2
     out = combine_votes(votes, [1.0, 1.0, 1.0], classes, index)
     assert out == pytest.approx({"a": 0.4, "b": 0.475, "c": 0.125}, abs=1e-15)

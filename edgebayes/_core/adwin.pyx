@@ -105,7 +105,7 @@ cdef int _fold(Window self, double* width_before, double* total_before) except -
 
 cdef int _insert(Window self, double x) except -1:
     """Append one input to row 0; a full row's two oldest buckets merge into one bucket of the
-    next row (totals add, variances add plus n1 n2 (u1 - u2)^2 / (n1 + n2), casebook C23)."""
+    next row (totals add, variances add plus n1 n2 (u1 - u2)^2 / (n1 + n2), docs/cases.md C23)."""
     cdef Py_ssize_t mb = self.max_buckets, i = 0, base, c, k
     cdef double t = x, v = 0.0, a, b, n, du, merged_t, merged_v
     cdef double* totals

@@ -1,8 +1,9 @@
 """ADWIN2: adaptive windowing over an exponential histogram (Bifet and Gavalda 2007).
 
 Semantics follow MOA's ``moa.classifiers.core.driftdetection.ADWIN`` line for line where it
-decides anything (cut test, arithmetic order, the window kept after a cut), so that the
-reference vectors in ``../shared/vectors/adwin/`` are reproduced exactly.
+decides anything (cut test, arithmetic order, the window kept after a cut), so that MOA's
+reference vectors (tests/test_adwin.py, when the reference material is present) are
+reproduced exactly.
 
 `ReferenceADWIN` is the pure-Python reference; `ADWIN` is the compiled one
 (`edgebayes._core.adwin`, same fields, same results bit for bit) when `edgebayes.backend()`,
@@ -317,7 +318,7 @@ class ADWIN(ADWINShared):
     Args:
         delta: confidence of the cut test, in (0, 1); smaller means fewer, later detections.
         clock: the cut test runs every ``clock`` inputs (int in [1, 65536]); detection may lag
-            by up to ``clock - 1`` inputs (casebook C24).
+            by up to ``clock - 1`` inputs (docs/cases.md C24).
         max_buckets: buckets per histogram row before two merge (int in [2, 65536]).
         min_window_length: sub-windows shorter than ``min_window_length + 2`` are not tested
             (int >= 1).
@@ -434,7 +435,7 @@ class ADWIN(ADWINShared):
     def _insert(self, x: float) -> None:
         """Append one input to row 0; a full row's two oldest buckets merge into one bucket of
         the next row (MOA ``compressBuckets``: totals add, variances add plus
-        n1 n2 (u1 - u2)^2 / (n1 + n2), casebook C23)."""
+        n1 n2 (u1 - u2)^2 / (n1 + n2), docs/cases.md C23)."""
         mb = self.max_buckets
         i, t, v = 0, x, 0.0
         while True:

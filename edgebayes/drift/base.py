@@ -80,7 +80,7 @@ class ErrorDetector:
 
     Feed it the 0/1 error of each prediction (1 = wrong, 0 = right; any real loss works). It
     signals only when the wrapped detector saw a change *and* its estimate rose across that
-    input: a learner whose error went down is not flagged (DESIGN.md 2.4, casebook C25).
+    input: a learner whose error went down is not flagged (docs/design.md 2.4, docs/cases.md C25).
 
     Args:
         detector: the detector to wrap (default: ``ADWIN()``). It must also expose

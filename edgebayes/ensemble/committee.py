@@ -59,13 +59,12 @@ class NaiveBayesCommittee(Learner):
             not the paper's 50: 50 is the length of the paper's experiment, and its finding is
             that the vote is stable from about 20 members, even on 10 % draws, which holds for
             these members' product rules (docs/results.md, section "Seed 002", measured with 50
-            by ``python -m bench.committee``). On the
-            device every member costs: 50 members hold and take 2.5 times the bytes and the
-            time per sample of 20 (Australian credit, 8 nominal and 6 numeric features:
-            about 640 kB against 260 kB), and under ``max_size_bytes`` (the runtime's
-            ``[memory]`` share) room is planned for every member holding every class and
-            value, so a 50-member committee refuses new classes and values 2.5 times sooner.
-            Pass ``n_models=50`` for the paper's committee.
+            by ``python -m bench.committee``). On the device every member costs: 50 members hold
+            and take 2.5 times the bytes and the time per sample of 20 (docs/results.md,
+            "Figures behind choices in the code"), and under ``max_size_bytes`` (the runtime's
+            ``[memory]`` share) room is planned for every member holding every class and value,
+            so a 50-member committee refuses new classes and values 2.5 times sooner. Pass
+            ``n_models=50`` for the paper's committee.
         sampling: ``"bootstrap"`` (weight Poisson(sample_fraction)) or ``"monte_carlo"``
             (weight 1 with probability sample_fraction).
         sample_fraction: the paper's training-set percentage / 100: in (0, 1] for

@@ -1,8 +1,8 @@
 """Streaming Random Patches (SRP): online bagging over random feature subspaces.
 
-Seed 000 (Gomes, Read and Bifet, ICDM 2019), Algorithm 1, with MOA's defaults and semantics
-(``moa.classifiers.meta.StreamingRandomPatches``) where the paper leaves room, and DESIGN.md 2.5
-where MOA and the design differ (noted below).
+Gomes, Read and Bifet (ICDM 2019), Algorithm 1, with MOA's defaults and semantics
+(``moa.classifiers.meta.StreamingRandomPatches``) where the paper leaves room or its text and
+MOA differ (docs/design.md 2.5; noted below).
 
 The ensemble runs Algorithm 1 over its members (`edgebayes.ensemble.srp_member.Member`: the
 test, training and detectors of one learner) and splits a memory bound with
@@ -63,7 +63,7 @@ def combine_votes(votes: list, weights: list, classes: list, index: dict) -> dic
         index: label -> position in ``classes``.
 
     Returns:
-        {label: float} over all ``classes`` (0.0 for classes no member votes for, casebook
+        {label: float} over all ``classes`` (0.0 for classes no member votes for, docs/cases.md
         C11), summing to 1; uniform when no member votes; {} when ``classes`` is empty.
     """
     if not classes:
@@ -78,7 +78,7 @@ def _error_signal(proto):
     """A member's own change signal from the prototype detector: a rise of its error rate.
 
     ADWIN-like detectors (with ``estimation_before_drift``) are wrapped in `ErrorDetector`
-    (MOA's ADWINChangeDetector: a cut after which the error estimate rose, DESIGN.md 2.4); an
+    (MOA's ADWINChangeDetector: a cut after which the error estimate rose, docs/design.md 2.4); an
     ErrorDetector is cloned; any other detector signals whatever change it sees.
     """
     if isinstance(proto, ErrorDetector) or not hasattr(proto, "estimation_before_drift"):
@@ -109,30 +109,29 @@ def _detector_name(signal) -> str:
 
 
 class SRPClassifier(Learner):
-    """Streaming Random Patches ensemble classifier (seed 000, Algorithm 1).
+    """Streaming Random Patches ensemble classifier (Gomes, Read and Bifet 2019, Algorithm 1).
 
-    For each labelled sample and each member (DESIGN.md 2.5): predict on the member's subspace
+    For each labelled sample and each member (docs/design.md 2.5): predict on the member's subspace
     (the test; no prediction, from a member that has learned nothing yet, counts as wrong),
     count the result in the member's accuracy (every sample counts), draw
     ``k ~ Poisson(lam)`` (``k = 1`` for ``"subspaces"``); if ``k > 0``, train the member and
     its background learner with weight ``k`` (one ``learn_one(x, y, w=k)``, never ``k``
-    repeated calls), then feed its detectors the 0/1 error (1 = wrong, casebook C25) of the
+    repeated calls), then feed its detectors the 0/1 error (1 = wrong, docs/cases.md C25) of the
     member *as just trained* on the sample. A member that drew ``k = 0`` is neither trained
-    nor are its detectors fed (casebook C28). A warning starts a fresh background learner on a
+    nor are its detectors fed (docs/cases.md C28). A warning starts a fresh background learner on a
     fresh random subspace (replacing a running one) and resets the warning detector; a drift
     swaps the background learner in (or a fresh learner on a fresh subspace) and resets both
     detectors and the accuracy.
 
-    Departures from DESIGN.md 2.5, to follow the paper's implementation (MOA's
-    ``StreamingRandomPatches``, also in the paper's own repository; River does the same):
-    Algorithm 1 calls the detectors ``d(delta, l, x, y)`` after ``Train`` (lines 10-14), and
-    the code feeds ``correctlyClassifies`` after ``trainOnInstance``; DESIGN.md feeds the test
-    prediction's error. A member stuck on a poor subspace has a high but *stationary* test
-    error, which ADWIN never flags, while its error after training moves with the concept: on
-    ELEC (bench/srp.py, seeds 1-3) the test error gave 79.5 / 86.5 / 84.9 %, the error after
-    training 84.1 / 86.4 / 86.1 %, and replacing a running background learner at each warning
-    (MOA's ``triggerWarning``; DESIGN.md keeps it) on top 85.3 / 87.3 / 86.4 %, against MOA's
-    86.2 / 87.1 / 87.5 %. It costs one more prediction per trained member.
+    Where the paper's text reads otherwise, this follows the paper's implementation (MOA's
+    ``StreamingRandomPatches``, also in the paper's own repository; River does the same;
+    docs/design.md 2.5): Algorithm 1 calls the detectors ``d(delta, l, x, y)`` after ``Train``
+    (lines 10-14), and the code feeds ``correctlyClassifies`` after ``trainOnInstance``; the
+    text reads as the test prediction's error. A member stuck on a poor subspace has a high but
+    *stationary* test error, which ADWIN never flags, while its error after training moves with
+    the concept: on ELEC the error after training, and replacing a running background learner
+    at each warning (MOA's ``triggerWarning``), close most of the gap to MOA (docs/results.md,
+    "Figures behind choices in the code"). It costs one more prediction per trained member.
 
     Also as MOA: a background learner swapped in by a drift stays the member's background
     reference until the member's next warning, so until then it is *promoted*: trained twice
@@ -140,10 +139,8 @@ class SRPClassifier(Learner):
     detectors judge it after the first), and a drift in that time keeps it and its detectors
     and restarts only its accuracy. The next warning starts a background learner as usual.
     A learner swapped in thus catches up fast and a member whose new learner soon errs more is
-    muted (a low vote weight) rather than reset. On the fast-drifting RBF streams
-    (bench/srp.py, 100,000 samples) this is most of the gap to MOA: RBF_F seed 1 39.65 % with
-    a single training, 43.15 % with this, 44.23 % once the tree's Gaussian observers also keep
-    a first value exactly as MOA's; MOA 44.64 %.
+    muted (a low vote weight) rather than reset. On the fast-drifting RBF streams this is
+    most of the gap to MOA (docs/results.md, "Figures behind choices in the code").
 
     Args:
         model: prototype base learner, cloned for every member and background learner (never
@@ -165,7 +162,7 @@ class SRPClassifier(Learner):
         lam: Poisson mean of the resampling weights (float in (0, 1e18]; the paper's 6).
         drift_detector: prototype drift detector (default ``ADWIN(delta=1e-5)``).
         warning_detector: prototype warning detector (default ``ADWIN(delta=1e-4)``). Each
-            member signals when its detector cuts and its error estimate rose (DESIGN.md 2.4).
+            member signals when its detector cuts and its error estimate rose (docs/design.md 2.4).
         disable_detector: ``"off"`` (warnings with background learners, and drifts),
             ``"warning"`` (drifts only: a drift resets the member with a fresh learner on a
             fresh subspace), ``"drift"`` (no detection at all). River's names.

@@ -23,7 +23,8 @@ __all__ = [
 ]
 
 #: Part of a bounded ensemble's learner bytes that goes to its members when background
-#: learners exist; background learners share the rest (an even split starves the members).
+#: learners exist; background learners share the rest (an even split starves the members:
+#: docs/results.md, "Figures behind choices in the code").
 MEMBER_FRACTION = 0.9
 #: Inputs an ADWIN window is sized for when the memory budget reserves room for detectors.
 DETECTOR_HORIZON_LOG2 = 32

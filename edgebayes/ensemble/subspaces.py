@@ -1,6 +1,7 @@
 """Random feature subspaces for Streaming Random Patches: how many features, and which.
 
-Two questions, answered as MOA's ``StreamingRandomPatches`` does (seed 000, section III-B):
+Two questions, answered as MOA's ``StreamingRandomPatches`` does (Gomes, Read and Bifet 2019,
+section III-B):
 
 1. `subspace_size_for` turns the ``subspace_size`` option into a number of features ``k``.
 2. `draw_subspaces` gives each member its own ``k`` features. When there are few distinct

@@ -1,6 +1,6 @@
 """A thin paho-mqtt 2.x wrapper: the network thread only hands messages over.
 
-- Built with ``CallbackAPIVersion.VERSION2`` and ``client_id`` by keyword (casebook C37: a
+- Built with ``CallbackAPIVersion.VERSION2`` and ``client_id`` by keyword (docs/cases.md C37: a
   positional client id hits ``callback_api_version`` in paho 2.x); the message handler's
   signature is checked when the wrapper is built, not when the first message arrives.
 - Persistent session: MQTT 5 clean start off with a session expiry interval (MQTT 3.1.1: clean
@@ -15,14 +15,14 @@
   with its properties takes kilobytes); at that bound reading stops too, unless a QoS 1
   message of ours waits for its acknowledgement (reading is then the only way on).
 - The network thread is ours, driving paho's external-loop API (``loop_read``/``loop_write``/
-  ``loop_misc`` around one ``select``). With ``loop_start`` every ``publish`` and ``ack`` from
-  the worker wrote a byte to paho's wake-up socket pair, and each of those syscalls handed the
-  GIL to the network thread and back: the two threads ran in lockstep and the wake-ups took
-  ~45 % of the worker's time. Here the worker only queues; it wakes the network thread
-  (one byte on our own socket pair) just when that thread is asleep in ``select``, so a burst
-  of readings costs one wake-up, not two per reading. Reads are buffered and the error that
-  ends a connection is kept (``edgebayes.runtime.paho_client``: the one override of paho's
-  private API, checked against the paho versions it was tested with).
+  ``loop_misc`` around one ``select``). With ``loop_start`` every ``publish`` and ``ack`` from the
+  worker wrote a byte to paho's wake-up socket pair, and each of those syscalls handed the GIL to
+  the network thread and back: the two threads ran in lockstep and the wake-ups took a large part of
+  the worker's time (docs/results.md, "Figures behind choices in the code"). Here the worker only
+  queues; it wakes the network thread (one byte on our own socket pair) just when that thread is
+  asleep in ``select``, so a burst of readings costs one wake-up, not two per reading. Reads are
+  buffered and the error that ends a connection is kept (``edgebayes.runtime.paho_client``: the one
+  override of paho's private API, checked against the paho versions it was tested with).
 - Reconnects with exponential backoff (``reconnect_min_s`` doubling up to ``reconnect_max_s``,
   back to the minimum after a connect); each failed attempt is logged in one line with the
   broker's address and why (WARNING for the first three in a row, then INFO): the TLS problem
@@ -34,8 +34,8 @@
   ``fatal`` says why and the network thread ends (``edgebayes run`` exits with status 3).
 - Transport TCP or websockets (``[broker] transport``, ``ws_path``), either with TLS.
 - Every callback catches and logs its exceptions with traceback at ERROR and counts them
-  (casebook C31): one bad message never kills the network thread, and is never silent.
-- Disconnect reason codes are logged with their MQTT 5 names (casebook C35).
+  (docs/cases.md C31): one bad message never kills the network thread, and is never silent.
+- Disconnect reason codes are logged with their MQTT 5 names (docs/cases.md C35).
 - TCP_NODELAY on the socket: small packets go out at once instead of waiting for the broker's
   delayed acknowledgement (Nagle), which added up to a reading period (or 40 ms) of latency.
 - The outgoing backlog is bounded in bytes (``max_backlog_bytes``): every message published
@@ -45,7 +45,7 @@
   the broker is away, it waits and its readings stay at the broker, unacknowledged; paho's own
   message-count limit is off, so no prediction or alert is refused at a bound. What paho still
   refuses (a QoS 0 message while disconnected) or the broker refuses (a failure PUBACK) is
-  counted in ``n_publish_failed``. QoS 0 publishes are never waited for (casebook C34).
+  counted in ``n_publish_failed``. QoS 0 publishes are never waited for (docs/cases.md C34).
 - Session takeover: another client connecting with our client id takes the session, and the
   broker drops us (MQTT 5 reason 142, or, as Mosquitto 2.0.11 does for MQTT 5 clients too, just
   closing the socket, exactly as it does when it is restarted). Told by reason 142, or by
@@ -444,7 +444,7 @@ class MqttClient:
                          timeout_s: float = 5.0) -> bool:
         """Publish and, for QoS >= 1, wait up to ``timeout_s`` for the broker's acknowledgement.
 
-        A QoS 0 message has no acknowledgement, so it is never waited for (casebook C34): the
+        A QoS 0 message has no acknowledgement, so it is never waited for (docs/cases.md C34): the
         result is whether paho accepted it.
         """
         info = self.publish(topic, payload, qos=qos, retain=retain)
@@ -493,7 +493,7 @@ class MqttClient:
             self._connected_at = time.monotonic()
             self.connected.set()
             self._room.set()
-        except Exception:  # noqa: BLE001 (counted and logged: casebook C31)
+        except Exception:  # noqa: BLE001 (counted and logged: docs/cases.md C31)
             self._callback_error("on_connect")
 
     def _connect_failed(self, why: str) -> None:
@@ -547,7 +547,7 @@ class MqttClient:
                 self._lost_conn_at, self._connected_at = self._connected_at, None
                 if reason_code.value == SESSION_TAKEN_OVER or self._n_quick_losses >= TAKEOVER_LOSSES:
                     self._taken_over(reason_code)
-        except Exception:  # noqa: BLE001 (counted and logged: casebook C31)
+        except Exception:  # noqa: BLE001 (counted and logged: docs/cases.md C31)
             self._callback_error("on_disconnect")
 
     def _taken_over(self, reason_code: paho.ReasonCode) -> None:
@@ -579,7 +579,7 @@ class MqttClient:
                 self.subscribed.set()
                 if self._on_connected is not None:
                     self._on_connected()
-        except Exception:  # noqa: BLE001 (counted and logged: casebook C31)
+        except Exception:  # noqa: BLE001 (counted and logged: docs/cases.md C31)
             self._callback_error("on_subscribe")
 
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
@@ -587,7 +587,7 @@ class MqttClient:
             if reason_code.is_failure:  # the broker refused it (e.g. not authorized)
                 self.n_publish_failed += 1
             self._done_out(mid)
-        except Exception:  # noqa: BLE001 (counted and logged: casebook C31)
+        except Exception:  # noqa: BLE001 (counted and logged: docs/cases.md C31)
             self._callback_error("on_publish")
 
     def _on_message(self, client, userdata, msg) -> None:
@@ -620,7 +620,7 @@ class MqttClient:
     def _deliver(self, topic: str, payload: bytes, mid: int, qos: int) -> None:
         try:
             self._handler(topic, payload, mid, qos)
-        except Exception:  # noqa: BLE001 (counted and logged: casebook C31)
+        except Exception:  # noqa: BLE001 (counted and logged: docs/cases.md C31)
             self._callback_error("on_message")
             self.ack(mid, qos)  # counted and logged: do not leave it in flight
 

@@ -5,10 +5,9 @@ for the command byte, one per length byte and one for the body. ``BufferedClient
 it to (1) keep the ``OSError`` that ended a connection (``last_error``: paho itself reports
 only "Unspecified error", and ``edgebayes.runtime.mqtt`` turns the error into the line that
 says why a connect failed, e.g. the broker's TLS alert "certificate required"), and (2)
-read the socket in chunks. Measured with ``bench/runtime.py`` (30,000-reading burst, compiled
-naive Bayes, 2 shared cores under load): 105 us of runtime CPU per reading with the chunked
-reads, 110 us with paho's own reads (medians of 3 runs each), a gain of about 5 % and
-within the run-to-run spread; the override stays for (1).
+read the socket in chunks. The chunked reads gain little, within the run-to-run spread of
+``bench/runtime.py`` (docs/results.md, "Figures behind choices in the code"); the override
+stays for (1).
 
 ``PAHO_TESTED`` lists the paho versions this override was tested with;
 tests/test_paho_client.py fails on any other, so a new paho is checked (the runtime and

@@ -12,7 +12,7 @@ import math
 #: weight is worthless (merit -inf): MOA's and River's ``min_branch_fraction`` default.
 MIN_BRANCH_FRACTION = 0.01
 #: A leaf whose majority class holds more than this share of its weight is near-pure: it
-#: never splits on a tie (casebook C17); River's ``max_share_to_split`` default.
+#: never splits on a tie (docs/cases.md C17); River's ``max_share_to_split`` default.
 MAX_SHARE_TO_SPLIT = 0.99
 
 

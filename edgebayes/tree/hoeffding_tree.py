@@ -3,7 +3,7 @@ state and the memory account.
 
 Domingos and Hulten (2000), "Mining high-speed data streams", with the semantics of MOA's
 ``HoeffdingTree`` (information gain, Gaussian numeric observers, mc / nb / nba leaves, memory
-management by leaf deactivation). See DESIGN.md 2.3 and 3 and the package docstring. The
+management by leaf deactivation). See docs/design.md 2.3 and 3 and the package docstring. The
 algorithm lives in the modules this one calls, as functions over the tree's arrays:
 `learning` (the VFDT loop), `leaves` (leaf predictions), `observers` and
 `criterion` (split evaluation), `arena` (the arrays and their byte plan), `checks`.
@@ -43,7 +43,7 @@ class HoeffdingTreeClassifier(Learner):
             adaptive: whichever of mc and nb predicted the leaf's training samples better).
         nb_threshold: weight a leaf must have seen before its naive Bayes is used, >= 0.
         max_depth: leaves at this depth (root = 0) never split; None = unbounded (routing is
-            iterative, so depth is limited by memory only; casebook C20).
+            iterative, so depth is limited by memory only; docs/cases.md C20).
         n_split_points: candidate thresholds per numeric feature (MOA's numBins, 10).
         nominal_attributes: indices of x holding nominal values (multiway splits); others are
             numeric.
@@ -265,7 +265,7 @@ class HoeffdingTreeClassifier(Learner):
 
     def predict_proba_one(self, x) -> dict:
         """Class probabilities at the leaf x reaches: {label: p} over every class in
-        ``classes_`` (0 for a class unseen there; casebook C11); {} before any learning.
+        ``classes_`` (0 for a class unseen there; docs/cases.md C11); {} before any learning.
 
         Raises:
             ValueError: wrong length, non-numeric or infinite x.

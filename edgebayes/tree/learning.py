@@ -57,7 +57,7 @@ REBALANCE_PERIOD = 1000
 
 def route(tree, xl: list) -> list:
     """The nodes ``xl`` passes from the root to its leaf, root first ("sort (x, y) into a
-    leaf"). Iterative: no recursion however deep the tree (casebook C20).
+    leaf"). Iterative: no recursion however deep the tree (docs/cases.md C20).
 
     A numeric split sends ``x <= threshold`` to its first child, ``x > threshold`` to the
     second; a nominal split sends a value to the child of its code. A missing value (NaN),
@@ -188,14 +188,14 @@ def _new_root(tree) -> None:
 def attempt_split(tree, node: int) -> None:
     """VFDT split attempt (MOA's ``attemptToSplit``, River's ``_attempt_to_split``):
 
-    1. a pure leaf never splits (casebook C17); nor one at ``max_depth``;
+    1. a pure leaf never splits (docs/cases.md C17); nor one at ``max_depth``;
     2. best candidate per feature by information gain, plus the null split (merit -inf);
        among equal merits the later feature wins (MOA's stable sort);
     3. eps = hoeffding_bound(log2(n_classes), delta, weight seen);
     4. split on the best when G(best) - G(second) > eps, or on a tie, eps < tau; the
        children start with the split's class weights and fresh observers;
     5. a *near-pure* leaf (majority class above `MAX_SHARE_TO_SPLIT` of its weight) never
-       splits on a tie (casebook C17), only on a won Hoeffding test;
+       splits on a tie (docs/cases.md C17), only on a won Hoeffding test;
     6. otherwise the null split wins when the leaf is near-pure, or on a tie with no valid
        candidate: the leaf clears its observers, keeping its class weights and nba
        scores (MOA and River deactivate it there and their memory manager, with room to
@@ -204,7 +204,8 @@ def attempt_split(tree, node: int) -> None:
     Near-pure leaves are what AGR_A turns on: after each concept change the old leaves
     stay near-pure for a while, far past the tie point; MOA splits them on ties over
     stale statistics, River (``max_share_to_split``) and we clear the statistics instead
-    and split on the new concept later (3 points, bench/tree.py).
+    and split on the new concept later (docs/results.md, "Figures behind choices in the
+    code").
     """
     b = node * N_INTS
     if tree.max_depth is not None and tree._ni[b + DEPTH] >= tree.max_depth:

@@ -98,7 +98,7 @@ def score_nba(tree, node: int, s: int, xl: list, c: int, w: float) -> None:
 
 def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
     """Unnormalised naive Bayes log-votes per class at a leaf (MOA's
-    ``doNaiveBayesPrediction`` in log space, so nothing underflows: casebook C08).
+    ``doNaiveBayesPrediction`` in log space, so nothing underflows: docs/cases.md C08).
 
     Densities are MOA's ``GaussianEstimator.probabilityDensity``: a class whose Gaussian
     has zero variance (one distinct value so far) is a point mass, density 1 at its value
@@ -106,9 +106,8 @@ def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
     have values for has density 0 there. A zero density gives -inf, as does a class with
     no weight at the leaf. A missing value adds nothing. A nominal value adds
     log P(value | class) with Laplace correction (MOA's NominalAttributeClassObserver),
-    nothing for a class the observer has not seen (MOA's observer rules such a class out:
-    with that rule SRP lost 0.7 points on LED_A and changed nothing on AGR and ELEC,
-    bench/srp.py at 100,000 samples).
+    nothing for a class the observer has not seen (MOA's observer rules such a class out,
+    which cost SRP accuracy on LED_A: docs/results.md, "Figures behind choices in the code").
 
     These zeros matter through the nba choice: MOA's young leaves, whose naive Bayes rules
     out most classes, keep predicting the majority class until naive Bayes has earned the

@@ -1,10 +1,10 @@
 """Flat, exactly sized arrays for the tree's struct-of-arrays storage, and their byte cost.
 
-The stdlib ``array`` module holds the data: per-element reads and writes on the per-sample
-path cost about a third of numpy's scalar indexing (bench/tree.py measures it), and numpy
-views (``np.frombuffer``) serve the rare vectorised work (split evaluation, re-layout).
-Arrays are created at their exact size (``array * n`` allocates no slack), so the bytes held
-are ``ARRAY_HEADER + itemsize * len``, what `array_bytes` predicts before allocating.
+The stdlib ``array`` module holds the data: per-element reads and writes on the per-sample path
+cost far less than numpy's scalar indexing (docs/results.md, "Figures behind choices in the
+code"), and numpy views (``np.frombuffer``) serve the rare vectorised work (split evaluation,
+re-layout). Arrays are created at their exact size (``array * n`` allocates no slack), so the
+bytes held are ``ARRAY_HEADER + itemsize * len``, what `array_bytes` predicts before allocating.
 """
 
 from __future__ import annotations
