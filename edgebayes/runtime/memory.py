@@ -1,6 +1,6 @@
 """The memory budget of the runtime: divided up front, enforced at admission, watched in RSS.
 
-docs/design.md 3, "memory is allocated, not discovered". Two limits from ``[memory]``:
+docs/design.md 3, "memory is planned, not discovered". Two limits from ``[memory]``:
 
 - ``model_budget_bytes``: the bytes all models of all devices may hold (``memory_bytes()``).
   `plan_memory` divides it once, at start: each of ``max_devices`` devices gets
