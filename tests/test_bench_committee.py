@@ -2,8 +2,10 @@
 once, in place, and bench.report keeps it."""
 
 from bench import committee
+from tests.conftest import needs_shared
 
 
+@needs_shared("data/uci_australian_statlog/australian_statlog.csv")
 def test_section_is_written_once_in_place_and_kept(tmp_path):
     results = tmp_path / "results.md"
     results.write_text("# r\n\n## 4. Cost\n\ncost\n\n## Where edgebayes is behind\n\n- nowhere\n")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import committee, report, sections
+from tests.conftest import needs_shared
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -17,6 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 PEERS = ["River NB"] if importlib.util.find_spec("river") else []
 
 
+@needs_shared("data")  # the real sets and iris
 def test_quick_report_has_every_table_and_sane_numbers(tmp_path):
     argv = ["--quick", "--samples", "300", "--streams", "AGR_G", "--systems", "NB", "SRP", *PEERS,
             "--jobs", "2", "--out", str(tmp_path)]
@@ -224,6 +226,7 @@ def test_the_date_free_elec_has_no_paper_figure_and_the_header_says_samples_and_
 # ------------------------------------------------------------------------------ the plan
 
 
+@needs_shared("data")  # the real sets and iris
 def test_the_plan_runs_table_one_at_the_papers_length_and_rivers_ensembles_at_200000():
     """Table I's columns (ours and MOA's): the paper's 1,000,000 samples of each synthetic stream, 3
     seeds, the real sets whole; River's SRP and ARF in their own table at 200,000, one seed; a speed
@@ -286,6 +289,7 @@ def test_makespan_runs_the_longest_first():
     assert report.makespan([3, 3, 3, 4, 5], 1) == 18
 
 
+@needs_shared("data/elec2/elec2.csv.gz")  # the real sets
 def test_the_papers_elec_keeps_its_date_column_and_the_other_drops_it():
     """The paper's ELEC (MOA gives its Table I on it) has `date` as its first feature; ELEC (no date)
     is the same rows without it."""
@@ -325,6 +329,7 @@ def test_the_reproduce_command_leaves_out_where_rows_are_kept():
 # ------------------------------------------------------------------------------ nominal attributes, behind
 
 
+@needs_shared("data")  # the real sets and iris
 def test_a_real_sets_nominal_attribute_reaches_moa_as_an_arff_nominal(tmp_path):
     """ELEC's day (codes 1..7 in the CSV) is nominal for every system: the schema says so, and the
     ARFF file MOA reads declares it {0,...,6} with each row's index; NOMAO has its 29."""
