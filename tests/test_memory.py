@@ -611,3 +611,34 @@ def test_running_model_bytes_equal_a_full_recount_after_learn_admit_evict_restor
         slots = [sum(d.slots[i].memory_bytes() for d in reg.devices.values()) for i in range(len(TWO))]
         assert reg.sizes.slot_bytes(reg.devices) == slots, step
     assert reg.n_evicted > 20 and len(reg.devices) == 4
+
+
+def test_a_device_dropped_for_another_runtime_leaves_the_running_total(tmp_path):
+    """A pool's runtime that loses a partition drops its devices (DeviceRegistry.drop): their
+    bytes must leave the total admission reads, or the budget refuses devices it has room for."""
+    from edgebayes.runtime.admission import Admission
+    from edgebayes.runtime.checkpoint import CheckpointStore
+    from edgebayes.runtime.durability import Durability
+    from edgebayes.runtime.memory import device_model_bytes
+    from edgebayes.runtime.registry import DeviceRegistry
+    from edgebayes.runtime.topics import Topics
+
+    cfg = config(4 * 12_000, max_devices=4)
+    plan = plan_memory(cfg)
+    reg = DeviceRegistry(cfg, CheckpointStore(tmp_path / "ck", FEATURES), plan,
+                         Admission(Topics("eb", "+", "rt"), [], 1000, 0.0), Durability(lambda msg: None),
+                         lambda: None)
+    rng = np.random.default_rng(3)
+    for name in ("d0", "d1", "d2"):
+        dev = reg.get(name, create=True)
+        for seq in range(1, 40):
+            y = int(rng.integers(0, 4))
+            x = (rng.normal(0, 1, len(FEATURES)) + y).tolist()
+            preds, _, _ = dev.predict(x)
+            dev.learn(seq, x, y, preds, time.monotonic())
+    reg.sizes.committed(reg.devices)
+    reg.drop("d1")
+    recount = sum(max(device_model_bytes(d), plan.device_bytes) for d in reg.devices.values())
+    assert set(reg.devices) == {"d0", "d2"} and reg.sizes.committed(reg.devices) == recount
+    assert reg.sizes.slot_bytes(reg.devices) == [sum(d.slots[i].memory_bytes() for d in reg.devices.values())
+                                                 for i in range(len(TWO))]

@@ -132,6 +132,7 @@ class DeviceRegistry:
     def drop(self, device: str) -> None:
         """Forget ``device`` without writing its checkpoint (another runtime serves it now)."""
         self.devices.pop(device, None)
+        self.sizes.dropped(device)
         self.dirty.discard(device)
         self.admission.forget(device)
 
