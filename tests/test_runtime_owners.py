@@ -134,3 +134,17 @@ def test_the_metrics_keys_are_the_ones_the_protocol_names():
     documented = set(re.findall(r"`(\w+)`", PROTOCOL.split("## Metrics")[1].split("\n## ")[0]))
     documented |= set(re.findall(r"counted in `(n_\w+)`", PROTOCOL))
     assert sorted(set(w.metrics()) - documented) == []
+
+
+def test_a_task_failing_every_tick_logs_its_traceback_once_and_counts_every_failure(caplog):
+    """A watcher broken for good must not write a traceback every tick onto a Pi's SD card."""
+    from edgebayes.runtime.periodic import Periodic
+
+    def broken():
+        raise RuntimeError("broken for good")
+
+    p = Periodic([("watcher", broken)])
+    for _ in range(5):
+        p.run()
+    assert p.n_failures == 5
+    assert caplog.text.count("Traceback") == 1 and caplog.text.count("periodic task watcher failed") == 1

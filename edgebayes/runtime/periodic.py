@@ -1,6 +1,7 @@
 """The worker's periodic work: named tasks, each in its own ``try``, then the keep-alives.
 
-A task that raises is logged with its traceback and counted, and the next task still runs;
+A task that raises is counted, its first failure logged with its traceback (later ones at
+DEBUG, so a task broken for good does not fill the log), and the next task still runs;
 the hooks (a systemd watchdog ping) run after every task, whatever the tasks did, so one
 failing watcher cannot keep the watchdog from being fed and systemd from seeing a live worker.
 """
@@ -28,6 +29,7 @@ class Periodic:
         self.tasks = list(tasks)
         self.hooks = list(hooks)
         self.n_failures = 0
+        self._failed: set[int] = set()  # the tasks and hooks whose traceback was logged
 
     def run(self) -> None:
         for name, task in self.tasks:
@@ -40,4 +42,10 @@ class Periodic:
             fn()
         except Exception:
             self.n_failures += 1
-            log.exception("periodic task %s failed (%d failures so far)", name, self.n_failures)
+            if id(fn) in self._failed:
+                log.debug("periodic task %s failed again (%d failures so far)", name, self.n_failures,
+                          exc_info=True)
+                return
+            self._failed.add(id(fn))
+            log.exception("periodic task %s failed (%d failures so far; later failures are counted in "
+                          "n_internal_errors)", name, self.n_failures)
