@@ -12,6 +12,7 @@ with one reason, or fails under ``EDGEBAYES_REQUIRE_NATS=1`` (CI).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -99,6 +100,16 @@ class NatsCluster:
 
     def mqtt_port(self, name: str = "a") -> int:
         return self.ports[name]["mqtt"]
+
+    @contextlib.contextmanager
+    def running(self, user: str, password: str):
+        """Every node started and JetStream answering ``user``; every node stopped after."""
+        try:
+            self.start()
+            self.wait_jetstream(user, password)
+            yield self
+        finally:
+            self.stop()
 
     def wait_jetstream(self, user: str, password: str, timeout_s: float = 30.0) -> None:
         """Until JetStream makes a stream of 3 replicas (a meta leader elected, every peer known)."""

@@ -57,12 +57,8 @@ def cluster(tmp_path):
     config = load_config(DEPLOY / "runtime.toml")
     include = nats_config_text(config, config.cluster, DEVICES)
     c = NatsCluster(tmp_path / "nats", include, _env())
-    try:
-        c.start()
-        c.wait_jetstream("edgebayes", PASSWORDS["edgebayes"])
+    with c.running("edgebayes", PASSWORDS["edgebayes"]):
         yield c
-    finally:
-        c.stop()
 
 
 def _mosquitto_pub(port: int, user: str, topic: str, payload: str) -> subprocess.CompletedProcess:

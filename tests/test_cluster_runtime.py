@@ -42,12 +42,8 @@ def cluster(tmp_path):
 
     include = nats_config_text(config, ClusterConfig(partitions=PARTITIONS), ha_user=None, gateway_user="sim")
     c = NatsCluster(tmp_path / "nats", include, {password_variable(u): p for u, p in PASSWORDS.items()})
-    try:
-        c.start()
-        c.wait_jetstream("edgebayes", PASSWORDS["edgebayes"])
+    with c.running("edgebayes", PASSWORDS["edgebayes"]):
         yield c
-    finally:
-        c.stop()
 
 
 def test_lease_one_owner_and_takeover_after_ttl(cluster):
