@@ -122,7 +122,8 @@ def check_records(tree, state: dict) -> None:
         raise bad(f"{n!r} nodes for {K} classes and node capacity {tree._node_cap}")
     if tree._ccap < K or any(len(v) > c for v, c in zip(tree._vocab, tree._vcaps)):
         raise bad("fewer class or value columns than classes or values")
-    if len(state["vocab"]) != len(tree._gnom) or any(len(v) != len(r) for v, r in zip(tree._vocab, state["vocab"])):
+    if len(state["vocab"]) != len(tree._gnom) or any(
+            len(v) != len(r) for v, r in zip(tree._vocab, state["vocab"])):
         raise bad("vocabularies do not match the nominal features")
     for values in state["vocab"]:
         check_finite("vocab", values, -MAX_ABS_X, MAX_ABS_X)
@@ -140,7 +141,8 @@ def check_records(tree, state: dict) -> None:
 def _check_nodes(tree, state: dict, bad) -> None:
     n = tree._n_nodes
     ints = node_ints(tree)
-    feat, child, nbr, depth, slot = (ints[:, i].astype(np.int64) for i in (FEAT, CHILD, NBR, DEPTH, SLOT))
+    fields = (FEAT, CHILD, NBR, DEPTH, SLOT)
+    feat, child, nbr, depth, slot = (ints[:, i].astype(np.int64) for i in fields)
     split = feat >= 0
     nominal = np.isin(feat, tree._gnom) if tree._gnom else np.zeros(n, bool)
     width = np.where(nominal, nbr, 2)

@@ -155,7 +155,8 @@ class HoeffdingTreeClassifier(Learner):
         Never above ``max_size_bytes`` when one is set: capacities are planned with the same
         formula (`arena.array_bytes`, `arena.py_bytes`) before any allocation.
         """
-        arrays = (self._ni, self._nf, self._cc, self._st, self._free, *self._nc)
+        arrays = (self._ni, self._nf, self._cc, self._st, self._free,
+                  *self._nc)
         return arena.py_bytes(self) + sum(sys.getsizeof(a) for a in arrays)
 
     def shed_leaves(self) -> int:
