@@ -36,15 +36,15 @@ from edgebayes.tree.hoeffding_tree import HoeffdingTreeClassifier as _Reference
 
 # the layouts and constants of the reference, checked rather than retyped
 cdef enum:
-    FEAT, CHILD, NBR, DEPTH, SLOT, N_INTS
+    SPLIT_FEATURE, FIRST_CHILD, N_BRANCHES, DEPTH, SLOT, N_NODE_INTS
 cdef enum:
-    THR, NW, SINCE, MCOK, NBOK, N_FLOATS
+    THRESHOLD, WEIGHT_SEEN, WEIGHT_SINCE_ATTEMPT, MC_CORRECT, NB_CORRECT, N_NODE_FLOATS
 cdef enum:
-    W, MEAN, M2, MIN, MAX, LOGNORM, INV2VAR, N_FIELDS
-assert (arena.FEAT, arena.CHILD, arena.NBR, arena.DEPTH, arena.SLOT, arena.N_INTS) == (0, 1, 2, 3, 4, 5)
-assert (arena.THR, arena.NW, arena.SINCE, arena.MCOK, arena.NBOK, arena.N_FLOATS) == (0, 1, 2, 3, 4, 5)
-assert (observers.W, observers.MEAN, observers.M2, observers.MIN, observers.MAX,
-        observers.LOGNORM, observers.INV2VAR, observers.N_FIELDS) == (0, 1, 2, 3, 4, 5, 6, 7)
+    WEIGHT, MEAN, M2, MIN, MAX, LOG_NORM, HALF_INV_VAR, N_FIELDS
+assert (arena.SPLIT_FEATURE, arena.FIRST_CHILD, arena.N_BRANCHES, arena.DEPTH, arena.SLOT, arena.N_NODE_INTS) == (0, 1, 2, 3, 4, 5)
+assert (arena.THRESHOLD, arena.WEIGHT_SEEN, arena.WEIGHT_SINCE_ATTEMPT, arena.MC_CORRECT, arena.NB_CORRECT, arena.N_NODE_FLOATS) == (0, 1, 2, 3, 4, 5)
+assert (observers.WEIGHT, observers.MEAN, observers.M2, observers.MIN, observers.MAX,
+        observers.LOG_NORM, observers.HALF_INV_VAR, observers.N_FIELDS) == (0, 1, 2, 3, 4, 5, 6, 7)
 cdef double LOG_2PI = observers._LOG_2PI
 cdef double TINY_PRODUCT = leaves.TINY_PRODUCT
 cdef double SQRT2 = observers._SQRT2
@@ -138,15 +138,15 @@ cdef int learn_codes(Fields t, const double* xs, Codes gc, object y, double w) e
     ``gc``, which then holds no `UNSEEN` (valid for this tree until it learns again)."""
     cdef Py_ssize_t k, g
     cdef bint new = False
-    c = t._cidx.get(y)
-    for g in t._gnom:
+    c = t._class_index.get(y)
+    for g in t._nominal_features:
         new = new or gc.at[g] == UNSEEN
     if c is None or new:  # the reference's value codes (None: new), then the codes make_room gave
         xl = [xs[k] for k in range(t.n_features_in_)]
-        codes = [None if gc.at[g] == UNSEEN else gc.at[g] for g in t._gnom]
+        codes = [None if gc.at[g] == UNSEEN else gc.at[g] for g in t._nominal_features]
         c, codes = learning.make_room(t, y, c is None, xl, codes)
         for k in range(len(codes)):
-            gc.at[<Py_ssize_t>t._gnom[k]] = codes[k]
+            gc.at[<Py_ssize_t>t._nominal_features[k]] = codes[k]
     _learn(t, xs, gc.at, c, w)
     return 0
 
@@ -176,10 +176,10 @@ cdef Codes _value_codes(Fields t, const double* xs, Py_ssize_t unseen):
     cdef Codes gc = Codes(t)
     cdef Py_ssize_t k, g
     cdef double v
-    for k in range(len(t._gnom)):
-        g = t._gnom[k]
+    for k in range(len(t._nominal_features)):
+        g = t._nominal_features[k]
         v = xs[g]
-        gc.at[g] = _code_of(<dict>t._vocab[k], v, unseen) if v == v else -1
+        gc.at[g] = _code_of(<dict>t._vocabs[k], v, unseen) if v == v else -1
     return gc
 
 
@@ -208,22 +208,22 @@ cdef int _learn(Fields t, const double* xs, const Py_ssize_t* codes, Py_ssize_t 
     every grace period, rank the leaves every `REBALANCE_PERIOD` samples (bounded trees)."""
     cdef Py_ssize_t parent
     cdef Py_ssize_t node = _route(t, xs, codes, w, &parent)
-    cdef double* nf = t._nf.data.as_doubles
-    cdef Py_ssize_t s = t._ni.data.as_ints[node * N_INTS + SLOT]
+    cdef double* nf = t._node_floats.data.as_doubles
+    cdef Py_ssize_t s = t._node_ints.data.as_ints[node * N_NODE_INTS + SLOT]
     cdef double since
     if s >= 0:
         if t.leaf_prediction == "nba":
             _score_nba(t, node, s, xs, codes, c, w)
         _observe(t, s, xs, codes, c, w)
-    t._cc.data.as_doubles[node * t._ccap + c] += w
+    t._class_weights.data.as_doubles[node * t._class_cap + c] += w
     t._n_learned += 1
     if s >= 0:
-        since = nf[node * N_FLOATS + SINCE] + w
+        since = nf[node * N_NODE_FLOATS + WEIGHT_SINCE_ATTEMPT] + w
         if since >= <double>t.grace_period:
-            nf[node * N_FLOATS + SINCE] = 0.0
+            nf[node * N_NODE_FLOATS + WEIGHT_SINCE_ATTEMPT] = 0.0
             _attempt_split(t, node)
         else:
-            nf[node * N_FLOATS + SINCE] = since
+            nf[node * N_NODE_FLOATS + WEIGHT_SINCE_ATTEMPT] = since
     if t.max_size_bytes is not None and t._n_learned % REBALANCE_PERIOD == 0:
         learning.rebalance(t)
     return 0
@@ -235,27 +235,27 @@ cdef Py_ssize_t _route(Fields t, const double* xs, const Py_ssize_t* codes, doub
     ``parent[0]``; ``w`` (0 to predict) added to each node's weight seen as it is passed
     (the reference adds it after routing: the same, as routing compares only children not
     yet passed)."""
-    cdef int* ni = t._ni.data.as_ints
-    cdef double* nf = t._nf.data.as_doubles
+    cdef int* ni = t._node_ints.data.as_ints
+    cdef double* nf = t._node_floats.data.as_doubles
     cdef Py_ssize_t node = 0, b, g, ch, nbr, code
     cdef double v, thr
     parent[0] = -1
     while True:
         if w:
-            nf[node * N_FLOATS + NW] += w
-        b = node * N_INTS
-        g = ni[b + FEAT]
+            nf[node * N_NODE_FLOATS + WEIGHT_SEEN] += w
+        b = node * N_NODE_INTS
+        g = ni[b + SPLIT_FEATURE]
         if g < 0:
             return node
         v = xs[g]
-        ch = ni[b + CHILD]
-        nbr = ni[b + NBR]
+        ch = ni[b + FIRST_CHILD]
+        nbr = ni[b + N_BRANCHES]
         parent[0] = node
         if nbr:
             code = codes[g]
             node = ch + code if 0 <= code < nbr else _heaviest_branch(nf, ch, nbr)
         else:
-            thr = nf[node * N_FLOATS + THR]
+            thr = nf[node * N_NODE_FLOATS + THRESHOLD]
             if v <= thr:
                 node = ch
             elif v > thr:
@@ -268,7 +268,7 @@ cdef inline Py_ssize_t _heaviest_branch(const double* nf, Py_ssize_t ch, Py_ssiz
     """`learning._heaviest_branch`: the child with the most weight seen, the first on a tie."""
     cdef Py_ssize_t i, best = 0
     for i in range(1, nbr):
-        if nf[(ch + i) * N_FLOATS + NW] > nf[(ch + best) * N_FLOATS + NW]:
+        if nf[(ch + i) * N_NODE_FLOATS + WEIGHT_SEEN] > nf[(ch + best) * N_NODE_FLOATS + WEIGHT_SEEN]:
             best = i
     return ch + best
 
@@ -276,21 +276,21 @@ cdef inline Py_ssize_t _heaviest_branch(const double* nf, Py_ssize_t ch, Py_ssiz
 cdef int _observe(Fields t, Py_ssize_t s, const double* xs, const Py_ssize_t* codes, Py_ssize_t c,
                   double w) except -1:
     """`observers.observe`: weighted Welford per numeric feature, counts per nominal one."""
-    cdef double* st = t._st.data.as_doubles
-    cdef Py_ssize_t n_num = len(t._gnum), j, k = (s * t._ccap + c) * n_num * N_FIELDS, code, vcap
+    cdef double* st = t._gaussians.data.as_doubles
+    cdef Py_ssize_t n_num = len(t._numeric_features), j, k = (s * t._class_cap + c) * n_num * N_FIELDS, code, vcap
     cdef double v, sw, mu, d, m2, var
     for j in range(n_num):
-        v = xs[<Py_ssize_t>t._gnum[j]]
+        v = xs[<Py_ssize_t>t._numeric_features[j]]
         if v != v:
             pass
-        elif st[k + W] <= 0.0:
-            st[k + W] = w
+        elif st[k + WEIGHT] <= 0.0:
+            st[k + WEIGHT] = w
             st[k + MEAN] = v
             st[k + MIN] = v
             st[k + MAX] = v
         else:
-            sw = st[k + W] + w
-            st[k + W] = sw
+            sw = st[k + WEIGHT] + w
+            st[k + WEIGHT] = sw
             mu = st[k + MEAN]
             d = v - mu
             mu += d * w / sw
@@ -303,14 +303,14 @@ cdef int _observe(Fields t, Py_ssize_t s, const double* xs, const Py_ssize_t* co
                 st[k + MAX] = v
             if sw > 1.0 and m2 > 0.0:
                 var = m2 / (sw - 1.0)
-                st[k + LOGNORM] = -0.5 * (LOG_2PI + log(var))
-                st[k + INV2VAR] = 0.5 / var
+                st[k + LOG_NORM] = -0.5 * (LOG_2PI + log(var))
+                st[k + HALF_INV_VAR] = 0.5 / var
         k += N_FIELDS
-    for j in range(len(t._gnom)):
-        code = codes[<Py_ssize_t>t._gnom[j]]
+    for j in range(len(t._nominal_features)):
+        code = codes[<Py_ssize_t>t._nominal_features[j]]
         if code >= 0:
-            vcap = t._vcaps[j]
-            (<array.array>t._nc[j]).data.as_doubles[(s * t._ccap + c) * vcap + code] += w
+            vcap = t._value_caps[j]
+            (<array.array>t._nominal_counts[j]).data.as_doubles[(s * t._class_cap + c) * vcap + code] += w
     return 0
 
 
@@ -321,12 +321,12 @@ cdef int _attempt_split(Fields t, Py_ssize_t node) except -1:
     """`learning.attempt_split`: evaluate every feature's best split, split on the best when
     the Hoeffding test (or a tie) allows, clear a near-pure or tied leaf's observers."""
     cdef double thr1 = 0.0  # the winner's threshold
-    cdef int* ni = t._ni.data.as_ints
-    cdef Py_ssize_t b = node * N_INTS
+    cdef int* ni = t._node_ints.data.as_ints
+    cdef Py_ssize_t b = node * N_NODE_INTS
     if t.max_depth is not None and ni[b + DEPTH] >= t.max_depth:
         return 0
     cdef Py_ssize_t K = len(t.classes_), c, n_nonzero = 0, s = ni[b + SLOT]
-    cdef double* pre = t._cc.data.as_doubles + node * t._ccap
+    cdef double* pre = t._class_weights.data.as_doubles + node * t._class_cap
     cdef double total = 0.0, top = -INFINITY
     for c in range(K):
         total += pre[c]
@@ -339,17 +339,17 @@ cdef int _attempt_split(Fields t, Py_ssize_t node) except -1:
     # the best two suggestions by (merit, global feature), the null split (-inf, -1) included
     cdef double m1 = -INFINITY, m2 = -INFINITY, merit, thr
     cdef Py_ssize_t g1 = -1, g2 = -1, g, j
-    cdef Py_ssize_t n_num = len(t._gnum), n_nom = len(t._gnom)
+    cdef Py_ssize_t n_num = len(t._numeric_features), n_nom = len(t._nominal_features)
     cdef double* scratch = <double*>malloc(2 * K * sizeof(double))
     if scratch == NULL:
         raise MemoryError()
     try:
         for j in range(n_num + n_nom):
             if j < n_num:
-                g = t._gnum[j]
+                g = t._numeric_features[j]
                 merit = _numeric_split(t, s, j, K, h_pre, &thr, scratch)
             else:
-                g = t._gnom[j - n_num]
+                g = t._nominal_features[j - n_num]
                 merit = _nominal_split(t, s, j - n_num, K, h_pre)
                 thr = 0.0
             if merit > m1 or (merit == m1 and g > g1):
@@ -379,11 +379,11 @@ cdef int _split(Fields t, Py_ssize_t node, Py_ssize_t s, Py_ssize_t g, double th
         raise MemoryError()
     try:
         if g in t._vocab_of:
-            dists = _nominal_branches(t, s, t._gnom.index(g), K)
+            dists = _nominal_branches(t, s, t._nominal_features.index(g), K)
             learning.split(t, node, g, float("nan"), dists)
         else:
-            j = t._gnum.index(g)
-            _sides(<double*>t._st.data.as_doubles, _first(t, s, j), len(t._gnum) * N_FIELDS, K, thr, sides)
+            j = t._numeric_features.index(g)
+            _sides(<double*>t._gaussians.data.as_doubles, _first(t, s, j), len(t._numeric_features) * N_FIELDS, K, thr, sides)
             dists = [[sides[c] for c in range(K)], [sides[K + c] for c in range(K)]]
             learning.split(t, node, g, thr, dists)
     finally:
@@ -393,15 +393,15 @@ cdef int _split(Fields t, Py_ssize_t node, Py_ssize_t s, Py_ssize_t g, double th
 
 cdef inline Py_ssize_t _first(Fields t, Py_ssize_t s, Py_ssize_t j):
     """Index of class 0's record of numeric feature ``j`` at slot ``s``."""
-    return s * t._ccap * len(t._gnum) * N_FIELDS + j * N_FIELDS
+    return s * t._class_cap * len(t._numeric_features) * N_FIELDS + j * N_FIELDS
 
 
 cdef double _numeric_split(Fields t, Py_ssize_t s, Py_ssize_t j, Py_ssize_t K, double h_pre,
                            double* thr, double* sides) except? -1:
     """`observers.numeric_splits` for numeric feature ``j``: the best merit (-inf for none)
     and its threshold in ``thr[0]``; ``sides`` is scratch of 2 K doubles."""
-    cdef double* st = t._st.data.as_doubles
-    cdef Py_ssize_t step = len(t._gnum) * N_FIELDS, first = _first(t, s, j), c, k, i
+    cdef double* st = t._gaussians.data.as_doubles
+    cdef Py_ssize_t step = len(t._numeric_features) * N_FIELDS, first = _first(t, s, j), c, k, i
     cdef Py_ssize_t n_points = t.n_split_points
     cdef double lo = INFINITY, hi = -INFINITY, bin_size, cand, merit, best = -INFINITY
     thr[0] = 0.0
@@ -433,7 +433,7 @@ cdef void _sides(const double* st, Py_ssize_t first, Py_ssize_t step, Py_ssize_t
     cdef double w, mean, lo_c, hi_c, std, frac, below, above
     for c in range(K):
         k = first + c * step
-        w = st[k + W]
+        w = st[k + WEIGHT]
         mean = st[k + MEAN]
         lo_c = st[k + MIN]
         hi_c = st[k + MAX]
@@ -458,9 +458,9 @@ cdef void _sides(const double* st, Py_ssize_t first, Py_ssize_t step, Py_ssize_t
 cdef double _nominal_split(Fields t, Py_ssize_t s, Py_ssize_t k, Py_ssize_t K, double h_pre) except? -1:
     """`observers.nominal_splits` for nominal feature ``k``: the multiway split's merit, -inf
     with fewer than two values seen at slot ``s``."""
-    cdef Py_ssize_t vcap = t._vcaps[k], v, c, last = 0, n_seen = 0
-    cdef double* counts = (<array.array>t._nc[k]).data.as_doubles
-    cdef Py_ssize_t base = s * t._ccap * vcap
+    cdef Py_ssize_t vcap = t._value_caps[k], v, c, last = 0, n_seen = 0
+    cdef double* counts = (<array.array>t._nominal_counts[k]).data.as_doubles
+    cdef Py_ssize_t base = s * t._class_cap * vcap
     cdef bint seen
     for v in range(vcap):
         seen = False
@@ -485,9 +485,9 @@ cdef double _nominal_split(Fields t, Py_ssize_t s, Py_ssize_t k, Py_ssize_t K, d
 
 cdef list _nominal_branches(Fields t, Py_ssize_t s, Py_ssize_t k, Py_ssize_t K):
     """The class weights per branch of nominal feature ``k``'s split (as `observers.nominal_splits`)."""
-    cdef Py_ssize_t vcap = t._vcaps[k], v, c, last = 0
-    cdef double* counts = (<array.array>t._nc[k]).data.as_doubles
-    cdef Py_ssize_t base = s * t._ccap * vcap
+    cdef Py_ssize_t vcap = t._value_caps[k], v, c, last = 0
+    cdef double* counts = (<array.array>t._nominal_counts[k]).data.as_doubles
+    cdef Py_ssize_t base = s * t._class_cap * vcap
     rows = []
     for v in range(vcap):
         row = [counts[base + c * vcap + v] for c in range(K)]
@@ -541,18 +541,18 @@ cdef double _info_gain(double h_pre, const double* branches, Py_ssize_t n_br, Py
 
 cdef void _clear_slot(Fields t, Py_ssize_t s):
     """`arena.clear_slot`: slot ``s``'s observers empty (zero weight, min +inf, max -inf)."""
-    cdef Py_ssize_t n = t._ccap * len(t._gnum), i, k, vcap
-    cdef double* st = t._st.data.as_doubles + s * n * N_FIELDS
+    cdef Py_ssize_t n = t._class_cap * len(t._numeric_features), i, k, vcap
+    cdef double* st = t._gaussians.data.as_doubles + s * n * N_FIELDS
     cdef double* counts
     for i in range(n * N_FIELDS):
         st[i] = 0.0
     for i in range(n):
         st[i * N_FIELDS + MIN] = INFINITY
         st[i * N_FIELDS + MAX] = -INFINITY
-    for k in range(len(t._nc)):
-        vcap = t._vcaps[k]
-        counts = (<array.array>t._nc[k]).data.as_doubles + s * t._ccap * vcap
-        for i in range(t._ccap * vcap):
+    for k in range(len(t._nominal_counts)):
+        vcap = t._value_caps[k]
+        counts = (<array.array>t._nominal_counts[k]).data.as_doubles + s * t._class_cap * vcap
+        for i in range(t._class_cap * vcap):
             counts[i] = 0.0
 
 
@@ -570,15 +570,15 @@ cdef bint _predict_proba(Fields t, const double* xs, const Py_ssize_t* codes, do
     """`predict_proba` with the codes of ``xs``'s nominal values (negative: missing or unseen)."""
     cdef Py_ssize_t parent
     cdef Py_ssize_t node = _route(t, xs, codes, 0.0, &parent), K = len(t.classes_), c, s
-    cdef double* nf = t._nf.data.as_doubles
+    cdef double* nf = t._node_floats.data.as_doubles
     cdef double total, top
-    if nf[node * N_FLOATS + NW] <= 0.0 and parent >= 0:
+    if nf[node * N_NODE_FLOATS + WEIGHT_SEEN] <= 0.0 and parent >= 0:
         node = parent
-    cdef Py_ssize_t fb = node * N_FLOATS
-    s = t._ni.data.as_ints[node * N_INTS + SLOT]
+    cdef Py_ssize_t fb = node * N_NODE_FLOATS
+    s = t._node_ints.data.as_ints[node * N_NODE_INTS + SLOT]
     mode = t.leaf_prediction
-    if (s >= 0 and mode != "mc" and nf[fb + NW] >= <double>t.nb_threshold
-            and not (mode == "nba" and nf[fb + MCOK] > nf[fb + NBOK])):
+    if (s >= 0 and mode != "mc" and nf[fb + WEIGHT_SEEN] >= <double>t.nb_threshold
+            and not (mode == "nba" and nf[fb + MC_CORRECT] > nf[fb + NB_CORRECT])):
         _nb_log_votes(t, node, s, xs, codes, out)
         top = -INFINITY
         for c in range(K):
@@ -592,7 +592,7 @@ cdef bint _predict_proba(Fields t, const double* xs, const Py_ssize_t* codes, do
             for c in range(K):
                 out[c] = out[c] / total
             return True
-    cdef double* cc = t._cc.data.as_doubles + node * t._ccap
+    cdef double* cc = t._class_weights.data.as_doubles + node * t._class_cap
     total = 0.0
     for c in range(K):
         total += cc[c]
@@ -607,14 +607,14 @@ cdef int _score_nba(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs, c
                     Py_ssize_t c, double w) except -1:
     """`leaves.score_nba`: credit mc and nb with ``w`` where each predicted class ``c``."""
     cdef Py_ssize_t K = len(t.classes_), k, arg = -1
-    cdef double* nf = t._nf.data.as_doubles
-    cdef double* cc = t._cc.data.as_doubles + node * t._ccap
+    cdef double* nf = t._node_floats.data.as_doubles
+    cdef double* cc = t._class_weights.data.as_doubles + node * t._class_cap
     cdef double best = -INFINITY
     for k in range(K):
         if cc[k] > best:
             best, arg = cc[k], k
     if arg == c:
-        nf[node * N_FLOATS + MCOK] += w
+        nf[node * N_NODE_FLOATS + MC_CORRECT] += w
     cdef double* votes = <double*>malloc(2 * K * sizeof(double))
     if votes == NULL:
         raise MemoryError()
@@ -627,16 +627,16 @@ cdef int _score_nba(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs, c
     finally:
         free(votes)
     if (arg if arg > 0 else 0) == c:
-        nf[node * N_FLOATS + NBOK] += w
+        nf[node * N_NODE_FLOATS + NB_CORRECT] += w
     return 0
 
 
 cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs, const Py_ssize_t* codes,
                        double* votes) except -1:
     """`leaves.nb_log_votes` into ``votes[:K]``; ``votes[K:2K]`` is scratch (the products)."""
-    cdef double* st = t._st.data.as_doubles
-    cdef double* cc = t._cc.data.as_doubles + node * t._ccap
-    cdef Py_ssize_t K = len(t.classes_), n_num = len(t._gnum), nfe = n_num * N_FIELDS
+    cdef double* st = t._gaussians.data.as_doubles
+    cdef double* cc = t._class_weights.data.as_doubles + node * t._class_cap
+    cdef Py_ssize_t K = len(t.classes_), n_num = len(t._numeric_features), nfe = n_num * N_FIELDS
     cdef Py_ssize_t c, j, k, i, b, vcap, code, n_values
     cdef Py_ssize_t g
     cdef double n_c, ll, d, iv, total
@@ -648,15 +648,15 @@ cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs
         if n_c <= 0.0:
             continue
         ll = log(n_c)
-        k = (s * t._ccap + c) * nfe
+        k = (s * t._class_cap + c) * nfe
         for j in range(n_num):
-            d = xs[<Py_ssize_t>t._gnum[j]] - st[k + MEAN]
+            d = xs[<Py_ssize_t>t._numeric_features[j]] - st[k + MEAN]
             if d == d:
-                iv = st[k + INV2VAR]
+                iv = st[k + HALF_INV_VAR]
                 if iv:
-                    ll += st[k + LOGNORM] - d * d * iv
+                    ll += st[k + LOG_NORM] - d * d * iv
                 else:
-                    if st[k + W] > 0.0:
+                    if st[k + WEIGHT] > 0.0:
                         zero = d != 0.0
                     else:
                         zero = _observed(t, s, j)
@@ -668,18 +668,18 @@ cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs
     cdef double* prods = votes + K
     for c in range(K):
         prods[c] = 1.0
-    for j in range(len(t._gnom)):
-        g = t._gnom[j]
+    for j in range(len(t._nominal_features)):
+        g = t._nominal_features[j]
         if xs[g] != xs[g]:
             continue
-        vcap = t._vcaps[j]
-        counts = (<array.array>t._nc[j]).data.as_doubles
+        vcap = t._value_caps[j]
+        counts = (<array.array>t._nominal_counts[j]).data.as_doubles
         code = codes[g]
-        n_values = len(<dict>t._vocab[j])
+        n_values = len(<dict>t._vocabs[j])
         for c in range(K):
             if votes[c] == -INFINITY:
                 continue
-            b = (s * t._ccap + c) * vcap
+            b = (s * t._class_cap + c) * vcap
             total = 0.0
             for i in range(vcap):
                 total += counts[b + i]
@@ -696,10 +696,10 @@ cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs
 
 cdef bint _observed(Fields t, Py_ssize_t s, Py_ssize_t j):
     """`leaves.observed_features` for numeric feature ``j``: any class with weight on it at ``s``."""
-    cdef double* st = t._st.data.as_doubles
-    cdef Py_ssize_t n_num = len(t._gnum), c
+    cdef double* st = t._gaussians.data.as_doubles
+    cdef Py_ssize_t n_num = len(t._numeric_features), c
     for c in range(len(t.classes_)):
-        if st[((s * t._ccap + c) * n_num + j) * N_FIELDS + W] > 0.0:
+        if st[((s * t._class_cap + c) * n_num + j) * N_FIELDS + WEIGHT] > 0.0:
             return True
     return False
 

@@ -3,15 +3,15 @@
 Every function here takes the tree (`edgebayes.tree.hoeffding_tree`) and reads or re-lays
 its arrays; none allocates a Python object per node or statistic. The arrays (`storage`):
 
-- ``_ni``: int node records, ``N_INTS`` per node (`FEAT` .. `SLOT`), ``_node_cap`` records;
-- ``_nf``: float node records, ``N_FLOATS`` per node (`THR` .. `NBOK`);
-- ``_cc``: class weights, ``_ccap`` per node (VFDT's n_k(l) per leaf, kept at split nodes
+- ``_node_ints``: int node records, ``N_NODE_INTS`` per node (`SPLIT_FEATURE` .. `SLOT`), ``_node_cap`` records;
+- ``_node_floats``: float node records, ``N_NODE_FLOATS`` per node (`THRESHOLD` .. `NB_CORRECT`);
+- ``_class_weights``: class weights, ``_class_cap`` per node (VFDT's n_k(l) per leaf, kept at split nodes
   too: a branch no sample has reached predicts with its split node's weights);
-- ``_st``: the Gaussian observers of the active leaves, ``_slot_cap`` *slots* of
-  ``_ccap x len(_gnum)`` records of `observers.N_FIELDS` floats;
-- ``_nc``: per nominal feature k, the value counts of the slots, ``_slot_cap x _ccap x
-  _vcaps[k]`` floats (VFDT's n_ijk(l));
-- ``_free``: a stack of the free slots, ``_n_free`` of them.
+- ``_gaussians``: the Gaussian observers of the active leaves, ``_slot_cap`` *slots* of
+  ``_class_cap x len(_numeric_features)`` records of `observers.N_FIELDS` floats;
+- ``_nominal_counts``: per nominal feature k, the value counts of the slots, ``_slot_cap x _class_cap x
+  _value_caps[k]`` floats (VFDT's n_ijk(l));
+- ``_free_slots``: a stack of the free slots, ``_n_free_slots`` of them.
 
 A leaf with a slot is *active* (it learns splits and naive Bayes); one without is inactive.
 Capacities grow geometrically, and with ``max_size_bytes`` set only to what `slots_that_fit`
@@ -31,12 +31,12 @@ from edgebayes.tree.observers import MAX, MIN, N_FIELDS
 # int node record: split feature (global index; -1 for a leaf), first child, branches of a
 # nominal split (0 for a numeric one, whose two children are first child and the next),
 # depth (root 0), stats slot (-1: inactive leaf or split node)
-FEAT, CHILD, NBR, DEPTH, SLOT = range(5)
-N_INTS = 5
+SPLIT_FEATURE, FIRST_CHILD, N_BRANCHES, DEPTH, SLOT = range(5)
+N_NODE_INTS = 5
 # float node record: numeric split threshold, weight seen, weight seen since the last split
 # attempt, weight the majority class / naive Bayes predicted right (nba's scores)
-THR, NW, SINCE, MCOK, NBOK = range(5)
-N_FLOATS = 5
+THRESHOLD, WEIGHT_SEEN, WEIGHT_SINCE_ATTEMPT, MC_CORRECT, NB_CORRECT = range(5)
+N_NODE_FLOATS = 5
 
 
 # ---------------------------------------------------------------- byte plan
@@ -63,10 +63,10 @@ OBJECT_BYTES = _object_bytes(N_ATTRIBUTES)
 def py_bytes(tree) -> int:
     """Bytes of the Python objects around the arrays (labels, vocabularies, lists)."""
     size = sys.getsizeof
-    total = OBJECT_BYTES + size(tree.classes_) + size(tree._cidx)
-    total += sum(size(c) for c in tree.classes_) + size(tree._gnum) + size(tree._gnom)
-    total += size(tree._vocab) + size(tree._vocab_of) + size(tree._vcaps) + size(tree._nc)
-    for voc in tree._vocab:
+    total = OBJECT_BYTES + size(tree.classes_) + size(tree._class_index)
+    total += sum(size(c) for c in tree.classes_) + size(tree._numeric_features) + size(tree._nominal_features)
+    total += size(tree._vocabs) + size(tree._vocab_of) + size(tree._value_caps) + size(tree._nominal_counts)
+    for voc in tree._vocabs:
         total += size(voc) + sum(size(k) + size(v) for k, v in voc.items())
     for p in (tree.features, tree.nominal_attributes):
         if p is not None:
@@ -76,9 +76,9 @@ def py_bytes(tree) -> int:
 
 def array_bytes(tree, node_cap: int, slot_cap: int, ccap: int, vcaps: list) -> int:
     """Bytes the arrays hold at these capacities (node records, class weights, slots)."""
-    b = storage.array_bytes("i", N_INTS * node_cap) + storage.array_bytes("d", N_FLOATS * node_cap)
+    b = storage.array_bytes("i", N_NODE_INTS * node_cap) + storage.array_bytes("d", N_NODE_FLOATS * node_cap)
     b += storage.array_bytes("d", node_cap * ccap) + storage.array_bytes("i", slot_cap)
-    b += storage.array_bytes("d", slot_cap * ccap * len(tree._gnum) * N_FIELDS)
+    b += storage.array_bytes("d", slot_cap * ccap * len(tree._numeric_features) * N_FIELDS)
     return b + sum(storage.array_bytes("d", slot_cap * ccap * v) for v in vcaps)
 
 
@@ -90,9 +90,9 @@ def growth_bytes(tree, labels: list, values: dict) -> int:
     extra = 0
     if labels:
         extra += sum(size(y) for y in labels) + append_bytes(tree.classes_, len(labels))
-        extra += insert_bytes(tree._cidx, labels)
+        extra += insert_bytes(tree._class_index, labels)
     for k, v in values.items():
-        voc = tree._vocab[k]
+        voc = tree._vocabs[k]
         extra += insert_bytes(voc, [v]) + size(v) + size(len(voc))
     return extra
 
@@ -118,9 +118,9 @@ def needs(tree, add_class: bool, xl: list, codes: list) -> tuple[dict, int, list
     """(nominal feature k -> new value, class capacity, value capacities) that learning
     ``xl`` with a class needs at least; ``codes`` (`learning.value_codes`) marks the new
     values None."""
-    new = {k: float(xl[tree._gnom[k]]) for k, code in enumerate(codes) if code is None}
-    ccap = max(tree._ccap, len(tree.classes_) + 1) if add_class else tree._ccap
-    vcaps = [max(vc, len(tree._vocab[k]) + 1) if k in new else vc for k, vc in enumerate(tree._vcaps)]
+    new = {k: float(xl[tree._nominal_features[k]]) for k, code in enumerate(codes) if code is None}
+    ccap = max(tree._class_cap, len(tree.classes_) + 1) if add_class else tree._class_cap
+    vcaps = [max(vc, len(tree._vocabs[k]) + 1) if k in new else vc for k, vc in enumerate(tree._value_caps)]
     return new, ccap, vcaps
 
 
@@ -128,23 +128,23 @@ def needs(tree, add_class: bool, xl: list, codes: list) -> tuple[dict, int, list
 
 
 def node_ints(tree) -> np.ndarray:
-    """The used int node records, shape (n_nodes, N_INTS), a view."""
-    return storage.view(tree._ni, (tree._node_cap, N_INTS))[: tree._n_nodes]
+    """The used int node records, shape (n_nodes, N_NODE_INTS), a view."""
+    return storage.view(tree._node_ints, (tree._node_cap, N_NODE_INTS))[: tree._n_nodes]
 
 
 def node_floats(tree) -> np.ndarray:
-    """The used float node records, shape (n_nodes, N_FLOATS), a view."""
-    return storage.view(tree._nf, (tree._node_cap, N_FLOATS))[: tree._n_nodes]
+    """The used float node records, shape (n_nodes, N_NODE_FLOATS), a view."""
+    return storage.view(tree._node_floats, (tree._node_cap, N_NODE_FLOATS))[: tree._n_nodes]
 
 
 def gaussians(tree) -> np.ndarray:
     """The Gaussian records, shape (slot_cap, ccap, n_numeric, N_FIELDS), a view."""
-    return storage.view(tree._st, (tree._slot_cap, tree._ccap, len(tree._gnum), N_FIELDS))
+    return storage.view(tree._gaussians, (tree._slot_cap, tree._class_cap, len(tree._numeric_features), N_FIELDS))
 
 
 def value_counts(tree, k: int) -> np.ndarray:
     """Nominal feature k's counts, shape (slot_cap, ccap, vcaps[k]), a view."""
-    return storage.view(tree._nc[k], (tree._slot_cap, tree._ccap, tree._vcaps[k]))
+    return storage.view(tree._nominal_counts[k], (tree._slot_cap, tree._class_cap, tree._value_caps[k]))
 
 
 def empty_stats(n_slots: int, ccap: int, n_num: int) -> np.ndarray:
@@ -161,13 +161,13 @@ def empty_stats(n_slots: int, ccap: int, n_num: int) -> np.ndarray:
 def rebuild(tree, node_cap: int, slot_cap: int, ccap: int, vcaps: list, keep) -> None:
     """Re-lay every array at new capacities; ``keep`` lists the old slots that survive,
     new slot i holding old slot keep[i]; leaves of the other slots become inactive."""
-    n, old_c, n_num = tree._n_nodes, tree._ccap, len(tree._gnum)
-    ints = np.zeros((node_cap, N_INTS), np.intc)
+    n, old_c, n_num = tree._n_nodes, tree._class_cap, len(tree._numeric_features)
+    ints = np.zeros((node_cap, N_NODE_INTS), np.intc)
     ints[:n] = node_ints(tree)
-    floats = np.zeros((node_cap, N_FLOATS))
+    floats = np.zeros((node_cap, N_NODE_FLOATS))
     floats[:n] = node_floats(tree)
     cc = np.zeros((node_cap, ccap))
-    cc[:n, :old_c] = storage.view(tree._cc, (tree._node_cap, old_c))[:n]
+    cc[:n, :old_c] = storage.view(tree._class_weights, (tree._node_cap, old_c))[:n]
     keep = np.asarray(keep, dtype=np.intp)
     st = empty_stats(slot_cap, ccap, n_num)
     st[: keep.size, :old_c] = gaussians(tree)[keep]
@@ -177,23 +177,23 @@ def rebuild(tree, node_cap: int, slot_cap: int, ccap: int, vcaps: list, keep) ->
     slots = ints[:n, SLOT]
     was_active = slots >= 0
     ints[:n, SLOT] = np.where(was_active, remap[np.maximum(slots, 0)], -1)
-    tree._ni = storage.from_numpy("i", ints)
-    tree._nf = storage.from_numpy("d", floats)
-    tree._cc = storage.from_numpy("d", cc)
-    tree._st = storage.from_numpy("d", st)
-    tree._nc = nc
+    tree._node_ints = storage.from_numpy("i", ints)
+    tree._node_floats = storage.from_numpy("d", floats)
+    tree._class_weights = storage.from_numpy("d", cc)
+    tree._gaussians = storage.from_numpy("d", st)
+    tree._nominal_counts = nc
     free = np.zeros(slot_cap, np.intc)  # a stack: the lowest free slot on top
     free[: slot_cap - keep.size] = np.arange(slot_cap - 1, keep.size - 1, -1)
-    tree._free = storage.from_numpy("i", free)
-    tree._n_free = slot_cap - keep.size
-    tree._node_cap, tree._slot_cap, tree._ccap, tree._vcaps = node_cap, slot_cap, ccap, list(vcaps)
+    tree._free_slots = storage.from_numpy("i", free)
+    tree._n_free_slots = slot_cap - keep.size
+    tree._node_cap, tree._slot_cap, tree._class_cap, tree._value_caps = node_cap, slot_cap, ccap, list(vcaps)
 
 
 def _relaid_counts(tree, k: int, vcap: int, slot_cap: int, ccap: int, keep: np.ndarray) -> np.ndarray:
     new = np.zeros((slot_cap, ccap, vcap))
-    old_v = tree._vcaps[k]
+    old_v = tree._value_caps[k]
     if old_v:
-        new[: keep.size, : tree._ccap, :old_v] = value_counts(tree, k)[keep]
+        new[: keep.size, : tree._class_cap, :old_v] = value_counts(tree, k)[keep]
     return new
 
 
@@ -201,14 +201,14 @@ def promise(tree, nodes: np.ndarray) -> np.ndarray:
     """Weight seen minus the majority class weight (MOA's ``calculatePromise``)."""
     if not nodes.size:
         return np.zeros(0)
-    cc = storage.view(tree._cc, (tree._node_cap, tree._ccap))[nodes]
-    return node_floats(tree)[nodes, NW] - cc.max(axis=1)
+    cc = storage.view(tree._class_weights, (tree._node_cap, tree._class_cap))[nodes]
+    return node_floats(tree)[nodes, WEIGHT_SEEN] - cc.max(axis=1)
 
 
 def active_slots(tree, exclude: int = -1) -> list:
     """Slots of the active leaves but ``exclude``, highest promise (weight x error) first."""
     ints = node_ints(tree)
-    leaves = np.flatnonzero((ints[:, FEAT] < 0) & (ints[:, SLOT] >= 0))
+    leaves = np.flatnonzero((ints[:, SPLIT_FEATURE] < 0) & (ints[:, SLOT] >= 0))
     leaves = leaves[leaves != exclude]
     order = np.argsort(-promise(tree, leaves), kind="stable")
     return ints[leaves[order], SLOT].tolist()
@@ -233,10 +233,10 @@ def grow_nodes(tree, need: int, exclude: int) -> bool:
     if need <= tree._node_cap:
         return True
     for cap in (max(2 * tree._node_cap, need), need):
-        if fits(tree, cap, tree._slot_cap, tree._ccap, tree._vcaps):
-            rebuild(tree, cap, tree._slot_cap, tree._ccap, tree._vcaps, active_slots(tree))
+        if fits(tree, cap, tree._slot_cap, tree._class_cap, tree._value_caps):
+            rebuild(tree, cap, tree._slot_cap, tree._class_cap, tree._value_caps, active_slots(tree))
             return True
-    return relayout(tree, need, tree._ccap, tree._vcaps, exclude=exclude)
+    return relayout(tree, need, tree._class_cap, tree._value_caps, exclude=exclude)
 
 
 def settle(tree, ccap: int, vcaps: list, final_ccap: int, final_vcaps: list, later: dict) -> None:
@@ -244,17 +244,17 @@ def settle(tree, ccap: int, vcaps: list, final_ccap: int, final_vcaps: list, lat
     capacity when the ``later`` values still fit at ``final_*`` beside it; with unchanged
     capacities, only shed leaves if the Python objects outgrew the budget."""
     node_cap = tree._node_cap or 1
-    if ccap == tree._ccap and vcaps == tree._vcaps:
+    if ccap == tree._class_cap and vcaps == tree._value_caps:
         if not fits(tree, node_cap, tree._slot_cap, ccap, vcaps):
             relayout(tree, node_cap, ccap, vcaps)
         return
-    if ccap > tree._ccap:
-        doubled = (max(2 * tree._ccap, 1), vcaps)
+    if ccap > tree._class_cap:
+        doubled = (max(2 * tree._class_cap, 1), vcaps)
         after = (doubled[0], final_vcaps)
     else:
-        k = next(k for k, (a, b) in enumerate(zip(vcaps, tree._vcaps)) if a > b)
+        k = next(k for k, (a, b) in enumerate(zip(vcaps, tree._value_caps)) if a > b)
         grown = list(vcaps)
-        grown[k] = 2 * tree._vcaps[k] or 1
+        grown[k] = 2 * tree._value_caps[k] or 1
         doubled = (ccap, grown)
         after = (final_ccap, [max(a, b) for a, b in zip(grown, final_vcaps)])
     fits_later = slots_that_fit(tree, node_cap, *after, growth_bytes(tree, [], later)) >= 0
@@ -267,25 +267,25 @@ def settle(tree, ccap: int, vcaps: list, final_ccap: int, final_vcaps: list, lat
 
 def take_slot(tree) -> int:
     """A free stats slot, growing the pool geometrically within the budget; -1 if none."""
-    if not tree._n_free:
-        fit = slots_that_fit(tree, tree._node_cap, tree._ccap, tree._vcaps)
+    if not tree._n_free_slots:
+        fit = slots_that_fit(tree, tree._node_cap, tree._class_cap, tree._value_caps)
         slot_cap = min(fit, 2 * tree._slot_cap or 1)
         if slot_cap <= tree._slot_cap:
             return -1
-        rebuild(tree, tree._node_cap, slot_cap, tree._ccap, tree._vcaps, active_slots(tree))
-    tree._n_free -= 1
-    return tree._free[tree._n_free]
+        rebuild(tree, tree._node_cap, slot_cap, tree._class_cap, tree._value_caps, active_slots(tree))
+    tree._n_free_slots -= 1
+    return tree._free_slots[tree._n_free_slots]
 
 
 def clear_slot(tree, s: int) -> None:
     """Reset slot ``s`` to empty observers."""
-    gaussians(tree)[s] = empty_stats(1, tree._ccap, len(tree._gnum))[0]
-    for k in range(len(tree._nc)):
+    gaussians(tree)[s] = empty_stats(1, tree._class_cap, len(tree._numeric_features))[0]
+    for k in range(len(tree._nominal_counts)):
         value_counts(tree, k)[s] = 0.0
 
 
 def release_slot(tree, s: int) -> None:
     """Clear slot ``s`` and return it to the pool."""
     clear_slot(tree, s)
-    tree._free[tree._n_free] = s
-    tree._n_free += 1
+    tree._free_slots[tree._n_free_slots] = s
+    tree._n_free_slots += 1

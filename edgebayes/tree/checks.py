@@ -14,18 +14,18 @@ import numpy as np
 from edgebayes.base import MAX_ABS_X, check_count, check_finite, check_label
 from edgebayes.tree import storage
 from edgebayes.tree.arena import (
-    CHILD,
     DEPTH,
-    FEAT,
-    N_FLOATS,
-    N_INTS,
-    NBR,
-    NW,
+    FIRST_CHILD,
+    N_BRANCHES,
+    N_NODE_FLOATS,
+    N_NODE_INTS,
     SLOT,
+    SPLIT_FEATURE,
+    WEIGHT_SEEN,
     node_floats,
     node_ints,
 )
-from edgebayes.tree.observers import MAX, MEAN, MIN, N_FIELDS, W
+from edgebayes.tree.observers import MAX, MEAN, MIN, N_FIELDS, WEIGHT
 
 LEAF_PREDICTIONS = ("mc", "nb", "nba")
 #: Smallest accepted ``max_size_bytes``: the Python objects of an empty tree plus a root.
@@ -91,7 +91,7 @@ def check_allocation(state: dict, all_features: bool) -> None:
     node_cap, slot_cap, ccap, _ = state["caps"]
     held = sum(len(state[k]) for k in ("ints", "floats", "class_weights", "stats", "free"))
     if any(type(c) is not int or c < 0 for c in (node_cap, slot_cap, ccap)) or (
-            node_cap * (N_INTS + N_FLOATS + ccap) + slot_cap > 2 * held + 64):
+            node_cap * (N_NODE_INTS + N_NODE_FLOATS + ccap) + slot_cap > 2 * held + 64):
         raise ValueError(f"invalid hoeffding_tree state: capacities {state['caps']!r:.80} "
                          f"beyond twice the {held} values it holds")
     n_in, slab = state["n_features_in"], slot_cap * ccap
@@ -112,27 +112,27 @@ def check_records(tree, state: dict) -> None:
     n, K = tree._n_nodes, len(tree.classes_)
     for c in tree.classes_:
         check_label(c)
-    if len(tree._cidx) != K:
+    if len(tree._class_index) != K:
         raise bad("two classes are equal labels")
     check_count("n_learned", state["n_learned"])
-    caps = [tree._node_cap, tree._slot_cap, tree._ccap, *tree._vcaps]
-    if any(type(c) is not int or c < 0 for c in caps) or len(tree._vcaps) != len(tree._gnom):
+    caps = [tree._node_cap, tree._slot_cap, tree._class_cap, *tree._value_caps]
+    if any(type(c) is not int or c < 0 for c in caps) or len(tree._value_caps) != len(tree._nominal_features):
         raise bad("capacities must be ints >= 0, one per nominal feature")
     if (n > 0) != (K > 0) or type(n) is not int or not n <= tree._node_cap <= max(1, 2 * n):
         raise bad(f"{n!r} nodes for {K} classes and node capacity {tree._node_cap}")
-    if tree._ccap < K or any(len(v) > c for v, c in zip(tree._vocab, tree._vcaps)):
+    if tree._class_cap < K or any(len(v) > c for v, c in zip(tree._vocabs, tree._value_caps)):
         raise bad("fewer class or value columns than classes or values")
-    if len(state["vocab"]) != len(tree._gnom) or any(
-            len(v) != len(r) for v, r in zip(tree._vocab, state["vocab"])):
+    if len(state["vocab"]) != len(tree._nominal_features) or any(
+            len(v) != len(r) for v, r in zip(tree._vocabs, state["vocab"])):
         raise bad("vocabularies do not match the nominal features")
     for values in state["vocab"]:
         check_finite("vocab", values, -MAX_ABS_X, MAX_ABS_X)
-    sizes = [len(state["ints"]), len(state["floats"]), len(state["class_weights"]), len(tree._st)]
-    sizes += [len(a) for a in tree._nc]
-    slab = tree._slot_cap * tree._ccap
-    want = [n * N_INTS, n * N_FLOATS, n * tree._ccap, slab * len(tree._gnum) * N_FIELDS]
-    want += [slab * v for v in tree._vcaps]
-    if sizes != want or len(tree._nc) != len(tree._gnom):
+    sizes = [len(state["ints"]), len(state["floats"]), len(state["class_weights"]), len(tree._gaussians)]
+    sizes += [len(a) for a in tree._nominal_counts]
+    slab = tree._slot_cap * tree._class_cap
+    want = [n * N_NODE_INTS, n * N_NODE_FLOATS, n * tree._class_cap, slab * len(tree._numeric_features) * N_FIELDS]
+    want += [slab * v for v in tree._value_caps]
+    if sizes != want or len(tree._nominal_counts) != len(tree._nominal_features):
         raise bad("array sizes do not match the capacities")
     _check_nodes(tree, state, bad)
     _check_statistics(tree, bad)
@@ -141,13 +141,13 @@ def check_records(tree, state: dict) -> None:
 def _check_nodes(tree, state: dict, bad) -> None:
     n = tree._n_nodes
     ints = node_ints(tree)
-    fields = (FEAT, CHILD, NBR, DEPTH, SLOT)
+    fields = (SPLIT_FEATURE, FIRST_CHILD, N_BRANCHES, DEPTH, SLOT)
     feat, child, nbr, depth, slot = (ints[:, i].astype(np.int64) for i in fields)
     split = feat >= 0
-    nominal = np.isin(feat, tree._gnom) if tree._gnom else np.zeros(n, bool)
+    nominal = np.isin(feat, tree._nominal_features) if tree._nominal_features else np.zeros(n, bool)
     width = np.where(nominal, nbr, 2)
     if (
-        (feat < -1).any() or not np.isin(feat[split], tree._gnum + tree._gnom).all()
+        (feat < -1).any() or not np.isin(feat[split], tree._numeric_features + tree._nominal_features).all()
         or (split & ((child <= np.arange(n)) | (child + width > n) | (slot != -1))).any()
         or (split & ~nominal & (nbr != 0)).any() or (nominal & (nbr < 1)).any()
         or (depth < 0).any() or (slot < -1).any() or (slot >= tree._slot_cap).any()
@@ -157,22 +157,22 @@ def _check_nodes(tree, state: dict, bad) -> None:
     if len(np.unique(used)) != len(used) or ((used < 0) | (used >= tree._slot_cap)).any():
         raise bad("stats slots are not unique")
     floats = node_floats(tree)
-    if not np.isfinite(floats).all() or (floats[:, NW:] < 0).any():
+    if not np.isfinite(floats).all() or (floats[:, WEIGHT_SEEN:] < 0).any():
         raise bad("node weights must be finite and >= 0")
 
 
 def _check_statistics(tree, bad) -> None:
-    cc = storage.view(tree._cc)
+    cc = storage.view(tree._class_weights)
     if not (np.isfinite(cc).all() and (cc >= 0).all()):
         raise bad("class weights must be finite and >= 0")
-    st = storage.view(tree._st, (-1, N_FIELDS))
+    st = storage.view(tree._gaussians, (-1, N_FIELDS))
     finite = np.delete(st, [MIN, MAX], axis=1)
     bounds = np.abs(st[:, [MEAN, MIN, MAX]])
-    if not np.isfinite(finite).all() or (st[:, W] < 0).any() or ((bounds > MAX_ABS_X) & np.isfinite(bounds)).any():
+    if not np.isfinite(finite).all() or (st[:, WEIGHT] < 0).any() or ((bounds > MAX_ABS_X) & np.isfinite(bounds)).any():
         raise bad("Gaussian statistics must be finite, weights >= 0, means within MAX_ABS_X")
     if np.isnan(st).any():
         raise bad("Gaussian statistics hold NaN")
-    for a in tree._nc:
+    for a in tree._nominal_counts:
         v = storage.view(a)
         if not (np.isfinite(v).all() and (v >= 0).all()):
             raise bad("nominal counts must be finite and >= 0")

@@ -27,7 +27,7 @@ from edgebayes.base import (
     refuse_malformed,
 )
 from edgebayes.tree import arena, learning, leaves, storage
-from edgebayes.tree.arena import DEPTH, FEAT, N_FLOATS, N_INTS, SLOT
+from edgebayes.tree.arena import DEPTH, N_NODE_FLOATS, N_NODE_INTS, SLOT, SPLIT_FEATURE
 from edgebayes.tree.checks import check_allocation, check_params, check_records
 
 
@@ -100,25 +100,25 @@ class HoeffdingTreeClassifier(Learner):
         self.seed = seed
         self.classes_ = []
         self.n_features_in_ = None
-        self._cidx = {}
-        self._gnum = []  # global indices of the numeric features learned, in record order
-        self._gnom = []  # global indices of the nominal features learned
-        self._vocab = []  # per nominal feature: value -> code
+        self._class_index = {}
+        self._numeric_features = []  # global indices of the numeric features learned, in record order
+        self._nominal_features = []  # global indices of the nominal features learned
+        self._vocabs = []  # per nominal feature: value -> code
         self._vocab_of = {}  # global index -> vocabulary dict (routing at nominal splits)
         # the arena (`arena` describes each array): counts, capacities, then the arrays
         self._n_nodes = 0
         self._node_cap = 0
         self._slot_cap = 0
-        self._ccap = 0
-        self._vcaps = []
-        self._n_free = 0
+        self._class_cap = 0
+        self._value_caps = []
+        self._n_free_slots = 0
         self._n_learned = 0
-        self._ni = array("i")
-        self._nf = array("d")
-        self._cc = array("d")
-        self._st = array("d")
-        self._nc = []
-        self._free = array("i")
+        self._node_ints = array("i")
+        self._node_floats = array("d")
+        self._class_weights = array("d")
+        self._gaussians = array("d")
+        self._nominal_counts = []
+        self._free_slots = array("i")
 
     # ------------------------------------------------------------------ introspection
 
@@ -132,7 +132,7 @@ class HoeffdingTreeClassifier(Learner):
         """Leaves, active and inactive."""
         if not self._n_nodes:
             return 0
-        return int((arena.node_ints(self)[:, FEAT] < 0).sum())
+        return int((arena.node_ints(self)[:, SPLIT_FEATURE] < 0).sum())
 
     @property
     def n_active_leaves(self) -> int:
@@ -140,7 +140,7 @@ class HoeffdingTreeClassifier(Learner):
         if not self._n_nodes:
             return 0
         ints = arena.node_ints(self)
-        return int(((ints[:, FEAT] < 0) & (ints[:, SLOT] >= 0)).sum())
+        return int(((ints[:, SPLIT_FEATURE] < 0) & (ints[:, SLOT] >= 0)).sum())
 
     @property
     def depth(self) -> int:
@@ -155,8 +155,8 @@ class HoeffdingTreeClassifier(Learner):
         Never above ``max_size_bytes`` when one is set: capacities are planned with the same
         formula (`arena.array_bytes`, `arena.py_bytes`) before any allocation.
         """
-        arrays = (self._ni, self._nf, self._cc, self._st, self._free,
-                  *self._nc)
+        arrays = (self._node_ints, self._node_floats, self._class_weights, self._gaussians, self._free_slots,
+                  *self._nominal_counts)
         return arena.py_bytes(self) + sum(sys.getsizeof(a) for a in arrays)
 
     def shed_leaves(self) -> int:
@@ -197,12 +197,12 @@ class HoeffdingTreeClassifier(Learner):
             raise ValueError(f"features {bad} out of range for x of {n} features")
         nominal = set() if self.nominal_attributes is None else {int(i) for i in self.nominal_attributes}
         self.n_features_in_ = n
-        self._gnum = [g for g in feats if g not in nominal]
-        self._gnom = [g for g in feats if g in nominal]
-        self._vocab = [{} for _ in self._gnom]
-        self._vocab_of = dict(zip(self._gnom, self._vocab))
-        self._vcaps = [0] * len(self._gnom)
-        self._nc = [array("d") for _ in self._gnom]
+        self._numeric_features = [g for g in feats if g not in nominal]
+        self._nominal_features = [g for g in feats if g in nominal]
+        self._vocabs = [{} for _ in self._nominal_features]
+        self._vocab_of = dict(zip(self._nominal_features, self._vocabs))
+        self._value_caps = [0] * len(self._nominal_features)
+        self._nominal_counts = [array("d") for _ in self._nominal_features]
 
     def has_room(self, x, y) -> bool:
         """Whether `learn_one` would take ``y`` and ``x``'s nominal values within
@@ -212,7 +212,7 @@ class HoeffdingTreeClassifier(Learner):
             x, y: a sample `learn_one` accepts (a bad ``x`` raises ValueError as there; the
                 label is not checked again: an ensemble asks every member about one sample).
         """
-        if self.max_size_bytes is None or (not self._gnom and y in self._cidx):
+        if self.max_size_bytes is None or (not self._nominal_features and y in self._class_index):
             return True
         xl = self._check_x(x, learning=True)
         tree = self
@@ -220,7 +220,7 @@ class HoeffdingTreeClassifier(Learner):
             tree = self.clone()
             tree._init_features(len(xl))
         codes = learning.value_codes(tree, xl)
-        add_class = y not in tree._cidx
+        add_class = y not in tree._class_index
         if not add_class and None not in codes:
             return True
         new, ccap, vcaps = arena.needs(tree, add_class, xl, codes)
@@ -256,7 +256,7 @@ class HoeffdingTreeClassifier(Learner):
             self._init_features(len(xl))
         if w == 0.0:
             return
-        c = self._cidx.get(y)
+        c = self._class_index.get(y)
         codes = learning.value_codes(self, xl)
         if c is None or None in codes:  # a new class or value may re-lay the arrays
             c, codes = learning.make_room(self, y, c is None, xl, codes)
@@ -291,15 +291,15 @@ class HoeffdingTreeClassifier(Learner):
             "classes": list(self.classes_),
             "n_features_in": self.n_features_in_,
             "n_learned": self._n_learned,
-            "vocab": [list(v) for v in self._vocab],
-            "caps": [self._node_cap, self._slot_cap, self._ccap, list(self._vcaps)],
+            "vocab": [list(v) for v in self._vocabs],
+            "caps": [self._node_cap, self._slot_cap, self._class_cap, list(self._value_caps)],
             "n_nodes": self._n_nodes,
-            "ints": self._ni[: self._n_nodes * N_INTS].tolist(),
-            "floats": self._nf[: self._n_nodes * N_FLOATS].tolist(),
-            "class_weights": self._cc[: self._n_nodes * self._ccap].tolist(),
-            "stats": self._st.tolist(),
-            "nominal_counts": [a.tolist() for a in self._nc],
-            "free": self._free[: self._n_free].tolist(),
+            "ints": self._node_ints[: self._n_nodes * N_NODE_INTS].tolist(),
+            "floats": self._node_floats[: self._n_nodes * N_NODE_FLOATS].tolist(),
+            "class_weights": self._class_weights[: self._n_nodes * self._class_cap].tolist(),
+            "stats": self._gaussians.tolist(),
+            "nominal_counts": [a.tolist() for a in self._nominal_counts],
+            "free": self._free_slots[: self._n_free_slots].tolist(),
         }
 
     @classmethod
@@ -320,25 +320,25 @@ class HoeffdingTreeClassifier(Learner):
         if state["n_features_in"] is not None:
             tree._init_features(state["n_features_in"])
         for c in state["classes"]:
-            tree._cidx[c] = len(tree.classes_)
+            tree._class_index[c] = len(tree.classes_)
             tree.classes_.append(c)
-        for voc, values in zip(tree._vocab, state["vocab"]):
+        for voc, values in zip(tree._vocabs, state["vocab"]):
             for i, v in enumerate(values):
                 voc[v] = i
-        tree._node_cap, tree._slot_cap, tree._ccap, tree._vcaps = node_cap, slot_cap, ccap, list(vcaps)
+        tree._node_cap, tree._slot_cap, tree._class_cap, tree._value_caps = node_cap, slot_cap, ccap, list(vcaps)
         tree._n_nodes = n = state["n_nodes"]
         tree._n_learned = state["n_learned"]
-        tree._ni = storage.filled("i", node_cap * N_INTS)
-        tree._ni[: n * N_INTS] = array("i", state["ints"])
-        tree._nf = storage.filled("d", node_cap * N_FLOATS)
-        tree._nf[: n * N_FLOATS] = array("d", state["floats"])
-        tree._cc = storage.filled("d", node_cap * ccap)
-        tree._cc[: n * ccap] = array("d", state["class_weights"])
-        tree._st = storage.from_numpy("d", np.array(state["stats"], dtype=np.float64))
-        tree._nc = [storage.from_numpy("d", np.array(a, dtype=np.float64)) for a in state["nominal_counts"]]
-        tree._free = storage.filled("i", slot_cap)
-        tree._n_free = len(state["free"])
-        tree._free[: tree._n_free] = array("i", state["free"])
+        tree._node_ints = storage.filled("i", node_cap * N_NODE_INTS)
+        tree._node_ints[: n * N_NODE_INTS] = array("i", state["ints"])
+        tree._node_floats = storage.filled("d", node_cap * N_NODE_FLOATS)
+        tree._node_floats[: n * N_NODE_FLOATS] = array("d", state["floats"])
+        tree._class_weights = storage.filled("d", node_cap * ccap)
+        tree._class_weights[: n * ccap] = array("d", state["class_weights"])
+        tree._gaussians = storage.from_numpy("d", np.array(state["stats"], dtype=np.float64))
+        tree._nominal_counts = [storage.from_numpy("d", np.array(a, dtype=np.float64)) for a in state["nominal_counts"]]
+        tree._free_slots = storage.filled("i", slot_cap)
+        tree._n_free_slots = len(state["free"])
+        tree._free_slots[: tree._n_free_slots] = array("i", state["free"])
         check_records(tree, state)
         return tree
 

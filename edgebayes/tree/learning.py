@@ -31,18 +31,18 @@ import numpy as np
 from edgebayes.base import ClassLimitError
 from edgebayes.tree import arena
 from edgebayes.tree.arena import (
-    CHILD,
     DEPTH,
-    FEAT,
-    MCOK,
-    N_FLOATS,
-    N_INTS,
-    NBOK,
-    NBR,
-    NW,
-    SINCE,
+    FIRST_CHILD,
+    MC_CORRECT,
+    N_BRANCHES,
+    N_NODE_FLOATS,
+    N_NODE_INTS,
+    NB_CORRECT,
     SLOT,
-    THR,
+    SPLIT_FEATURE,
+    THRESHOLD,
+    WEIGHT_SEEN,
+    WEIGHT_SINCE_ATTEMPT,
 )
 from edgebayes.tree.criterion import MAX_SHARE_TO_SPLIT, entropy, hoeffding_bound, merit_range
 from edgebayes.tree.leaves import class_row, score_nba
@@ -64,22 +64,22 @@ def route(tree, xl: list) -> list:
     or a nominal value the split has no branch for, follows the branch that has seen the
     most weight (`_heaviest_branch`).
     """
-    ni, nf = tree._ni, tree._nf
+    ni, nf = tree._node_ints, tree._node_floats
     node = 0
     path = [0]
     while True:
-        b = node * N_INTS
-        g = ni[b + FEAT]
+        b = node * N_NODE_INTS
+        g = ni[b + SPLIT_FEATURE]
         if g < 0:
             return path
         v = xl[g]
-        ch = ni[b + CHILD]
-        nbr = ni[b + NBR]
+        ch = ni[b + FIRST_CHILD]
+        nbr = ni[b + N_BRANCHES]
         if nbr:
             code = tree._vocab_of[g].get(v, -1)
             node = ch + code if 0 <= code < nbr else _heaviest_branch(nf, ch, nbr)
         else:
-            thr = nf[node * N_FLOATS + THR]
+            thr = nf[node * N_NODE_FLOATS + THRESHOLD]
             if v <= thr:
                 node = ch
             elif v > thr:
@@ -91,7 +91,7 @@ def route(tree, xl: list) -> list:
 
 def _heaviest_branch(nf, ch: int, nbr: int) -> int:
     """The child among ``ch .. ch + nbr - 1`` with the most weight seen, the first on a tie."""
-    weights = [nf[(ch + i) * N_FLOATS + NW] for i in range(nbr)]
+    weights = [nf[(ch + i) * N_NODE_FLOATS + WEIGHT_SEEN] for i in range(nbr)]
     return ch + weights.index(max(weights))
 
 
@@ -105,21 +105,21 @@ def learn(tree, xl: list, c: int, w: float, codes: list) -> None:
     ``grace_period`` of weight, rank the leaves every `REBALANCE_PERIOD` samples (bounded
     trees)."""
     path = route(tree, xl)
-    nf = tree._nf
+    nf = tree._node_floats
     for n in path:
-        nf[n * N_FLOATS + NW] += w
+        nf[n * N_NODE_FLOATS + WEIGHT_SEEN] += w
     node = path[-1]
-    s = tree._ni[node * N_INTS + SLOT]
+    s = tree._node_ints[node * N_NODE_INTS + SLOT]
     if s >= 0:
         if tree.leaf_prediction == "nba":
             score_nba(tree, node, s, xl, c, w)
         observe(tree, s, xl, c, w, codes)
-    tree._cc[node * tree._ccap + c] += w
+    tree._class_weights[node * tree._class_cap + c] += w
     tree._n_learned += 1
     if s >= 0:
         # weight since the last evaluation counted on its own: exact for integer weights,
         # where MOA's and River's difference of two fractional totals can miss by an ulp
-        k = node * N_FLOATS + SINCE
+        k = node * N_NODE_FLOATS + WEIGHT_SINCE_ATTEMPT
         since = nf[k] + w
         if since >= tree.grace_period:
             nf[k] = 0.0
@@ -135,8 +135,8 @@ def learn(tree, xl: list, c: int, w: float, codes: list) -> None:
 
 def value_codes(tree, xl: list) -> list:
     """Per nominal feature, the code of ``xl``'s value: -1 for NaN, None for a new value."""
-    vocab = tree._vocab
-    return [vocab[k].get(xl[g]) if xl[g] == xl[g] else -1 for k, g in enumerate(tree._gnom)]
+    vocab = tree._vocabs
+    return [vocab[k].get(xl[g]) if xl[g] == xl[g] else -1 for k, g in enumerate(tree._nominal_features)]
 
 
 def make_room(tree, y, add_class: bool, xl: list, codes: list) -> tuple[int, list]:
@@ -157,28 +157,28 @@ def make_room(tree, y, add_class: bool, xl: list, codes: list) -> tuple[int, lis
             f"{what} refused: max_size_bytes={tree.max_size_bytes} cannot hold "
             f"{len(tree.classes_) + add_class} classes and the nominal values of this tree"
         )
-    c = tree._cidx.get(y, -1)
+    c = tree._class_index.get(y, -1)
     if add_class:
         tree.classes_.append(y)
-        tree._cidx[y] = c = len(tree.classes_) - 1
-        arena.settle(tree, ccap, tree._vcaps, ccap, vcaps, new)
+        tree._class_index[y] = c = len(tree.classes_) - 1
+        arena.settle(tree, ccap, tree._value_caps, ccap, vcaps, new)
         if not tree._n_nodes:
             _new_root(tree)
     for k in list(new):
         v = new.pop(k)
-        voc = tree._vocab[k]
+        voc = tree._vocabs[k]
         voc[v] = codes[k] = len(voc)
-        step = list(tree._vcaps)
+        step = list(tree._value_caps)
         step[k] = vcaps[k]
-        arena.settle(tree, tree._ccap, step, ccap, vcaps, new)
+        arena.settle(tree, tree._class_cap, step, ccap, vcaps, new)
     return c, codes
 
 
 def _new_root(tree) -> None:
     """VFDT's start: a single active leaf, the root."""
     tree._n_nodes = 1
-    tree._ni[FEAT] = -1
-    tree._ni[SLOT] = -1
+    tree._node_ints[SPLIT_FEATURE] = -1
+    tree._node_ints[SLOT] = -1
     activate(tree, 0)
 
 
@@ -207,8 +207,8 @@ def attempt_split(tree, node: int) -> None:
     and split on the new concept later (docs/results.md, "Figures behind choices in the
     code").
     """
-    b = node * N_INTS
-    if tree.max_depth is not None and tree._ni[b + DEPTH] >= tree.max_depth:
+    b = node * N_NODE_INTS
+    if tree.max_depth is not None and tree._node_ints[b + DEPTH] >= tree.max_depth:
         return
     pre = class_row(tree, node)
     total, n_nonzero = 0.0, 0
@@ -217,7 +217,7 @@ def attempt_split(tree, node: int) -> None:
         n_nonzero += v > 0.0
     if n_nonzero < 2:
         return
-    s = tree._ni[b + SLOT]
+    s = tree._node_ints[b + SLOT]
     suggestions = _split_suggestions(tree, s, pre)
     suggestions.sort(key=lambda t: (t[0], t[1]))
     best, second = suggestions[-1], suggestions[-2]
@@ -235,9 +235,9 @@ def _split_suggestions(tree, s: int, pre: list) -> list:
     every feature at slot ``s``, after the null split (merit -inf, feature -1)."""
     n_classes, h_pre = len(pre), entropy(pre)
     suggestions = [(-math.inf, -1, 0.0, None)]
-    for g, (merit, thr, dists) in zip(tree._gnum, numeric_splits(tree, s, n_classes, h_pre)):
+    for g, (merit, thr, dists) in zip(tree._numeric_features, numeric_splits(tree, s, n_classes, h_pre)):
         suggestions.append((merit, g, thr, dists))
-    for g, (merit, dists) in zip(tree._gnom, nominal_splits(tree, s, n_classes, h_pre)):
+    for g, (merit, dists) in zip(tree._nominal_features, nominal_splits(tree, s, n_classes, h_pre)):
         suggestions.append((merit, g, math.nan, dists))
     return suggestions
 
@@ -249,8 +249,8 @@ def split(tree, node: int, g: int, thr: float, dists: list) -> None:
     n_br = len(dists)
     if not arena.grow_nodes(tree, tree._n_nodes + n_br, exclude=node):
         return  # the tree is full: no more splits
-    ni, nf, cc, ccap = tree._ni, tree._nf, tree._cc, tree._ccap
-    b = node * N_INTS
+    ni, nf, cc, ccap = tree._node_ints, tree._node_floats, tree._class_weights, tree._class_cap
+    b = node * N_NODE_INTS
     s = ni[b + SLOT]
     if s >= 0:
         arena.release_slot(tree, s)
@@ -258,22 +258,22 @@ def split(tree, node: int, g: int, thr: float, dists: list) -> None:
     depth = ni[b + DEPTH] + 1
     for i in range(n_br):
         child = first + i
-        cb = child * N_INTS
-        ni[cb + FEAT] = -1
+        cb = child * N_NODE_INTS
+        ni[cb + SPLIT_FEATURE] = -1
         ni[cb + DEPTH] = depth
         ni[cb + SLOT] = -1
         weight = 0.0
         for c, v in enumerate(dists[i]):
             cc[child * ccap + c] = v
             weight += v
-        nf[child * N_FLOATS + NW] = weight
+        nf[child * N_NODE_FLOATS + WEIGHT_SEEN] = weight
     tree._n_nodes = first + n_br
     nominal = g in tree._vocab_of
-    ni[b + FEAT] = g
-    ni[b + CHILD] = first
-    ni[b + NBR] = n_br if nominal else 0
+    ni[b + SPLIT_FEATURE] = g
+    ni[b + FIRST_CHILD] = first
+    ni[b + N_BRANCHES] = n_br if nominal else 0
     ni[b + SLOT] = -1
-    nf[node * N_FLOATS + THR] = 0.0 if nominal else thr
+    nf[node * N_NODE_FLOATS + THRESHOLD] = 0.0 if nominal else thr
     for child in range(first, first + n_br):
         if not activate(tree, child):
             break
@@ -287,10 +287,10 @@ def activate(tree, node: int) -> bool:
     s = arena.take_slot(tree)
     if s < 0:
         return False
-    tree._ni[node * N_INTS + SLOT] = s
-    fb = node * N_FLOATS
-    tree._nf[fb + SINCE] = 0.0
-    tree._nf[fb + MCOK] = tree._nf[fb + NBOK] = 0.0
+    tree._node_ints[node * N_NODE_INTS + SLOT] = s
+    fb = node * N_NODE_FLOATS
+    tree._node_floats[fb + WEIGHT_SINCE_ATTEMPT] = 0.0
+    tree._node_floats[fb + MC_CORRECT] = tree._node_floats[fb + NB_CORRECT] = 0.0
     return True
 
 
@@ -299,11 +299,11 @@ def rebalance(tree) -> None:
     deactivate the others, reactivate inactive leaves that now rank higher or for which
     room has freed."""
     ints = arena.node_ints(tree)
-    leaves = np.flatnonzero(ints[:, FEAT] < 0)
+    leaves = np.flatnonzero(ints[:, SPLIT_FEATURE] < 0)
     inactive = ints[leaves, SLOT] < 0
     if not inactive.any():
         return
-    fit = arena.slots_that_fit(tree, tree._node_cap, tree._ccap, tree._vcaps)
+    fit = arena.slots_that_fit(tree, tree._node_cap, tree._class_cap, tree._value_caps)
     n_active = min(leaves.size, max(fit, 0))
     order = leaves[np.argsort(-arena.promise(tree, leaves), kind="stable")]
     top = order[:n_active]
@@ -311,7 +311,7 @@ def rebalance(tree) -> None:
     if (top_slots >= 0).all() and n_active <= tree._slot_cap:
         return  # the most promising leaves already learn
     keep = top_slots[top_slots >= 0].tolist()
-    arena.rebuild(tree, tree._node_cap, max(n_active, len(keep)), tree._ccap, tree._vcaps, keep)
+    arena.rebuild(tree, tree._node_cap, max(n_active, len(keep)), tree._class_cap, tree._value_caps, keep)
     for node in top[top_slots < 0].tolist():
         activate(tree, node)
 
@@ -323,5 +323,5 @@ def shed_leaves(tree) -> int:
     keep = active[: len(active) // 2]
     if len(keep) == len(active):
         return 0
-    arena.rebuild(tree, tree._node_cap, len(keep), tree._ccap, tree._vcaps, keep)
+    arena.rebuild(tree, tree._node_cap, len(keep), tree._class_cap, tree._value_caps, keep)
     return len(active) - len(keep)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
-from edgebayes.tree.arena import MCOK, N_FLOATS, N_INTS, NBOK, NW, SLOT
-from edgebayes.tree.observers import INV2VAR, LOGNORM, MEAN, N_FIELDS, W
+from edgebayes.tree.arena import MC_CORRECT, N_NODE_FLOATS, N_NODE_INTS, NB_CORRECT, SLOT, WEIGHT_SEEN
+from edgebayes.tree.observers import HALF_INV_VAR, LOG_NORM, MEAN, N_FIELDS, WEIGHT
 
 #: A product of nominal likelihoods below this goes into the log-vote before the next factor:
 #: each factor is at least 1 / (weight seen + values), above 1e-100 for any weight a leaf
@@ -37,8 +37,8 @@ def softmax_log(log_votes) -> list | None:
 
 def class_row(tree, node: int) -> list:
     """Class weights at ``node``, one per class of ``classes_``."""
-    b = node * tree._ccap
-    return tree._cc[b : b + len(tree.classes_)].tolist()
+    b = node * tree._class_cap
+    return tree._class_weights[b : b + len(tree.classes_)].tolist()
 
 
 def argmax(values: list) -> int:
@@ -59,18 +59,18 @@ def predict(tree, path: list, xl: list) -> list:
     has been right at least as often as the majority class, once the leaf has seen
     ``nb_threshold`` of weight; otherwise by its class weights.
     """
-    nf = tree._nf
+    nf = tree._node_floats
     node = path[-1]
-    if nf[node * N_FLOATS + NW] <= 0.0 and len(path) > 1:
+    if nf[node * N_NODE_FLOATS + WEIGHT_SEEN] <= 0.0 and len(path) > 1:
         node = path[-2]
-    fb = node * N_FLOATS
-    s = tree._ni[node * N_INTS + SLOT]
+    fb = node * N_NODE_FLOATS
+    s = tree._node_ints[node * N_NODE_INTS + SLOT]
     mode = tree.leaf_prediction
     if (
         s >= 0
         and mode != "mc"
-        and nf[fb + NW] >= tree.nb_threshold
-        and not (mode == "nba" and nf[fb + MCOK] > nf[fb + NBOK])
+        and nf[fb + WEIGHT_SEEN] >= tree.nb_threshold
+        and not (mode == "nba" and nf[fb + MC_CORRECT] > nf[fb + NB_CORRECT])
     ):
         proba = softmax_log(nb_log_votes(tree, node, s, xl))
         if proba is not None:
@@ -89,11 +89,11 @@ def score_nba(tree, node: int, s: int, xl: list, c: int, w: float) -> None:
     A prediction is MOA's ``maxIndex`` of the votes: the first maximum, the first class
     when every vote is zero (an empty leaf; naive Bayes with every density zero).
     """
-    fb = node * N_FLOATS
+    fb = node * N_NODE_FLOATS
     if argmax(class_row(tree, node)) == c:
-        tree._nf[fb + MCOK] += w
+        tree._node_floats[fb + MC_CORRECT] += w
     if max(argmax(nb_log_votes(tree, node, s, xl)), 0) == c:
-        tree._nf[fb + NBOK] += w
+        tree._node_floats[fb + NB_CORRECT] += w
 
 
 def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
@@ -114,8 +114,8 @@ def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
     lead, and a member of an SRP ensemble starts with a low error after training that then
     rises, which its drift detectors see (bench/srp.py on RBF_M and RBF_F).
     """
-    st, ccap, nfe = tree._st, tree._ccap, len(tree._gnum) * N_FIELDS
-    cc, cb = tree._cc, node * ccap
+    st, ccap, nfe = tree._gaussians, tree._class_cap, len(tree._numeric_features) * N_FIELDS
+    cc, cb = tree._class_weights, node * ccap
     n_classes = len(tree.classes_)
     votes = [-math.inf] * n_classes
     observed = None  # per numeric feature: has any class a value for it at this leaf?
@@ -125,14 +125,14 @@ def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
             continue
         ll = math.log(n_c)
         k = (s * ccap + c) * nfe
-        for j, g in enumerate(tree._gnum):
+        for j, g in enumerate(tree._numeric_features):
             d = xl[g] - st[k + MEAN]
             if d == d:  # a missing value adds nothing
-                iv = st[k + INV2VAR]
+                iv = st[k + HALF_INV_VAR]
                 if iv:
-                    ll += st[k + LOGNORM] - d * d * iv
+                    ll += st[k + LOG_NORM] - d * d * iv
                 else:  # no variance: a point mass, or no value of this class here
-                    if st[k + W] > 0.0:
+                    if st[k + WEIGHT] > 0.0:
                         zero = d != 0.0
                     else:
                         if observed is None:
@@ -147,11 +147,11 @@ def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
     # feature order, then one log (a log per term was a fifth of SRP's time on LED); a product
     # that could underflow goes into the vote first. The value's code is looked up once.
     prods = [1.0] * n_classes
-    for j, g in enumerate(tree._gnom):
+    for j, g in enumerate(tree._nominal_features):
         v = xl[g]
         if v != v:
             continue
-        counts, vcap, vocab = tree._nc[j], tree._vcaps[j], tree._vocab[j]
+        counts, vcap, vocab = tree._nominal_counts[j], tree._value_caps[j], tree._vocabs[j]
         code, n_values = vocab.get(v, -1), len(vocab)
         for c in range(n_classes):
             if votes[c] == -math.inf:
@@ -173,10 +173,10 @@ def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
 
 def observed_features(tree, s: int) -> list:
     """Per numeric feature, whether slot ``s`` holds weight for it in any class."""
-    st, n_num, ccap = tree._st, len(tree._gnum), tree._ccap
+    st, n_num, ccap = tree._gaussians, len(tree._numeric_features), tree._class_cap
     seen = [False] * n_num
     for c in range(len(tree.classes_)):
         k = (s * ccap + c) * n_num * N_FIELDS
         for j in range(n_num):
-            seen[j] = seen[j] or st[k + j * N_FIELDS + W] > 0.0
+            seen[j] = seen[j] or st[k + j * N_FIELDS + WEIGHT] > 0.0
     return seen

@@ -27,7 +27,7 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 # Field positions in the per-(slot, class, numeric feature) record of the stats array: the
 # Gaussian estimator, and its log-density terms kept for naive Bayes (`leaves`)
-W, MEAN, M2, MIN, MAX, LOGNORM, INV2VAR = range(7)
+WEIGHT, MEAN, M2, MIN, MAX, LOG_NORM, HALF_INV_VAR = range(7)
 N_FIELDS = 7
 
 
@@ -35,18 +35,18 @@ def observe(tree, s: int, xl: list, c: int, w: float, codes: list) -> None:
     """Add ``xl`` with class ``c`` and weight ``w`` to slot ``s``'s observers (weighted
     Welford, West 1979, for the numeric features; ``codes`` the nominal values' codes,
     -1 for a missing value). NaN is not learned."""
-    st = tree._st
+    st = tree._gaussians
     log = math.log
-    k = (s * tree._ccap + c) * len(tree._gnum) * N_FIELDS
-    for g in tree._gnum:
+    k = (s * tree._class_cap + c) * len(tree._numeric_features) * N_FIELDS
+    for g in tree._numeric_features:
         v = xl[g]
         if v != v:
             pass
-        elif st[k + W] <= 0.0:  # the first value as the mean, exactly (MOA's GaussianEstimator):
-            st[k + W], st[k + MEAN], st[k + MIN], st[k + MAX] = w, v, v, v  # Welford's v * w / w can miss
+        elif st[k + WEIGHT] <= 0.0:  # the first value as the mean, exactly (MOA's GaussianEstimator):
+            st[k + WEIGHT], st[k + MEAN], st[k + MIN], st[k + MAX] = w, v, v, v  # Welford's v * w / w can miss
         else:  # v by an ulp, and a point mass would get a variance of 1e-17
-            sw = st[k + W] + w
-            st[k + W] = sw
+            sw = st[k + WEIGHT] + w
+            st[k + WEIGHT] = sw
             mu = st[k + MEAN]
             d = v - mu
             mu += d * w / sw
@@ -57,12 +57,12 @@ def observe(tree, s: int, xl: list, c: int, w: float, codes: list) -> None:
             st[k + MAX] = max(st[k + MAX], v)
             if sw > 1.0 and m2 > 0.0:  # sample variance, as MOA's GaussianEstimator
                 var = m2 / (sw - 1.0)
-                st[k + LOGNORM] = -0.5 * (_LOG_2PI + log(var))
-                st[k + INV2VAR] = 0.5 / var
+                st[k + LOG_NORM] = -0.5 * (_LOG_2PI + log(var))
+                st[k + HALF_INV_VAR] = 0.5 / var
         k += N_FIELDS
     for k, code in enumerate(codes):
         if code >= 0:
-            tree._nc[k][(s * tree._ccap + c) * tree._vcaps[k] + code] += w
+            tree._nominal_counts[k][(s * tree._class_cap + c) * tree._value_caps[k] + code] += w
 
 
 def numeric_splits(tree, s: int, n_classes: int, h_pre: float) -> list:
@@ -81,8 +81,8 @@ def numeric_splits(tree, s: int, n_classes: int, h_pre: float) -> list:
         has no valid candidate (fewer than two distinct values, or only NaN). The first best
         candidate wins (MOA's strict '>' scan).
     """
-    st, n_num, n_points = tree._st, len(tree._gnum), tree.n_split_points
-    base = s * tree._ccap * n_num * N_FIELDS
+    st, n_num, n_points = tree._gaussians, len(tree._numeric_features), tree.n_split_points
+    base = s * tree._class_cap * n_num * N_FIELDS
     step = n_num * N_FIELDS  # from one class's record of a feature to the next class's
     out = []
     for j in range(n_num):
@@ -114,7 +114,7 @@ def _sides(st, first: int, step: int, n_classes: int, t: float) -> list:
     left, right = [], []
     for c in range(n_classes):
         k = first + c * step
-        w, mean, lo_c, hi_c = st[k + W], st[k + MEAN], st[k + MIN], st[k + MAX]
+        w, mean, lo_c, hi_c = st[k + WEIGHT], st[k + MEAN], st[k + MIN], st[k + MAX]
         std = math.sqrt(max(st[k + M2], 0.0) / (w - 1.0)) if w > 1.0 else 0.0
         if t < lo_c:
             frac = 0.0
@@ -139,11 +139,11 @@ def nominal_splits(tree, s: int, n_classes: int, h_pre: float) -> list:
         float lists); merit -inf and dists None with fewer than two values seen here.
     """
     out = []
-    for k, counts in enumerate(tree._nc):
-        vcap = tree._vcaps[k]
+    for k, counts in enumerate(tree._nominal_counts):
+        vcap = tree._value_caps[k]
         branches, last, n_seen = [], 0, 0
         for v in range(vcap):
-            row = [counts[(s * tree._ccap + c) * vcap + v] for c in range(n_classes)]
+            row = [counts[(s * tree._class_cap + c) * vcap + v] for c in range(n_classes)]
             branches.append(row)
             if any(x > 0.0 for x in row):
                 last, n_seen = v + 1, n_seen + 1
