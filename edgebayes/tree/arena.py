@@ -3,24 +3,40 @@
 Every function here takes the tree (`edgebayes.tree.hoeffding_tree`) and reads or re-lays
 its arrays; none allocates a Python object per node or statistic. The arrays (`storage`):
 
-- ``_node_ints``: int node records, ``N_NODE_INTS`` per node (`SPLIT_FEATURE` .. `SLOT`), ``_node_cap`` records;
-- ``_node_floats``: float node records, ``N_NODE_FLOATS`` per node (`THRESHOLD` .. `NB_CORRECT`);
-- ``_class_weights``: class weights, ``_class_cap`` per node (VFDT's n_k(l) per leaf, kept at split nodes
-  too: a branch no sample has reached predicts with its split node's weights);
+- ``_node_ints``: int node records, ``N_NODE_INTS`` per node (`SPLIT_FEATURE` .. `SLOT`),
+  ``_node_cap`` records, ``_n_nodes`` used;
+- ``_node_floats``: float node records, ``N_NODE_FLOATS`` per node (`THRESHOLD` ..
+  `NB_CORRECT`);
+- ``_class_weights``: class weights, ``_class_cap`` per node (VFDT's n_k(l) per leaf, kept at
+  split nodes too: a branch no sample has reached predicts with its split node's weights);
 - ``_gaussians``: the Gaussian observers of the active leaves, ``_slot_cap`` *slots* of
-  ``_class_cap x len(_numeric_features)`` records of `observers.N_FIELDS` floats;
-- ``_nominal_counts``: per nominal feature k, the value counts of the slots, ``_slot_cap x _class_cap x
-  _value_caps[k]`` floats (VFDT's n_ijk(l));
+  ``_class_cap x len(_numeric_features)`` records of `observers.N_FIELDS` floats
+  (`observers.gaussian_at`);
+- ``_nominal_counts``: per nominal feature k, the value counts of the slots, ``_slot_cap x
+  _class_cap x _value_caps[k]`` floats (VFDT's n_ijk(l); `observers.count_at`);
 - ``_free_slots``: a stack of the free slots, ``_n_free_slots`` of them.
+
+Beside them: ``_class_index`` (label -> column, the order of ``classes_``),
+``_numeric_features`` and ``_nominal_features`` (the global indices learned, in record
+order), ``_vocabs`` (per nominal feature, value -> code) and ``_vocab_of`` (global index ->
+its vocabulary), ``_n_learned`` (samples learned).
 
 A leaf with a slot is *active* (it learns splits and naive Bayes); one without is inactive.
 Capacities grow geometrically, and with ``max_size_bytes`` set only to what `slots_that_fit`
 allows: `array_bytes` and `py_bytes` predict ``memory_bytes()`` before any allocation.
+
+This module is the only writer of the tree's private fields (``__init__`` aside, which sets
+their empty values): the other modules read them and change them through the functions here,
+per sample (`add_weight`, `due_for_attempt`, `credit`), at a change of shape (`add_class`,
+`add_value`, `add_root`, `split_node`, `start_leaf`, the slot pool, `rebuild`) and when a
+state is loaded (`fix_schema`, `load`). One exception, by design: a slot's observer records
+are updated in place by `observers.observe`, their only other writer.
 """
 
 from __future__ import annotations
 
 import sys
+from array import array
 
 import numpy as np
 
@@ -260,6 +276,138 @@ def settle(tree, ccap: int, vcaps: list, final_ccap: int, final_vcaps: list, lat
     fits_later = slots_that_fit(tree, node_cap, *after, growth_bytes(tree, [], later)) >= 0
     if not (fits_later and relayout(tree, node_cap, *doubled)):
         relayout(tree, node_cap, ccap, vcaps)  # cannot fail: the caller checked the exact capacities
+
+
+# ---------------------------------------------------------------- schema, classes, values, state
+
+
+def fix_schema(tree, numeric: list, nominal: list) -> None:
+    """Learn the features ``numeric`` and ``nominal`` (global indices, in record order), with
+    empty vocabularies and no value column yet."""
+    tree._numeric_features = numeric
+    tree._nominal_features = nominal
+    tree._vocabs = [{} for _ in nominal]
+    tree._vocab_of = dict(zip(nominal, tree._vocabs))
+    tree._value_caps = [0] * len(nominal)
+    tree._nominal_counts = [array("d") for _ in nominal]
+
+
+def add_class(tree, y) -> int:
+    """Append label ``y`` to ``classes_`` and return its index; its column must have room
+    (`settle`)."""
+    tree.classes_.append(y)
+    c = tree._class_index[y] = len(tree.classes_) - 1
+    return c
+
+
+def add_value(tree, k: int, v: float) -> int:
+    """Give nominal feature ``k``'s new value ``v`` the next code, and return it."""
+    voc = tree._vocabs[k]
+    code = voc[v] = len(voc)
+    return code
+
+
+def load(tree, state: dict) -> None:
+    """Fill a fresh tree, its schema fixed (`fix_schema`), from ``state`` (the tree's
+    ``state()``): classes, vocabularies, capacities and arrays, at the capacities the state
+    names; the caller checks the records (`checks.check_records`)."""
+    for c in state["classes"]:
+        add_class(tree, c)
+    for k, values in zip(range(len(tree._vocabs)), state["vocab"]):
+        for v in values:
+            add_value(tree, k, v)
+    node_cap, slot_cap, ccap, vcaps = state["caps"]
+    tree._node_cap, tree._slot_cap, tree._class_cap, tree._value_caps = node_cap, slot_cap, ccap, list(vcaps)
+    tree._n_nodes = n = state["n_nodes"]
+    tree._n_learned = state["n_learned"]
+    tree._node_ints = storage.filled("i", node_cap * N_NODE_INTS)
+    tree._node_ints[: n * N_NODE_INTS] = array("i", state["ints"])
+    tree._node_floats = storage.filled("d", node_cap * N_NODE_FLOATS)
+    tree._node_floats[: n * N_NODE_FLOATS] = array("d", state["floats"])
+    tree._class_weights = storage.filled("d", node_cap * ccap)
+    tree._class_weights[: n * ccap] = array("d", state["class_weights"])
+    tree._gaussians = storage.from_numpy("d", np.array(state["stats"], dtype=np.float64))
+    tree._nominal_counts = [storage.from_numpy("d", np.array(a, dtype=np.float64)) for a in state["nominal_counts"]]
+    tree._free_slots = storage.filled("i", slot_cap)
+    tree._n_free_slots = len(state["free"])
+    tree._free_slots[: tree._n_free_slots] = array("i", state["free"])
+
+
+# ---------------------------------------------------------------- node records
+
+
+def add_root(tree) -> None:
+    """The first node: an inactive leaf (`start_leaf` activates it); the records must have room."""
+    tree._n_nodes = 1
+    tree._node_ints[SPLIT_FEATURE] = -1
+    tree._node_ints[SLOT] = -1
+
+
+def split_node(tree, node: int, g: int, thr: float, dists: list) -> int:
+    """Turn leaf ``node`` (its slot already released) into a split on global feature ``g``
+    (at threshold ``thr`` when numeric) with a new inactive leaf per row of ``dists``, each
+    starting with those class weights; returns the first child. The records must have room
+    for the children (`grow_nodes`)."""
+    ni, nf, cc, ccap = tree._node_ints, tree._node_floats, tree._class_weights, tree._class_cap
+    first = tree._n_nodes
+    n_br = len(dists)
+    depth = ni[node * N_NODE_INTS + DEPTH] + 1
+    for i in range(n_br):
+        child = first + i
+        cb = child * N_NODE_INTS
+        ni[cb + SPLIT_FEATURE] = -1
+        ni[cb + DEPTH] = depth
+        ni[cb + SLOT] = -1
+        weight = 0.0
+        for c, v in enumerate(dists[i]):
+            cc[child * ccap + c] = v
+            weight += v
+        nf[child * N_NODE_FLOATS + WEIGHT_SEEN] = weight
+    tree._n_nodes = first + n_br
+    nominal = g in tree._vocab_of
+    b = node * N_NODE_INTS
+    ni[b + SPLIT_FEATURE] = g
+    ni[b + FIRST_CHILD] = first
+    ni[b + N_BRANCHES] = n_br if nominal else 0
+    ni[b + SLOT] = -1
+    nf[node * N_NODE_FLOATS + THRESHOLD] = 0.0 if nominal else thr
+    return first
+
+
+def start_leaf(tree, node: int, s: int) -> None:
+    """Leaf ``node`` learns in slot ``s`` from now on, its split count and nba scores at zero."""
+    tree._node_ints[node * N_NODE_INTS + SLOT] = s
+    fb = node * N_NODE_FLOATS
+    nf = tree._node_floats
+    nf[fb + WEIGHT_SINCE_ATTEMPT] = 0.0
+    nf[fb + MC_CORRECT] = nf[fb + NB_CORRECT] = 0.0
+
+
+def add_weight(tree, path: list, c: int, w: float) -> None:
+    """One sample of class ``c`` and weight ``w`` learned along ``path`` (root first): ``w``
+    added to every node's weight seen and to the leaf's class weight, the sample counted."""
+    nf = tree._node_floats
+    for n in path:
+        nf[n * N_NODE_FLOATS + WEIGHT_SEEN] += w
+    tree._class_weights[path[-1] * tree._class_cap + c] += w
+    tree._n_learned += 1
+
+
+def due_for_attempt(tree, node: int, w: float) -> bool:
+    """Add ``w`` to leaf ``node``'s weight since its last split attempt; True, with that weight
+    back at 0, once it reaches ``grace_period``."""
+    # counted on its own: exact for integer weights, where MOA's and River's difference of
+    # two fractional totals can miss by an ulp
+    k = node * N_NODE_FLOATS + WEIGHT_SINCE_ATTEMPT
+    since = tree._node_floats[k] + w
+    due = since >= tree.grace_period
+    tree._node_floats[k] = 0.0 if due else since
+    return due
+
+
+def credit(tree, node: int, field: int, w: float) -> None:
+    """Add ``w`` to leaf ``node``'s nba score ``field`` (`MC_CORRECT` or `NB_CORRECT`)."""
+    tree._node_floats[node * N_NODE_FLOATS + field] += w
 
 
 # ---------------------------------------------------------------- slot pool

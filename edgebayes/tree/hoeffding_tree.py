@@ -26,7 +26,7 @@ from edgebayes.base import (
     check_weight,
     refuse_malformed,
 )
-from edgebayes.tree import arena, learning, leaves, storage
+from edgebayes.tree import arena, learning, leaves
 from edgebayes.tree.arena import DEPTH, N_NODE_FLOATS, N_NODE_INTS, SLOT, SPLIT_FEATURE
 from edgebayes.tree.checks import check_allocation, check_params, check_records
 
@@ -197,12 +197,7 @@ class HoeffdingTreeClassifier(Learner):
             raise ValueError(f"features {bad} out of range for x of {n} features")
         nominal = set() if self.nominal_attributes is None else {int(i) for i in self.nominal_attributes}
         self.n_features_in_ = n
-        self._numeric_features = [g for g in feats if g not in nominal]
-        self._nominal_features = [g for g in feats if g in nominal]
-        self._vocabs = [{} for _ in self._nominal_features]
-        self._vocab_of = dict(zip(self._nominal_features, self._vocabs))
-        self._value_caps = [0] * len(self._nominal_features)
-        self._nominal_counts = [array("d") for _ in self._nominal_features]
+        arena.fix_schema(self, [g for g in feats if g not in nominal], [g for g in feats if g in nominal])
 
     def has_room(self, x, y) -> bool:
         """Whether `learn_one` would take ``y`` and ``x``'s nominal values within
@@ -316,29 +311,9 @@ class HoeffdingTreeClassifier(Learner):
             raise ValueError("not a hoeffding_tree state")
         tree = cls(**state["params"])
         check_allocation(state, tree.features is None)  # before anything is allocated
-        node_cap, slot_cap, ccap, vcaps = state["caps"]
         if state["n_features_in"] is not None:
             tree._init_features(state["n_features_in"])
-        for c in state["classes"]:
-            tree._class_index[c] = len(tree.classes_)
-            tree.classes_.append(c)
-        for voc, values in zip(tree._vocabs, state["vocab"]):
-            for i, v in enumerate(values):
-                voc[v] = i
-        tree._node_cap, tree._slot_cap, tree._class_cap, tree._value_caps = node_cap, slot_cap, ccap, list(vcaps)
-        tree._n_nodes = n = state["n_nodes"]
-        tree._n_learned = state["n_learned"]
-        tree._node_ints = storage.filled("i", node_cap * N_NODE_INTS)
-        tree._node_ints[: n * N_NODE_INTS] = array("i", state["ints"])
-        tree._node_floats = storage.filled("d", node_cap * N_NODE_FLOATS)
-        tree._node_floats[: n * N_NODE_FLOATS] = array("d", state["floats"])
-        tree._class_weights = storage.filled("d", node_cap * ccap)
-        tree._class_weights[: n * ccap] = array("d", state["class_weights"])
-        tree._gaussians = storage.from_numpy("d", np.array(state["stats"], dtype=np.float64))
-        tree._nominal_counts = [storage.from_numpy("d", np.array(a, dtype=np.float64)) for a in state["nominal_counts"]]
-        tree._free_slots = storage.filled("i", slot_cap)
-        tree._n_free_slots = len(state["free"])
-        tree._free_slots[: tree._n_free_slots] = array("i", state["free"])
+        arena.load(tree, state)
         check_records(tree, state)
         return tree
 

@@ -33,16 +33,13 @@ from edgebayes.tree import arena
 from edgebayes.tree.arena import (
     DEPTH,
     FIRST_CHILD,
-    MC_CORRECT,
     N_BRANCHES,
     N_NODE_FLOATS,
     N_NODE_INTS,
-    NB_CORRECT,
     SLOT,
     SPLIT_FEATURE,
     THRESHOLD,
     WEIGHT_SEEN,
-    WEIGHT_SINCE_ATTEMPT,
 )
 from edgebayes.tree.criterion import MAX_SHARE_TO_SPLIT, entropy, hoeffding_bound, merit_range
 from edgebayes.tree.leaves import class_row, score_nba
@@ -105,27 +102,15 @@ def learn(tree, xl: list, c: int, w: float, codes: list) -> None:
     ``grace_period`` of weight, rank the leaves every `REBALANCE_PERIOD` samples (bounded
     trees)."""
     path = route(tree, xl)
-    nf = tree._node_floats
-    for n in path:
-        nf[n * N_NODE_FLOATS + WEIGHT_SEEN] += w
     node = path[-1]
     s = tree._node_ints[node * N_NODE_INTS + SLOT]
     if s >= 0:
         if tree.leaf_prediction == "nba":
             score_nba(tree, node, s, xl, c, w)
         observe(tree, s, xl, c, w, codes)
-    tree._class_weights[node * tree._class_cap + c] += w
-    tree._n_learned += 1
-    if s >= 0:
-        # weight since the last evaluation counted on its own: exact for integer weights,
-        # where MOA's and River's difference of two fractional totals can miss by an ulp
-        k = node * N_NODE_FLOATS + WEIGHT_SINCE_ATTEMPT
-        since = nf[k] + w
-        if since >= tree.grace_period:
-            nf[k] = 0.0
-            attempt_split(tree, node)
-        else:
-            nf[k] = since
+    arena.add_weight(tree, path, c, w)
+    if s >= 0 and arena.due_for_attempt(tree, node, w):
+        attempt_split(tree, node)
     if tree.max_size_bytes is not None and tree._n_learned % REBALANCE_PERIOD == 0:
         rebalance(tree)
 
@@ -159,27 +144,17 @@ def make_room(tree, y, add_class: bool, xl: list, codes: list) -> tuple[int, lis
         )
     c = tree._class_index.get(y, -1)
     if add_class:
-        tree.classes_.append(y)
-        tree._class_index[y] = c = len(tree.classes_) - 1
+        c = arena.add_class(tree, y)
         arena.settle(tree, ccap, tree._value_caps, ccap, vcaps, new)
-        if not tree._n_nodes:
-            _new_root(tree)
+        if not tree._n_nodes:  # VFDT's start: a single active leaf, the root
+            arena.add_root(tree)
+            activate(tree, 0)
     for k in list(new):
-        v = new.pop(k)
-        voc = tree._vocabs[k]
-        voc[v] = codes[k] = len(voc)
+        codes[k] = arena.add_value(tree, k, new.pop(k))
         step = list(tree._value_caps)
         step[k] = vcaps[k]
         arena.settle(tree, tree._class_cap, step, ccap, vcaps, new)
     return c, codes
-
-
-def _new_root(tree) -> None:
-    """VFDT's start: a single active leaf, the root."""
-    tree._n_nodes = 1
-    tree._node_ints[SPLIT_FEATURE] = -1
-    tree._node_ints[SLOT] = -1
-    activate(tree, 0)
 
 
 # ---------------------------------------------------------------- splits
@@ -249,31 +224,10 @@ def split(tree, node: int, g: int, thr: float, dists: list) -> None:
     n_br = len(dists)
     if not arena.grow_nodes(tree, tree._n_nodes + n_br, exclude=node):
         return  # the tree is full: no more splits
-    ni, nf, cc, ccap = tree._node_ints, tree._node_floats, tree._class_weights, tree._class_cap
-    b = node * N_NODE_INTS
-    s = ni[b + SLOT]
+    s = tree._node_ints[node * N_NODE_INTS + SLOT]
     if s >= 0:
         arena.release_slot(tree, s)
-    first = tree._n_nodes
-    depth = ni[b + DEPTH] + 1
-    for i in range(n_br):
-        child = first + i
-        cb = child * N_NODE_INTS
-        ni[cb + SPLIT_FEATURE] = -1
-        ni[cb + DEPTH] = depth
-        ni[cb + SLOT] = -1
-        weight = 0.0
-        for c, v in enumerate(dists[i]):
-            cc[child * ccap + c] = v
-            weight += v
-        nf[child * N_NODE_FLOATS + WEIGHT_SEEN] = weight
-    tree._n_nodes = first + n_br
-    nominal = g in tree._vocab_of
-    ni[b + SPLIT_FEATURE] = g
-    ni[b + FIRST_CHILD] = first
-    ni[b + N_BRANCHES] = n_br if nominal else 0
-    ni[b + SLOT] = -1
-    nf[node * N_NODE_FLOATS + THRESHOLD] = 0.0 if nominal else thr
+    first = arena.split_node(tree, node, g, thr, dists)
     for child in range(first, first + n_br):
         if not activate(tree, child):
             break
@@ -287,10 +241,7 @@ def activate(tree, node: int) -> bool:
     s = arena.take_slot(tree)
     if s < 0:
         return False
-    tree._node_ints[node * N_NODE_INTS + SLOT] = s
-    fb = node * N_NODE_FLOATS
-    tree._node_floats[fb + WEIGHT_SINCE_ATTEMPT] = 0.0
-    tree._node_floats[fb + MC_CORRECT] = tree._node_floats[fb + NB_CORRECT] = 0.0
+    arena.start_leaf(tree, node, s)
     return True
 
 

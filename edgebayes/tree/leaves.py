@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from edgebayes.tree import arena
 from edgebayes.tree.arena import MC_CORRECT, N_NODE_FLOATS, N_NODE_INTS, NB_CORRECT, SLOT, WEIGHT_SEEN
 from edgebayes.tree.observers import HALF_INV_VAR, LOG_NORM, MEAN, N_FIELDS, WEIGHT
 
@@ -89,11 +90,10 @@ def score_nba(tree, node: int, s: int, xl: list, c: int, w: float) -> None:
     A prediction is MOA's ``maxIndex`` of the votes: the first maximum, the first class
     when every vote is zero (an empty leaf; naive Bayes with every density zero).
     """
-    fb = node * N_NODE_FLOATS
     if argmax(class_row(tree, node)) == c:
-        tree._node_floats[fb + MC_CORRECT] += w
+        arena.credit(tree, node, MC_CORRECT, w)
     if max(argmax(nb_log_votes(tree, node, s, xl)), 0) == c:
-        tree._node_floats[fb + NB_CORRECT] += w
+        arena.credit(tree, node, NB_CORRECT, w)
 
 
 def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
