@@ -14,7 +14,7 @@ import math
 
 from edgebayes.tree import arena
 from edgebayes.tree.arena import MC_CORRECT, N_NODE_FLOATS, N_NODE_INTS, NB_CORRECT, SLOT, WEIGHT_SEEN
-from edgebayes.tree.observers import HALF_INV_VAR, LOG_NORM, MEAN, N_FIELDS, WEIGHT
+from edgebayes.tree.observers import HALF_INV_VAR, LOG_NORM, MEAN, N_FIELDS, WEIGHT, count_at, gaussian_at
 
 #: A product of nominal likelihoods below this goes into the log-vote before the next factor:
 #: each factor is at least 1 / (weight seen + values), above 1e-100 for any weight a leaf
@@ -114,8 +114,7 @@ def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
     lead, and a member of an SRP ensemble starts with a low error after training that then
     rises, which its drift detectors see (bench/srp.py on RBF_M and RBF_F).
     """
-    st, ccap, nfe = tree._gaussians, tree._class_cap, len(tree._numeric_features) * N_FIELDS
-    cc, cb = tree._class_weights, node * ccap
+    st, cc, cb = tree._gaussians, tree._class_weights, node * tree._class_cap
     n_classes = len(tree.classes_)
     votes = [-math.inf] * n_classes
     observed = None  # per numeric feature: has any class a value for it at this leaf?
@@ -124,7 +123,7 @@ def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
         if n_c <= 0.0:
             continue
         ll = math.log(n_c)
-        k = (s * ccap + c) * nfe
+        k = gaussian_at(tree, s, c)
         for j, g in enumerate(tree._numeric_features):
             d = xl[g] - st[k + MEAN]
             if d == d:  # a missing value adds nothing
@@ -143,9 +142,16 @@ def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
                         break
             k += N_FIELDS
         votes[c] = ll
-    # nominal features: per class the product of the Laplace-corrected P(value | class), in
-    # feature order, then one log (a log per term was a fifth of SRP's time on LED); a product
-    # that could underflow goes into the vote first. The value's code is looked up once.
+    _add_nominal_log_votes(tree, s, xl, votes)
+    return votes
+
+
+def _add_nominal_log_votes(tree, s: int, xl: list, votes: list) -> None:
+    """Add the nominal features' log-likelihoods to ``votes`` (classes at -inf stay there):
+    per class the product of the Laplace-corrected P(value | class), in feature order, then
+    one log; a product that could underflow goes into the vote first."""
+    # one log per class, not per term: logs are most of naive Bayes' cost on nominal data
+    n_classes = len(votes)
     prods = [1.0] * n_classes
     for j, g in enumerate(tree._nominal_features):
         v = xl[g]
@@ -156,7 +162,7 @@ def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
         for c in range(n_classes):
             if votes[c] == -math.inf:
                 continue
-            b = (s * ccap + c) * vcap
+            b = count_at(tree, j, s, c)
             total = 0.0
             for i in range(vcap):
                 total += counts[b + i]
@@ -168,15 +174,14 @@ def nb_log_votes(tree, node: int, s: int, xl: list) -> list:
     for c in range(n_classes):
         if prods[c] != 1.0 and votes[c] != -math.inf:
             votes[c] += math.log(prods[c])
-    return votes
 
 
 def observed_features(tree, s: int) -> list:
     """Per numeric feature, whether slot ``s`` holds weight for it in any class."""
-    st, n_num, ccap = tree._gaussians, len(tree._numeric_features), tree._class_cap
+    st, n_num = tree._gaussians, len(tree._numeric_features)
     seen = [False] * n_num
     for c in range(len(tree.classes_)):
-        k = (s * ccap + c) * n_num * N_FIELDS
+        k = gaussian_at(tree, s, c)
         for j in range(n_num):
             seen[j] = seen[j] or st[k + j * N_FIELDS + WEIGHT] > 0.0
     return seen

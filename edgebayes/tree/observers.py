@@ -31,13 +31,25 @@ WEIGHT, MEAN, M2, MIN, MAX, LOG_NORM, HALF_INV_VAR = range(7)
 N_FIELDS = 7
 
 
+def gaussian_at(tree, s: int, c: int) -> int:
+    """Index in the tree's Gaussian records of class ``c``'s record of the first numeric
+    feature at slot ``s``; numeric feature j's record is ``j * N_FIELDS`` further."""
+    return (s * tree._class_cap + c) * len(tree._numeric_features) * N_FIELDS
+
+
+def count_at(tree, k: int, s: int, c: int) -> int:
+    """Index in nominal feature ``k``'s counts of class ``c``'s count of value code 0 at slot
+    ``s``; code v's count is ``v`` further."""
+    return (s * tree._class_cap + c) * tree._value_caps[k]
+
+
 def observe(tree, s: int, xl: list, c: int, w: float, codes: list) -> None:
     """Add ``xl`` with class ``c`` and weight ``w`` to slot ``s``'s observers (weighted
     Welford, West 1979, for the numeric features; ``codes`` the nominal values' codes,
     -1 for a missing value). NaN is not learned."""
     st = tree._gaussians
     log = math.log
-    k = (s * tree._class_cap + c) * len(tree._numeric_features) * N_FIELDS
+    k = gaussian_at(tree, s, c)
     for g in tree._numeric_features:
         v = xl[g]
         if v != v:
@@ -62,7 +74,7 @@ def observe(tree, s: int, xl: list, c: int, w: float, codes: list) -> None:
         k += N_FIELDS
     for k, code in enumerate(codes):
         if code >= 0:
-            tree._nominal_counts[k][(s * tree._class_cap + c) * tree._value_caps[k] + code] += w
+            tree._nominal_counts[k][count_at(tree, k, s, c) + code] += w
 
 
 def numeric_splits(tree, s: int, n_classes: int, h_pre: float) -> list:
@@ -82,7 +94,7 @@ def numeric_splits(tree, s: int, n_classes: int, h_pre: float) -> list:
         candidate wins (MOA's strict '>' scan).
     """
     st, n_num, n_points = tree._gaussians, len(tree._numeric_features), tree.n_split_points
-    base = s * tree._class_cap * n_num * N_FIELDS
+    base = gaussian_at(tree, s, 0)
     step = n_num * N_FIELDS  # from one class's record of a feature to the next class's
     out = []
     for j in range(n_num):
@@ -143,7 +155,7 @@ def nominal_splits(tree, s: int, n_classes: int, h_pre: float) -> list:
         vcap = tree._value_caps[k]
         branches, last, n_seen = [], 0, 0
         for v in range(vcap):
-            row = [counts[(s * tree._class_cap + c) * vcap + v] for c in range(n_classes)]
+            row = [counts[count_at(tree, k, s, c) + v] for c in range(n_classes)]
             branches.append(row)
             if any(x > 0.0 for x in row):
                 last, n_seen = v + 1, n_seen + 1
