@@ -11,12 +11,14 @@ burst; the load average beside each run. 8 features, inline labels (test-then-tr
 
     python bench/runtime.py [--n 20000] [--rate 200] [--seconds 5] [--models nb nb+srp]
                             [--devices 1 10 100 1000] [--budget BYTES] [--format json|msgpack]
+                            [--profile DIR]
 
 With several ``--models`` or ``--devices`` every pair is one run of a fresh runtime, the burst
 interleaved over the devices (reading i goes to device i mod D), and a table closes the output;
 the latency phase is run only for a single pair. ``--budget`` is ``[memory]
 model_budget_bytes`` per device (the run's budget is it times D, ``max_devices`` = D), as a
-deployed config divides it.
+deployed config divides it. ``--profile DIR`` samples the runtime with py-spy during each burst
+(``--gil``, raw output ``DIR/<models>-<devices>.txt``) and prints its shares (``bench/profile.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,6 +41,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.profile import shares, table
 from edgebayes.codec import decode
 from tests.broker import Broker
 
@@ -155,6 +159,32 @@ def start_floor(broker, n: int) -> subprocess.Popen:
     return proc
 
 
+def forget_session(broker, client_id: str) -> None:
+    """End the broker's persistent session of ``client_id`` (a clean-session connect): what the
+    last runtime left unacknowledged is not delivered to the next run's runtime."""
+    c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True)
+    c.connect(broker.host, broker.port)
+    c.loop_start()
+    c.disconnect()
+    c.loop_stop()
+
+
+def start_profiler(pid: int, out: Path, native: bool) -> subprocess.Popen:
+    """py-spy sampling process ``pid`` (only the thread holding the GIL) into ``out``, raw format."""
+    cmd = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--gil", "--rate", "250",
+           "--nonblocking", "--output", str(out), *(["--native"] if native else [])]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # attached
+    return proc
+
+
+def stop_profiler(proc: subprocess.Popen, out: Path) -> None:
+    """Stop py-spy (it writes its file on SIGINT) and print the shares of what it sampled."""
+    proc.send_signal(signal.SIGINT)
+    proc.wait(60)
+    print(table(shares(out.read_text().splitlines()), f"profile {out.name}"))
+
+
 def run(broker, tmp: Path, models: str, n_devices: int, args, latency: bool) -> dict:
     """One runtime serving ``n_devices`` devices: the burst beside the floor, then the latency phase."""
     budget = args.budget * n_devices if args.budget else None
@@ -186,6 +216,8 @@ def run(broker, tmp: Path, models: str, n_devices: int, args, latency: bool) -> 
         time.sleep(0.5)
         rss_start = rss_mb(rt.pid)
         data = payloads(args.n)
+        spy_out = args.profile / f"{models}-{n_devices}.txt" if args.profile else None
+        spy = start_profiler(rt.pid, spy_out, args.native) if spy_out else None
         floor = start_floor(broker, args.n)
         col.expect(args.n)
         cpu0, load = cpu_s(rt.pid), os.getloadavg()[0]
@@ -198,6 +230,8 @@ def run(broker, tmp: Path, models: str, n_devices: int, args, latency: bool) -> 
             print(f"only {col.n} of {args.n} predictions arrived")
         elapsed = time.time() - t0
         rss_after, cpu = rss_mb(rt.pid), cpu_s(rt.pid) - cpu0
+        if spy is not None:
+            stop_profiler(spy, spy_out)
         f_cpu = cpu_s(floor.pid)
         f_n, _, f_last = floor.communicate(timeout=60)[0].split()
         f_rate = int(f_n) / max(float(f_last) - t0, 1e-9)
@@ -223,7 +257,8 @@ def run(broker, tmp: Path, models: str, n_devices: int, args, latency: bool) -> 
         if floor is not None and floor.poll() is None:
             floor.kill()
         rt.terminate()
-        rt.wait(30)
+        rt.wait(120)
+        forget_session(broker, "bench-rt")
         pub.loop_stop()
         col.client.loop_stop()
 
@@ -259,7 +294,11 @@ def main() -> int:
     ap.add_argument("--devices", nargs="+", type=int, default=[1], help="device counts, one run each")
     ap.add_argument("--budget", type=int, default=None, help="[memory] model_budget_bytes per device")
     ap.add_argument("--format", choices=["json", "msgpack"], default="json", help="[output] format")
+    ap.add_argument("--profile", type=Path, default=None, help="folder for py-spy samples of each burst")
+    ap.add_argument("--native", action="store_true", help="with --profile: py-spy --native")
     args = ap.parse_args()
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
 
     tmp = Path(tempfile.mkdtemp(prefix="eb-bench-"))
     broker = Broker(tmp / "broker").start()
