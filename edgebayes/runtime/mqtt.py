@@ -591,15 +591,16 @@ class MqttClient:
             self._callback_error("on_publish")
 
     def _on_message(self, client, userdata, msg) -> None:
-        if msg.topic == UPTIME_TOPIC:
-            self._on_uptime(msg.payload)
-            return
         try:
-            item = (msg.topic, Retained(msg.payload) if msg.retain else msg.payload, msg.mid, msg.qos)
+            topic = msg.topic  # decoded from bytes at each access: once here
         except Exception:  # noqa: BLE001 (a topic that is not UTF-8: counted, logged, acknowledged)
             self._callback_error("on_message")
             self.ack(msg.mid, msg.qos)
             return
+        if topic == UPTIME_TOPIC:
+            self._on_uptime(msg.payload)
+            return
+        item = (topic, Retained(msg.payload) if msg.retain else msg.payload, msg.mid, msg.qos)
         if self._held or not self._can_take():  # in order, after the ones held before it
             self._held.append(item)
         else:
