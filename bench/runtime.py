@@ -11,13 +11,15 @@ burst; the load average beside each run. 8 features, inline labels (test-then-tr
 
     python bench/runtime.py [--n 20000] [--rate 200] [--seconds 5] [--models nb nb+srp]
                             [--devices 1 10 100 1000] [--budget BYTES] [--format json|msgpack]
-                            [--profile DIR]
+                            [--protocol mqttv5|mqttv311] [--floor-echo] [--profile DIR]
 
 With several ``--models`` or ``--devices`` every pair is one run of a fresh runtime, the burst
 interleaved over the devices (reading i goes to device i mod D), and a table closes the output;
 the latency phase is run only for a single pair. ``--budget`` is ``[memory]
 model_budget_bytes`` per device (the run's budget is it times D, ``max_devices`` = D), as a
-deployed config divides it. ``--profile DIR`` samples the runtime with py-spy during each burst
+deployed config divides it. ``--protocol`` is ``[broker] protocol``; ``--floor-echo`` makes the
+floor do the runtime's MQTT work (receive at QoS 1 and acknowledge, publish one QoS 0 message per
+reading, in ``--protocol``) and nothing else. ``--profile DIR`` samples the runtime with py-spy during each burst
 (``--gil``, raw output ``DIR/<models>-<devices>.txt``) and prints its shares (``bench/profile.py``).
 """
 
@@ -131,17 +133,20 @@ def payloads(n: int, seed: int = 0) -> list[bytes]:
 
 FLOOR = """
 import sys, time, paho.mqtt.client as paho
-from paho.mqtt.enums import CallbackAPIVersion
-host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+host, port, n, protocol, echo = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
 got, t = [0], [0.0, 0.0]
 def on_message(client, userdata, msg):
     got[0] += 1
+    if echo:
+        client.publish("bench/floor/echo", msg.payload, qos=0)
     if got[0] == 1:
         t[0] = time.time()
     if got[0] == n:
         t[1] = time.time()
         client.disconnect()
-c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="bench-floor")
+version = MQTTProtocolVersion.MQTTv5 if protocol == "mqttv5" else MQTTProtocolVersion.MQTTv311
+c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="bench-floor", protocol=version)
 c.on_message = on_message
 c.on_connect = lambda client, *a: (client.subscribe("bench/+/reading", qos=1), print("ready", flush=True))
 c.connect(host, port)
@@ -150,9 +155,13 @@ print(got[0], t[0], t[1], flush=True)
 """
 
 
-def start_floor(broker, n: int) -> subprocess.Popen:
-    """The plain paho subscriber that only counts ``n`` readings (the floor); returns once subscribed."""
-    proc = subprocess.Popen([sys.executable, "-c", FLOOR, broker.host, str(broker.port), str(n)],
+def start_floor(broker, n: int, args) -> subprocess.Popen:
+    """The plain paho subscriber that only counts ``n`` readings (the floor; with ``--floor-echo``
+    it also publishes each payload back at QoS 0, as the runtime publishes a prediction, and
+    speaks ``--protocol``); returns once subscribed."""
+    protocol = args.protocol if args.floor_echo else "mqttv311"
+    proc = subprocess.Popen([sys.executable, "-c", FLOOR, broker.host, str(broker.port), str(n), protocol,
+                             "1" if args.floor_echo else "0"],
                             stdout=subprocess.PIPE, text=True)
     proc.stdout.readline()
     time.sleep(0.2)  # the SUBACK reached the broker
@@ -191,6 +200,7 @@ def run(broker, tmp: Path, models: str, n_devices: int, args, latency: bool) -> 
     cfg = tmp / f"rt-{models}-{n_devices}.toml"
     cfg.write_text(
         f'[broker]\nhost = "{broker.host}"\nport = {broker.port}\nclient_id = "bench-rt"\n'
+        f'protocol = "{args.protocol}"\n'
         '[topics]\nprefix = "bench"\n'
         '[schema]\nfeatures = ["f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7"]\n'
         '[output]\nmetrics_interval_s = 0.25\n'
@@ -218,7 +228,7 @@ def run(broker, tmp: Path, models: str, n_devices: int, args, latency: bool) -> 
         data = payloads(args.n)
         spy_out = args.profile / f"{models}-{n_devices}.txt" if args.profile else None
         spy = start_profiler(rt.pid, spy_out, args.native) if spy_out else None
-        floor = start_floor(broker, args.n)
+        floor = start_floor(broker, args.n, args)
         col.expect(args.n)
         cpu0, load = cpu_s(rt.pid), os.getloadavg()[0]
         t0 = time.time()
@@ -294,6 +304,9 @@ def main() -> int:
     ap.add_argument("--devices", nargs="+", type=int, default=[1], help="device counts, one run each")
     ap.add_argument("--budget", type=int, default=None, help="[memory] model_budget_bytes per device")
     ap.add_argument("--format", choices=["json", "msgpack"], default="json", help="[output] format")
+    ap.add_argument("--protocol", choices=["mqttv5", "mqttv311"], default="mqttv5", help="[broker] protocol")
+    ap.add_argument("--floor-echo", action="store_true",
+                    help="the floor also publishes each reading back (QoS 0) and speaks --protocol")
     ap.add_argument("--profile", type=Path, default=None, help="folder for py-spy samples of each burst")
     ap.add_argument("--native", action="store_true", help="with --profile: py-spy --native")
     args = ap.parse_args()
