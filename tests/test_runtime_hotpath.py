@@ -58,6 +58,32 @@ def test_wait_returns_when_another_thread_puts():
     t.join()
 
 
+def test_puts_without_wake_wake_a_sleeping_consumer_once_after_the_round_or_at_wake_after():
+    from edgebayes.runtime.inbox import WAKE_AFTER
+
+    box = Inbox(1000)
+    woke = threading.Event()
+    consumer = threading.Thread(target=lambda: box.wait(30) and woke.set())
+    consumer.start()
+    wait_for(lambda: box._sleeping, timeout_s=10, what="the consumer asleep")
+    for i in range(WAKE_AFTER - 1):
+        box.put(i, wake=False)
+    assert not woke.wait(0.3)  # a round in progress: not woken per message
+    box.wake()  # the round's end
+    assert woke.wait(10)
+    consumer.join()
+    woke.clear()
+    consumer = threading.Thread(target=lambda: box.wait(30) and woke.set())
+    while box.take() is not None:
+        pass
+    consumer.start()
+    wait_for(lambda: box._sleeping, timeout_s=10, what="the consumer asleep")
+    for i in range(WAKE_AFTER):
+        box.put(i, wake=False)
+    assert woke.wait(10)  # a long round: woken at WAKE_AFTER, not left idle
+    consumer.join()
+
+
 # --- predictions written directly ----------------------------------------------------------------
 
 CASES = [

@@ -4,8 +4,11 @@ A ``queue.Queue`` takes its lock and notifies its condition on every ``put`` and
 ``get``: for a reading that is two lock rounds and a wake-up of the other thread, each a
 hand-over of the GIL. Here the producer appends to a ``collections.deque`` (atomic under the
 GIL) and wakes the consumer only when it sleeps, and the consumer takes items with
-``popleft`` until the deque is empty before it sleeps again: a burst of readings costs one
-wake-up, not one per reading. The FIFO order is the deque's.
+``popleft`` until the deque is empty before it sleeps again. A producer that hands over a
+round of messages at once (the MQTT network thread, one socket read) puts them with
+``wake=False`` and calls ``wake`` after the round: a round costs one wake-up, not one per
+message (after ``WAKE_AFTER`` items the consumer is woken anyway, so a long round does not
+leave it idle). The FIFO order is the deque's.
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ from __future__ import annotations
 import collections
 import threading
 from typing import Any
+
+#: items put with wake=False while the consumer sleeps before it is woken all the same
+WAKE_AFTER = 32
 
 
 class Inbox:
@@ -31,8 +37,9 @@ class Inbox:
         self._sleeping = False
         self._producer_waiting = False
 
-    def put(self, item: Any) -> None:
-        """Append ``item``, first waiting while the inbox is full (the consumer makes room)."""
+    def put(self, item: Any, wake: bool = True) -> None:
+        """Append ``item``, first waiting while the inbox is full (the consumer makes room).
+        ``wake=False``: the producer calls ``wake`` after more (``WAKE_AFTER``)."""
         items = self._items
         while len(items) >= self.max_size:
             self._space.clear()
@@ -41,7 +48,12 @@ class Inbox:
                 self._space.wait(0.1)
             self._producer_waiting = False
         items.append(item)
-        if self._sleeping:  # after the append: a consumer that set it before sees the item
+        if self._sleeping and (wake or len(items) >= WAKE_AFTER):  # after the append: see wait
+            self._ready.set()
+
+    def wake(self) -> None:
+        """Wake the consumer if it sleeps with items waiting (after puts with ``wake=False``)."""
+        if self._sleeping and self._items:
             self._ready.set()
 
     def drop_oldest(self) -> Any | None:

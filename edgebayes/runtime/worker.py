@@ -138,9 +138,10 @@ class Worker:
         self._metrics_mark = (now, 0)
 
     # --- network thread -------------------------------------------------------------------
-    def submit(self, topic: str, payload: bytes, mid: int, qos: int) -> None:
+    def submit(self, topic: str, payload: bytes, mid: int, qos: int, wake: bool = True) -> None:
         """Enqueue one incoming message (network thread). After ``stop`` nothing is taken: the
-        message stays unacknowledged and the broker delivers it again to the next session."""
+        message stays unacknowledged and the broker delivers it again to the next session.
+        ``wake=False``: more follow at once, and the caller calls ``wake`` after them."""
         if self._closed:
             return
         item = (topic, payload, mid, qos, time.perf_counter(), self.session.n_connects)
@@ -151,7 +152,11 @@ class Worker:
                 if old is not None:
                     self.n_dropped += 1
                     self.acks.ack(old[2], old[3], old[5])
-        inbox.put(item)  # full only past can_take (another feed): waits for the worker
+        inbox.put(item, wake)  # full only past can_take (another feed): waits for the worker
+
+    def wake(self) -> None:
+        """Wake the worker for the messages submitted with ``wake=False`` (network thread)."""
+        self.queue.wake()
 
     def can_take(self) -> bool:
         """Whether ``submit`` takes a message now without waiting (network thread). Under the
