@@ -34,7 +34,7 @@ RULES: list[tuple[str | None, str, frozenset[str] | None]] = [
                                                         "has_room", "wait_for_room"})),
     ("journal", "edgebayes/runtime/journal.py", None),
     ("journal", "edgebayes/runtime/acks.py", frozenset({"commit", "commit_due"})),
-    ("prediction encode", "edgebayes/runtime/payloads.py", frozenset({"prediction", "encode_prediction"})),
+    ("prediction encode", "edgebayes/runtime/payloads.py", frozenset({"prediction", "prediction_json", "_json"})),
     ("metrics and periodic", "edgebayes/runtime/payloads.py", None),
     ("metrics and periodic", "edgebayes/runtime/periodic.py", None),
     ("metrics and periodic", "edgebayes/runtime/memory.py", None),
