@@ -72,6 +72,7 @@ ORDER = ["network read and MQTT parsing", "queue handoff", "decode", "validation
 
 _FRAME = re.compile(r"^(?P<func>[^ ]+) \((?P<file>[^:)]+)(?::\d+)?\)$")
 _UNNAMED = object()
+_COMPREHENSIONS = frozenset({"<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>"})
 
 
 def _match(frame: str, rules) -> str | object | None:
@@ -79,7 +80,10 @@ def _match(frame: str, rules) -> str | object | None:
     m = _FRAME.match(frame)
     if m is None:
         return _UNNAMED
-    func, path = m["func"].rsplit(".", 1)[-1], m["file"].replace("\\", "/")
+    parts = m["func"].split(".")
+    while len(parts) > 1 and parts[-1] in _COMPREHENSIONS:  # a comprehension: its function's share
+        parts = parts[:-2] if parts[-2] == "<locals>" else parts[:-1]
+    func, path = parts[-1], m["file"].replace("\\", "/")
     for name, where, funcs in rules:
         at = where in path if where.endswith("/") or "/" not in where else path.endswith(where)
         if at and (funcs is None or func in funcs):
