@@ -11,12 +11,16 @@ burst; the load average beside each run. 8 features, inline labels (test-then-tr
 
     python bench/runtime.py [--n 20000] [--rate 200] [--seconds 5] [--models nb nb+srp]
                             [--devices 1 10 100 1000] [--budget BYTES] [--format json|msgpack]
+                            [--protocol mqttv5|mqttv311] [--floor-echo] [--profile DIR]
 
 With several ``--models`` or ``--devices`` every pair is one run of a fresh runtime, the burst
 interleaved over the devices (reading i goes to device i mod D), and a table closes the output;
 the latency phase is run only for a single pair. ``--budget`` is ``[memory]
 model_budget_bytes`` per device (the run's budget is it times D, ``max_devices`` = D), as a
-deployed config divides it.
+deployed config divides it. ``--protocol`` is ``[broker] protocol``; ``--floor-echo`` makes the
+floor do the runtime's MQTT work (receive at QoS 1 and acknowledge, publish one QoS 0 message per
+reading, in ``--protocol``) and nothing else. ``--profile DIR`` samples the runtime with py-spy during each burst
+(``--gil``, raw output ``DIR/<models>-<devices>.txt``) and prints its shares (``bench/profile.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,6 +43,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.profile import shares, table
 from edgebayes.codec import decode
 from tests.broker import Broker
 
@@ -127,17 +133,20 @@ def payloads(n: int, seed: int = 0) -> list[bytes]:
 
 FLOOR = """
 import sys, time, paho.mqtt.client as paho
-from paho.mqtt.enums import CallbackAPIVersion
-host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+host, port, n, protocol, echo = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
 got, t = [0], [0.0, 0.0]
 def on_message(client, userdata, msg):
     got[0] += 1
+    if echo:
+        client.publish("bench/floor/echo", msg.payload, qos=0)
     if got[0] == 1:
         t[0] = time.time()
     if got[0] == n:
         t[1] = time.time()
         client.disconnect()
-c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="bench-floor")
+version = MQTTProtocolVersion.MQTTv5 if protocol == "mqttv5" else MQTTProtocolVersion.MQTTv311
+c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id="bench-floor", protocol=version)
 c.on_message = on_message
 c.on_connect = lambda client, *a: (client.subscribe("bench/+/reading", qos=1), print("ready", flush=True))
 c.connect(host, port)
@@ -146,13 +155,43 @@ print(got[0], t[0], t[1], flush=True)
 """
 
 
-def start_floor(broker, n: int) -> subprocess.Popen:
-    """The plain paho subscriber that only counts ``n`` readings (the floor); returns once subscribed."""
-    proc = subprocess.Popen([sys.executable, "-c", FLOOR, broker.host, str(broker.port), str(n)],
+def start_floor(broker, n: int, args) -> subprocess.Popen:
+    """The plain paho subscriber that only counts ``n`` readings (the floor; with ``--floor-echo``
+    it also publishes each payload back at QoS 0, as the runtime publishes a prediction, and
+    speaks ``--protocol``); returns once subscribed."""
+    protocol = args.protocol if args.floor_echo else "mqttv311"
+    proc = subprocess.Popen([sys.executable, "-c", FLOOR, broker.host, str(broker.port), str(n), protocol,
+                             "1" if args.floor_echo else "0"],
                             stdout=subprocess.PIPE, text=True)
     proc.stdout.readline()
     time.sleep(0.2)  # the SUBACK reached the broker
     return proc
+
+
+def forget_session(broker, client_id: str) -> None:
+    """End the broker's persistent session of ``client_id`` (a clean-session connect): what the
+    last runtime left unacknowledged is not delivered to the next run's runtime."""
+    c = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True)
+    c.connect(broker.host, broker.port)
+    c.loop_start()
+    c.disconnect()
+    c.loop_stop()
+
+
+def start_profiler(pid: int, out: Path, native: bool) -> subprocess.Popen:
+    """py-spy sampling process ``pid`` (only the thread holding the GIL) into ``out``, raw format."""
+    cmd = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--gil", "--rate", "250",
+           "--nonblocking", "--output", str(out), *(["--native"] if native else [])]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # attached
+    return proc
+
+
+def stop_profiler(proc: subprocess.Popen, out: Path) -> None:
+    """Stop py-spy (it writes its file on SIGINT) and print the shares of what it sampled."""
+    proc.send_signal(signal.SIGINT)
+    proc.wait(60)
+    print(table(shares(out.read_text().splitlines()), f"profile {out.name}"))
 
 
 def run(broker, tmp: Path, models: str, n_devices: int, args, latency: bool) -> dict:
@@ -161,6 +200,7 @@ def run(broker, tmp: Path, models: str, n_devices: int, args, latency: bool) -> 
     cfg = tmp / f"rt-{models}-{n_devices}.toml"
     cfg.write_text(
         f'[broker]\nhost = "{broker.host}"\nport = {broker.port}\nclient_id = "bench-rt"\n'
+        f'protocol = "{args.protocol}"\n'
         '[topics]\nprefix = "bench"\n'
         '[schema]\nfeatures = ["f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7"]\n'
         '[output]\nmetrics_interval_s = 0.25\n'
@@ -186,7 +226,9 @@ def run(broker, tmp: Path, models: str, n_devices: int, args, latency: bool) -> 
         time.sleep(0.5)
         rss_start = rss_mb(rt.pid)
         data = payloads(args.n)
-        floor = start_floor(broker, args.n)
+        spy_out = args.profile / f"{models}-{n_devices}.txt" if args.profile else None
+        spy = start_profiler(rt.pid, spy_out, args.native) if spy_out else None
+        floor = start_floor(broker, args.n, args)
         col.expect(args.n)
         cpu0, load = cpu_s(rt.pid), os.getloadavg()[0]
         t0 = time.time()
@@ -198,6 +240,8 @@ def run(broker, tmp: Path, models: str, n_devices: int, args, latency: bool) -> 
             print(f"only {col.n} of {args.n} predictions arrived")
         elapsed = time.time() - t0
         rss_after, cpu = rss_mb(rt.pid), cpu_s(rt.pid) - cpu0
+        if spy is not None:
+            stop_profiler(spy, spy_out)
         f_cpu = cpu_s(floor.pid)
         f_n, _, f_last = floor.communicate(timeout=60)[0].split()
         f_rate = int(f_n) / max(float(f_last) - t0, 1e-9)
@@ -223,7 +267,8 @@ def run(broker, tmp: Path, models: str, n_devices: int, args, latency: bool) -> 
         if floor is not None and floor.poll() is None:
             floor.kill()
         rt.terminate()
-        rt.wait(30)
+        rt.wait(120)
+        forget_session(broker, "bench-rt")
         pub.loop_stop()
         col.client.loop_stop()
 
@@ -259,7 +304,14 @@ def main() -> int:
     ap.add_argument("--devices", nargs="+", type=int, default=[1], help="device counts, one run each")
     ap.add_argument("--budget", type=int, default=None, help="[memory] model_budget_bytes per device")
     ap.add_argument("--format", choices=["json", "msgpack"], default="json", help="[output] format")
+    ap.add_argument("--protocol", choices=["mqttv5", "mqttv311"], default="mqttv5", help="[broker] protocol")
+    ap.add_argument("--floor-echo", action="store_true",
+                    help="the floor also publishes each reading back (QoS 0) and speaks --protocol")
+    ap.add_argument("--profile", type=Path, default=None, help="folder for py-spy samples of each burst")
+    ap.add_argument("--native", action="store_true", help="with --profile: py-spy --native")
     args = ap.parse_args()
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
 
     tmp = Path(tempfile.mkdtemp(prefix="eb-bench-"))
     broker = Broker(tmp / "broker").start()

@@ -48,7 +48,7 @@ def test_a_full_queue_stops_the_network_loop_reading_unless_oldest_readings_are_
     for mid in (1, 2):
         w.submit("eb/d1/reading", b"{}", mid, 1)
     assert not w.can_take()  # block: the network loop pauses rather than block in submit
-    w.queue.get_nowait()
+    w.queue.take()
     assert w.can_take()
     dropping = worker(queue={"max_size": 2, "policy": "drop_oldest"})
     for mid in (1, 2):

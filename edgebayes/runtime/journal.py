@@ -287,8 +287,7 @@ def _seed(jid: str) -> int:
 
 
 def _write_frame(f, body: bytes, seed: int = 0) -> int:
-    f.write(FRAME.pack(len(body), zlib.crc32(body, seed)))
-    f.write(body)
+    f.write(FRAME.pack(len(body), zlib.crc32(body, seed)) + body)  # one buffered write, not two
     return FRAME.size + len(body)
 
 

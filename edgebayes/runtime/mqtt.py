@@ -141,6 +141,9 @@ class MqttClient:
             (module docstring).
         alert: called (network thread) with a ``session_taken_over`` alert (a dict) on a
             session takeover; it is published on the next connect.
+        on_round: called (network thread) after each round of reading, the messages it read
+            handed to ``on_message``: a consumer woken once per round, not per message, is
+            woken here (``Inbox``).
         max_packet_bytes: the MQTT 5 Maximum Packet Size asked of the broker (None: no limit);
             ``max_payload_bytes + PACKET_ROOM`` for the runtime (module docstring).
 
@@ -154,7 +157,8 @@ class MqttClient:
                  on_message: MessageHandler, receive_maximum: int = 65535,
                  max_backlog_bytes: int = 2**20, on_connected: Callable[[], None] | None = None,
                  can_take: Callable[[], bool] = lambda: True,
-                 alert: Callable[[dict], None] | None = None, max_packet_bytes: int | None = None):
+                 alert: Callable[[dict], None] | None = None, max_packet_bytes: int | None = None,
+                 on_round: Callable[[], None] = lambda: None):
         try:
             inspect.signature(on_message).bind("topic", b"", 0, 0)
         except TypeError:
@@ -166,6 +170,7 @@ class MqttClient:
         self._handler = on_message
         self._on_connected = on_connected
         self._can_take = can_take
+        self._on_round = on_round
         self._alert = alert
         self.v5 = cfg.protocol == "mqttv5"
         self.connected = threading.Event()
@@ -316,6 +321,7 @@ class MqttClient:
         sock = c.socket()
         self._idle = True  # before want_write: a packet queued after this check wakes us
         self._deliver_held()
+        self._on_round()  # before select, which may sleep: what was delivered is served
         take = self._reading()  # paused: the consumer's acknowledgements wake us
         pending = getattr(sock, "pending", None)  # TLS may hold decrypted bytes select cannot see
         buffered = take and (c.n_buffered() > 0 or (pending is not None and pending() > 0))
@@ -338,6 +344,7 @@ class MqttClient:
                 if c.want_write():  # what the worker made meanwhile: one send a packet either way
                     c.loop_write()
                 c.loop_read()
+        self._on_round()
         if c.socket() is not None and c.want_write():
             c.loop_write()  # non-blocking: what the socket cannot take stays queued
         if c.socket() is not None:
@@ -591,15 +598,16 @@ class MqttClient:
             self._callback_error("on_publish")
 
     def _on_message(self, client, userdata, msg) -> None:
-        if msg.topic == UPTIME_TOPIC:
-            self._on_uptime(msg.payload)
-            return
         try:
-            item = (msg.topic, Retained(msg.payload) if msg.retain else msg.payload, msg.mid, msg.qos)
+            topic = msg.topic  # decoded from bytes at each access: once here
         except Exception:  # noqa: BLE001 (a topic that is not UTF-8: counted, logged, acknowledged)
             self._callback_error("on_message")
             self.ack(msg.mid, msg.qos)
             return
+        if topic == UPTIME_TOPIC:
+            self._on_uptime(msg.payload)
+            return
+        item = (topic, Retained(msg.payload) if msg.retain else msg.payload, msg.mid, msg.qos)
         if self._held or not self._can_take():  # in order, after the ones held before it
             self._held.append(item)
         else:

@@ -4,12 +4,16 @@ One function per message kind returns its payload as a dict, with the keys of it
 docs/protocol.md: ``prediction``, ``drift_alert``, ``error_report``, ``metrics``,
 ``memory_alert``, ``session_alert``, ``durability_alert``; ``ONLINE`` and ``OFFLINE`` are the
 plain-text status payloads. ``Outbox`` encodes them in ``[output] format`` (metrics always
-JSON) and publishes each on its topic at its QoS through a ``Publisher``.
+JSON) and publishes each on its topic at its QoS through a ``Publisher``. A JSON prediction,
+one per reading, is written directly by ``prediction_json``, the bytes ``encode`` makes of
+``prediction``'s dict without that dict and its two nested ones.
 """
 
 from __future__ import annotations
 
+import math
 import time
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from edgebayes.codec import encode
@@ -28,6 +32,39 @@ def prediction(seq: int, ts: float | None, y_preds: list, best: int, proba: dict
     (class -> probability; keys as str: JSON has no others, msgpack's decoder refuses int keys)."""
     return {"seq": seq, "ts": ts, "y_pred": y_preds[best], "proba": {str(c): p for c, p in proba.items()},
             "model": names[best], "models": dict(zip(names, y_preds)), "latency_ms": latency_ms}
+
+
+def prediction_json(seq: int, ts: float | None, y_preds: list, best: int, proba: dict, names_json: list[str],
+                    latency_ms: float) -> bytes:
+    """``encode(prediction(...), "json")``, byte for byte, written directly (``names_json``:
+    each model name as a JSON string, ``encode_basestring_ascii``).
+
+    Raises:
+        TypeError: a value of another type than float, int, str and None (a numpy scalar, a
+            bool), or class names equal as strings (``1`` and ``"1"``): ``prediction``'s dict
+            and ``encode`` write those.
+    """
+    keys = [encode_basestring_ascii(str(c)) for c in proba]
+    if len(set(keys)) != len(keys):
+        raise TypeError("class names equal as str")
+    probas = ",".join([f"{k}:{_json(p)}" for k, p in zip(keys, proba.values())])
+    models = ",".join([f"{n}:{_json(y)}" for n, y in zip(names_json, y_preds)])
+    return (f'{{"seq":{_json(seq)},"ts":{_json(ts)},"y_pred":{_json(y_preds[best])},"proba":{{{probas}}},'
+            f'"model":{names_json[best]},"models":{{{models}}},"latency_ms":{_json(latency_ms)}}}').encode()
+
+
+def _json(v: Any) -> str:
+    """A float, int, str or None as ``json.dumps(v, allow_nan=True)`` writes it; TypeError otherwise."""
+    t = type(v)
+    if t is float:
+        return float.__repr__(v) if math.isfinite(v) else "NaN" if v != v else "Infinity" if v > 0 else "-Infinity"
+    if t is int:
+        return int.__repr__(v)
+    if t is str:
+        return encode_basestring_ascii(v)
+    if v is None:
+        return "null"
+    raise TypeError(f"{t.__name__} is written by the JSON encoder")
 
 
 def drift_alert(seq: int, ts: float, model: str, level: str, detector: str, member: int | None,
@@ -122,17 +159,29 @@ class Outbox:
         topics: the runtime's topics.
         fmt: ``[output] format`` ("json" or "msgpack"); metrics are always JSON.
         prediction_qos: ``[output] prediction_qos``.
+        names: the models' names, in config order (a prediction's ``model`` and ``models``).
     """
 
-    def __init__(self, publisher: Publisher, topics: Topics, fmt: str, prediction_qos: int):
+    def __init__(self, publisher: Publisher, topics: Topics, fmt: str, prediction_qos: int, names: list[str]):
         self.publisher = publisher
         self.topics = topics
         self.fmt = fmt
         self.prediction_qos = prediction_qos
+        self.names = list(names)
+        self._names_json = [encode_basestring_ascii(n) for n in self.names]
 
-    def prediction(self, device: str, msg: dict) -> bytes:
-        """Publish a ``prediction`` of ``device``; returns its encoded payload."""
-        payload = encode(msg, self.fmt)
+    def prediction(self, device: str, seq: int, ts: float | None, y_preds: list, best: int, proba: dict,
+                   latency_ms: float) -> bytes:
+        """Publish the ``prediction`` of ``device``'s reading ``seq`` (arguments as ``prediction``
+        takes them); returns its encoded payload."""
+        payload = None
+        if self.fmt == "json":
+            try:
+                payload = prediction_json(seq, ts, y_preds, best, proba, self._names_json, latency_ms)
+            except TypeError:  # a numpy scalar, a bool: the encoder's way
+                payload = None
+        if payload is None:
+            payload = encode(prediction(seq, ts, y_preds, best, proba, self.names, latency_ms), self.fmt)
         self.publisher.publish(self.topics.device_topic(device, "prediction"), payload, qos=self.prediction_qos)
         return payload
 

@@ -66,7 +66,7 @@ class Runtime:
             status_topic=self.topics.status,
             on_message=self._submit, receive_maximum=config.queue.max_size,
             max_backlog_bytes=config.output.max_backlog_bytes, on_connected=self._connected,
-            can_take=self._can_take, alert=self._alert,
+            can_take=self._can_take, alert=self._alert, on_round=self._handed,
             max_packet_bytes=config.queue.max_payload_bytes + PACKET_ROOM,
         )
         self.worker = Worker(config, self.topics, store, journal, session=self.client, intake=self.intake,
@@ -74,7 +74,10 @@ class Runtime:
 
     # the discovery is made before the client, the client before the worker: they reach them here
     def _submit(self, topic: str, payload: bytes, mid: int, qos: int) -> None:
-        self.worker.submit(topic, payload, mid, qos)
+        self.worker.submit(topic, payload, mid, qos, wake=False)  # woken once per round: _handed
+
+    def _handed(self) -> None:
+        self.worker.wake()
 
     def _can_take(self) -> bool:
         return self.worker.can_take()

@@ -13,7 +13,6 @@ import logging
 import time
 from collections.abc import Callable
 
-from edgebayes.runtime import payloads
 from edgebayes.runtime.device import Device
 from edgebayes.runtime.ingest.intake import Intake
 from edgebayes.runtime.messages import ErrorKind, Label, ProtocolError, Reading, Refusal
@@ -32,7 +31,6 @@ class Serving:
         intake: turns a message into readings, labels and refusals.
         registry: the devices served (and checkpointed: a reboot is saved at once).
         reports: where refusals are counted and reported.
-        names: the models' names, in config order.
         out: where the messages of live input are published.
 
     Attributes:
@@ -42,12 +40,10 @@ class Serving:
         n_internal_errors: counters (docs/protocol.md "Metrics").
     """
 
-    def __init__(self, intake: Intake, registry: DeviceRegistry, reports: ErrorReports, names: list[str],
-                 out: Outbox):
+    def __init__(self, intake: Intake, registry: DeviceRegistry, reports: ErrorReports, out: Outbox):
         self.intake = intake
         self.registry = registry
         self.reports = reports
-        self.names = names
         self.out = out
         self.replayed_at: float | None = None
         self.n_readings = self.n_labels = self.n_predictions = self.n_learned = 0
@@ -120,9 +116,9 @@ class Serving:
                      "dropped", r.device, r.seq, dev.last_seq, dev.n_reboots, n)
         self.n_readings += 1
         y_preds, best, proba = dev.predict(r.x)
-        msg = payloads.prediction(r.seq, r.ts, y_preds, best, proba, self.names,
-                                  (time.perf_counter() - t_recv) * 1000.0)
-        dev.last_prediction = out.prediction(r.device, msg)  # discovery publishes it again after HA restarts
+        # discovery publishes it again after HA restarts
+        dev.last_prediction = out.prediction(r.device, r.seq, r.ts, y_preds, best, proba,
+                                             (time.perf_counter() - t_recv) * 1000.0)
         self.n_predictions += 1
         dev.accept(r.seq, r.ts, now, how)
         self.registry.dirty.add(r.device)

@@ -31,7 +31,6 @@ model that raises skips that reading, keeps its state and is reported (kinds
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +41,7 @@ from edgebayes.runtime.admission import Admission
 from edgebayes.runtime.checkpoint import CheckpointStore
 from edgebayes.runtime.config import Config
 from edgebayes.runtime.durability import Durability
+from edgebayes.runtime.inbox import Inbox
 from edgebayes.runtime.ingest.intake import Intake
 from edgebayes.runtime.journal import Journal
 from edgebayes.runtime.memory import MemoryGuard, plan_memory, rss_bytes
@@ -92,9 +92,10 @@ class Worker:
         self.journal = journal
         self.session = session
         self.intake = intake if intake is not None else Intake(config, topics)
-        self.queue: queue.Queue = queue.Queue(maxsize=config.queue.max_size)
+        self.queue = Inbox(config.queue.max_size)
         self.memory = plan_memory(config)  # models built with their max_size_bytes share
-        self.out = Outbox(session, topics, config.output.format, config.output.prediction_qos)
+        names = [m.name for m in config.models]
+        self.out = Outbox(session, topics, config.output.format, config.output.prediction_qos, names)
         durability = self.durability = Durability(self.out.alert)
         self.registry = DeviceRegistry(
             config, store, self.memory,
@@ -103,12 +104,11 @@ class Worker:
             lambda device: self.replay.catch_up(device))  # noqa: PLW0108 (the replay is made below)
         self.devices = self.registry.devices  # the same dict: watchers and metrics read it
         self.reports = ErrorReports(config.output.error_interval_s)
-        names = [m.name for m in config.models]
-        self.serving = Serving(self.intake, self.registry, self.reports, names, self.out)
+        self.serving = Serving(self.intake, self.registry, self.reports, self.out)
         self.acks = Acks(config, topics, journal, store, self.registry, durability, self.intake, session,
                          self.serving.process)
         self.replay = Replay(config, topics, self.acks, self.serving, self.registry, self.intake, durability,
-                             Outbox(Muted(), topics, config.output.format, config.output.prediction_qos))
+                             Outbox(Muted(), topics, config.output.format, config.output.prediction_qos, names))
         self.guard = None
         if config.memory.rss_limit_mb is not None:
             self.guard = MemoryGuard(
@@ -138,26 +138,25 @@ class Worker:
         self._metrics_mark = (now, 0)
 
     # --- network thread -------------------------------------------------------------------
-    def submit(self, topic: str, payload: bytes, mid: int, qos: int) -> None:
+    def submit(self, topic: str, payload: bytes, mid: int, qos: int, wake: bool = True) -> None:
         """Enqueue one incoming message (network thread). After ``stop`` nothing is taken: the
-        message stays unacknowledged and the broker delivers it again to the next session."""
+        message stays unacknowledged and the broker delivers it again to the next session.
+        ``wake=False``: more follow at once, and the caller calls ``wake`` after them."""
         if self._closed:
             return
         item = (topic, payload, mid, qos, time.perf_counter(), self.session.n_connects)
-        if not self._drop_oldest:
-            self.queue.put(item)  # full only past can_take (another feed): waits for the worker
-            return
-        while True:
-            try:
-                self.queue.put_nowait(item)
-                return
-            except queue.Full:
-                try:
-                    old = self.queue.get_nowait()
-                except queue.Empty:
-                    continue
-                self.n_dropped += 1
-                self.acks.ack(old[2], old[3], old[5])
+        inbox = self.queue
+        if self._drop_oldest:
+            while inbox.full():
+                old = inbox.drop_oldest()
+                if old is not None:
+                    self.n_dropped += 1
+                    self.acks.ack(old[2], old[3], old[5])
+        inbox.put(item, wake)  # full only past can_take (another feed): waits for the worker
+
+    def wake(self) -> None:
+        """Wake the worker for the messages submitted with ``wake=False`` (network thread)."""
+        self.queue.wake()
 
     def can_take(self) -> bool:
         """Whether ``submit`` takes a message now without waiting (network thread). Under the
@@ -194,14 +193,14 @@ class Worker:
         self._closed = True
 
     def _run(self) -> None:
-        get, Empty, wait_for_room = self.queue.get, queue.Empty, self.session.wait_for_room
+        take, wait, wait_for_room = self.queue.take, self.queue.wait, self.session.wait_for_room
         while not (self._closed and time.monotonic() >= self._drain_until):
-            try:
-                item = get(timeout=TICK_S)
-            except Empty:
-                if self._closed:
+            item = take()
+            if item is None:
+                if wait(TICK_S):
+                    item = take()
+                elif self._closed:
                     break
-                item = None
             while item is not None and not wait_for_room(TICK_S):  # backlog full, broker away
                 self._tick_if_due()
                 if self._closed and time.monotonic() >= self._drain_until:
