@@ -13,8 +13,9 @@ import math
 from array import array
 
 from edgebayes.base import MAX_ABS_X, check_finite, check_label
+from edgebayes.naive_bayes_params import split_columns
 
-__all__ = ["read_gaussian", "read_nominal"]
+__all__ = ["read_gaussian", "read_layout", "read_nominal"]
 
 #: the bounds of learning (edgebayes.base.MAX_ABS_X) on counts, means and variances: a value
 #: past them would overflow at the next update
@@ -98,3 +99,22 @@ def read_nominal(state: dict, n_nominal: int, K: int) -> tuple:
     ):
         raise ValueError("invalid mixed_nb state: shapes do not match classes and nominal features")
     return index, counts, totals, seen
+
+
+def read_layout(d, gd, nominal_attributes) -> tuple | None:
+    """The (nominal, numeric) columns of a ``"mixed_nb"`` state of n_features_in ``d`` whose
+    Gaussian part has ``gd`` features (None: neither has learned yet).
+
+    Raises:
+        ValueError: ``d`` is not an int in [1, nominal + gd], or does not match the Gaussian part.
+    """
+    if (d is None) != (gd is None):
+        raise ValueError("invalid mixed_nb state: n_features_in does not match the Gaussian part")
+    if d is None:
+        return None
+    if type(d) is not int or not 1 <= d <= len(nominal_attributes or ()) + gd:  # before building range(d)
+        raise ValueError(f"invalid mixed_nb state: n_features_in {d!r}")
+    nominal, numeric = split_columns(nominal_attributes, d)
+    if (len(numeric) or 1) != gd:
+        raise ValueError("invalid mixed_nb state: n_features_in does not match the Gaussian part")
+    return nominal, numeric
