@@ -70,7 +70,6 @@ def _put(a: array, base: int, values: np.ndarray) -> None:
     a[base:base + len(values)] = array("d", values.tolist())
 
 
-
 def _rows(a: array, d: int) -> list:
     """A flat buffer of rows of ``d`` doubles as a list of lists of floats."""
     return [a[i:i + d].tolist() for i in range(0, len(a), d)]
@@ -258,7 +257,6 @@ class GaussianNB(Learner):
                                   batch.merge(*old, X, w, top, lk, has_nan)):
             _put(buffer, 0, values)
         self._eps = max(self.var_smoothing * max(self._fvars), EPS_FLOOR)
-
 
     def _new_label(self, y):
         """A label not seen yet, validated (ValueError) and as a plain Python value."""

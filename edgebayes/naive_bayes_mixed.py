@@ -17,7 +17,7 @@ the whole product into 0) is handled by one of two rules:
 Under both rules a value absent from every class (or a missing one) is disregarded: it
 multiplies every class by the same factor, as the paper says for the descriptor seen in no
 class. Its counts are the per-class weights of each value; with a ``learning_rate`` they fade
-like GaussianNB's estimates (see `MixedNB._learn_nominal`).
+like GaussianNB's estimates (see `edgebayes.naive_bayes_nominal.NominalCounts.learn`).
 
 Our choices where the paper is silent: V counts the values seen in any class (a value seen in
 no class is not counted, since it is disregarded); a class that never saw a feature gets the
@@ -457,7 +457,6 @@ class MixedNB(Learner):
             "n_features_in": self.n_features_in_,
             **self._nom.state(),
         }
-
 
     @classmethod
     @refuse_malformed("mixed_nb")
