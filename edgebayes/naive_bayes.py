@@ -21,166 +21,43 @@ docs/cases.md C04/C05). A sample weight w equals w repeated updates (see `update
 
 from __future__ import annotations
 
-import math
-import numbers
 import struct
 import sys
 from array import array
 
 import numpy as np
 
+from edgebayes import naive_bayes_batch as batch
 from edgebayes._backend import choose
 from edgebayes.base import (
     LIST_BYTES,
-    MAX_ABS_X,
-    STATE_ERRORS,
     ClassLimitError,
     Learner,
     as_floats,
-    check_finite,
     check_label,
     check_size_bound,
     check_weight,
     check_weights,
+    refuse_malformed,
 )
+from edgebayes.naive_bayes_kernel import _LOG_2PI as _LOG_2PI  # read by the compiled twin
+from edgebayes.naive_bayes_kernel import FAR_SCALE as FAR_SCALE  # read by the compiled twin
+from edgebayes.naive_bayes_kernel import proba, terms, update, update_rate
+from edgebayes.naive_bayes_params import check_gaussian_params, rate_constants
+from edgebayes.naive_bayes_state import read_gaussian
 from edgebayes.sizes import insert_bytes
 
 __all__ = ["GaussianNB"]
 
-_LOG_2PI = math.log(2.0 * math.pi)
-#: 2^-600: scales x and the means when every density underflows (see `GaussianNB._far`)
-FAR_SCALE = 2.0**-600
 #: Floor of the variance smoothing: the smallest positive normal float64, so that a model whose
 #: features have all been constant so far (zero variance everywhere) still has finite densities.
 EPS_FLOOR = sys.float_info.min
-#: Rows per numpy pass in the batch methods: bounds the temporaries to a few MB.
-_CHUNK = 65536
-_INF = math.inf
 _ZERO = array("d", [0.0])
 _ARRAY_BYTES = sys.getsizeof(array("d"))  # header of an empty array; items are 8 bytes each
 _POINTER_BYTES = struct.calcsize("P")
 #: the model object in `GaussianNB.memory_bytes`, the same on both backends: a header, a
 #: pointer per attribute (18) and the four floats (_n, _eps, _top, _log_keep) as objects
 OBJECT_BYTES = sys.getsizeof(object()) + 18 * _POINTER_BYTES + 4 * sys.getsizeof(0.0)
-
-
-def update_rate(m: float, w: float, top: float, log_keep: float) -> float:
-    """The rate of one update of weight ``w`` on an estimate that has seen weight ``m``.
-
-    docs/design.md 2.1 with the rule applied to w unit steps: the steps that take the count to at
-    most ``top`` have rate 1/n (their retentions telescope to m/(m+t)), the others alpha
-    (retention (1-alpha) each), so the total rate is 1 - m/(m+t) (1-alpha)^(w-t) with
-    t = clip(top - m, 0, w). ``top`` is floor(1/alpha) with the warm-up (for w = 1 the rate is
-    then max(alpha, 1/n)), 1 without it (the paper's Algorithm 2: rate 1 for the first unit of
-    weight, alpha after) and inf in the exact mode (rate w/(m+w), Algorithm 1);
-    ``log_keep`` = log(1 - alpha). For any weights, learning w1 then w2 equals learning w1 + w2.
-    """
-    n = m + w
-    if n <= top:
-        return w / n
-    if m >= top:
-        return -math.expm1(w * log_keep)
-    t = top - m
-    return (t - m * math.expm1((w - t) * log_keep)) / top
-
-
-def _rates(before: np.ndarray, W: np.ndarray, top: float, log_keep: float) -> np.ndarray:
-    """`update_rate` element-wise (0 where the weight is 0)."""
-    t = np.clip(top - before, 0.0, W)
-    s = -np.expm1((W - t) * log_keep)
-    den = before + t
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.where(den > 0, (t + before * s) / np.where(den > 0, den, 1.0), 0.0)
-    return np.minimum(r, 1.0)
-
-
-def _mixture_weights(n0, W: np.ndarray, top: float, log_keep: float):
-    """Weights of the old estimate and of each row after a run of updates (docs/design.md 2.1).
-
-    Updating with rates r_1..r_n mixes the old distribution and the rows: the old one keeps
-    a0 = prod(1 - r_i), row i keeps a_i = r_i prod_{t>i}(1 - r_t). ``n0`` is the weight seen
-    before (scalar or (d,)), ``W`` the row weights, (n, 1) or (n, d) (0 = missing).
-
-    Returns:
-        ``(a0, A, n_after)`` shaped like ``n0``, ``W`` and ``n0``.
-    """
-    n_after = n0 + W.sum(axis=0)
-    if top == _INF:  # exact mode: a_i = w_i / n, the offline weights
-        safe = np.where(n_after > 0, n_after, 1.0)
-        return n0 / safe, W / safe, n_after
-    before = n0 + (np.cumsum(W, axis=0) - W)
-    r = _rates(before, W, top, log_keep)
-    with np.errstate(divide="ignore"):
-        log_keep_i = np.log1p(-r)  # -inf where r == 1 (an estimate's first sample)
-    tail = np.cumsum(log_keep_i[::-1], axis=0)[::-1]  # sum over t >= i
-    later = np.zeros_like(tail)
-    later[:-1] = tail[1:]  # sum over t > i, without subtracting (-inf - -inf)
-    return np.exp(tail[0]), r * np.exp(later), n_after
-
-
-def _column_sums(A: np.ndarray, M: np.ndarray) -> np.ndarray:
-    """sum_i A[i, j] M[i, j] for A of shape (n, 1) (one BLAS call) or (n, d)."""
-    return A[:, 0] @ M if A.shape[1] == 1 else np.einsum("ij,ij->j", A, M)
-
-
-def _merge(n0, mu0, var0, X, w, top, log_keep, has_nan=True):
-    """Counts, means and variances (arrays (d,)) after learning the rows of ``X`` in order.
-
-    Exactly the final state of the sequential rule, computed as a weighted mixture around a
-    reference (the old mean, or a feature's first value) so that constant features stay exact.
-    ``has_nan=False`` promises that ``X`` holds no NaN (skips a pass).
-    """
-    n, d = X.shape
-    nan = np.isnan(X) if has_nan else None
-    has_nan = has_nan and bool(nan.any())
-    wcol = np.ones((n, 1)) if w is None else w[:, None]
-    if has_nan:
-        W = wcol * ~nan
-    elif np.all(n0 == n0[0]):
-        W, n0 = wcol, n0[:1]  # one count for every feature: rates per row only
-    else:
-        W = np.repeat(wcol, d, axis=1)
-    a0, A, n_after = _mixture_weights(n0, W, top, log_keep)
-    if has_nan:
-        first = X[np.argmax(~nan, axis=0), np.arange(d)]
-        ref = np.where(n0 > 0, mu0, np.where(np.isnan(first), 0.0, first))
-    else:
-        ref = np.where(n0 > 0, mu0, X[0])
-    D = X - ref
-    if has_nan:
-        D[nan] = 0.0
-    mean = ref + a0 * (mu0 - ref) + _column_sums(A, D)
-    D -= mean - ref
-    D *= D
-    var = a0 * (var0 + (mu0 - mean) ** 2) + _column_sums(A, D)
-    return np.broadcast_to(n_after, mu0.shape).copy(), mean, var
-
-
-def _update(counts: array, means: array, variances: array, base: int, xs: list, w: float,
-            top: float, log_keep: float) -> None:
-    """One sample of weight ``w`` into the counts, means and variances at ``base`` (a class's
-    row, or 0 for the all-class statistics), in place: docs/design.md 2.1, feature by feature.
-    Features with equal counts share one rate, so a dense row computes it once."""
-    last = r = -1.0
-    for j, a in enumerate(xs):
-        if a != a:  # missing
-            continue
-        i = base + j
-        m = counts[i]
-        if m != last:
-            last, r = m, update_rate(m, w, top, log_keep)
-        e = a - means[i]
-        means[i] += r * e
-        variances[i] = (1.0 - r) * (variances[i] + r * e * e)
-        counts[i] = m + w
-
-
-def _normalised(e: list) -> list:
-    """``e`` divided by its sum, added left to right."""
-    s = 0.0
-    for v in e:
-        s += v
-    return [v / s for v in e]
 
 
 def _zeros(n: int) -> array:
@@ -191,11 +68,6 @@ def _zeros(n: int) -> array:
 def _put(a: array, base: int, values: np.ndarray) -> None:
     """Write the float64 ``values`` into ``a`` from index ``base`` (no re-allocation)."""
     a[base:base + len(values)] = array("d", values.tolist())
-
-
-def _matrix(a: array, d: int) -> np.ndarray:
-    """A flat buffer of rows of ``d`` doubles as a float64 (rows, d) copy."""
-    return np.array(a, dtype=np.float64).reshape(-1, d)
 
 
 def _rows(a: array, d: int) -> list:
@@ -271,31 +143,11 @@ class GaussianNB(Learner):
 
     def __init__(self, learning_rate: float | None = None, var_smoothing: float = 1e-9,
                  max_size_bytes: int | None = None, warm_up: bool = True):
-        if learning_rate is not None and (
-            isinstance(learning_rate, bool)
-            or not isinstance(learning_rate, numbers.Real)
-            or not 0.0 <= learning_rate < 1.0
-        ):
-            raise ValueError(f"learning_rate must be None or in [0, 1), got {learning_rate!r}")
-        if (
-            isinstance(var_smoothing, bool)
-            or not isinstance(var_smoothing, numbers.Real)
-            or not 0.0 <= var_smoothing < _INF
-        ):
-            raise ValueError(f"var_smoothing must be finite and >= 0, got {var_smoothing!r}")
-        if type(warm_up) is not bool:
-            raise ValueError(f"warm_up must be True or False, got {warm_up!r}")
-        alpha = float(learning_rate or 0.0)
-        if not warm_up and alpha == 0.0:
-            raise ValueError("warm_up=False needs a learning_rate in (0, 1): the exact mode "
-                             "(Algorithm 1) has no constant rate to warm up")
+        check_gaussian_params(learning_rate, var_smoothing, warm_up)
         self.learning_rate = learning_rate
         self.var_smoothing = var_smoothing
         self.warm_up = warm_up
-        # the count up to which the rate is 1/n (`update_rate`): the warm-up's 1/alpha, the
-        # first sample only in Algorithm 2 as written, every sample in the exact mode
-        self._top = (float(math.floor(1.0 / alpha)) if warm_up else 1.0) if alpha > 0 else _INF
-        self._log_keep = math.log1p(-alpha)
+        self._top, self._log_keep = rate_constants(learning_rate, warm_up)
         self.classes_: list = []
         self.n_features_in_: int | None = None
         self._index: dict = {}
@@ -350,8 +202,8 @@ class GaussianNB(Learner):
             priors[c] *= keep
         priors[k] += r
         self._n += w
-        _update(self._counts, self._means, self._vars, k * len(xs), xs, w, top, lk)
-        _update(self._fcounts, self._fmeans, self._fvars, 0, xs, w, top, lk)
+        update(self._counts, self._means, self._vars, k * len(xs), xs, w, top, lk)
+        update(self._fcounts, self._fmeans, self._fvars, 0, xs, w, top, lk)
         self._eps = max(self.var_smoothing * max(self._fvars), EPS_FLOOR)
 
     def learn_many(self, X, y, w=None) -> None:
@@ -363,64 +215,46 @@ class GaussianNB(Learner):
             w: None or n sample weights >= 0.
 
         Vectorised: the final state of the sequential rule is a weighted mixture of the old
-        estimate and the rows (`_mixture_weights`), per class and in chunks of `_CHUNK` rows.
+        estimate and the rows (`edgebayes.naive_bayes_batch.merge`), per class and in chunks of
+        `edgebayes.naive_bayes_batch.CHUNK` rows.
 
         Raises:
             ValueError: as `learn_one`, or X and y of different lengths. The model is unchanged.
         """
-        X = self._check_X(X, learning=True)
+        X = batch.check_rows(X, self.n_features_in_, learning=True)
         labels = y.tolist() if isinstance(y, np.ndarray) else list(y)
         if len(labels) != len(X):
             raise ValueError(f"X has {len(X)} rows but y has {len(labels)} labels")
-        if w is not None:
-            w = check_weights(w, len(X))
-            keep = w > 0
-            if not keep.all():  # zero weight: validated, not learned (as learn_one)
-                for v, k in zip(labels, keep.tolist()):
-                    if not k:
-                        check_label(v)
-                X, w = X[keep], w[keep]
-                labels = [v for v, k in zip(labels, keep.tolist()) if k]
-            if np.all(w == 1.0):
-                w = None
-        codes, new = self._encode(labels)
+        if w is not None:  # zero weight: validated, not learned (as learn_one)
+            X, labels, w = batch.drop_zero_weights(X, labels, check_weights(w, len(X)))
+        codes, new = batch.encode(self._index, labels, self._new_label)
         if not len(X):
             return
         self._check_room(new, X.shape[1])
         for label in new:
             self._add_class(label, X.shape[1])
         has_nan = bool(np.isnan(X).any())
-        for start in range(0, len(X), _CHUNK):
-            stop = start + _CHUNK
+        for start in range(0, len(X), batch.CHUNK):
+            stop = start + batch.CHUNK
             self._learn_chunk(X[start:stop], codes[start:stop], None if w is None else w[start:stop], has_nan)
 
     def _learn_chunk(self, X, codes, w, has_nan):
-        top, lk = self._top, self._log_keep
+        top, lk, d = self._top, self._log_keep, self.n_features_in_
         K = len(self.classes_)
         wcol = np.ones((len(X), 1)) if w is None else w[:, None]
-        a0, A, n_after = _mixture_weights(np.array([self._n]), wcol, top, lk)
+        a0, A, n_after = batch.mixture_weights(np.array([self._n]), wcol, top, lk)
         priors = a0[0] * np.array(self._priors) + np.bincount(codes, weights=A[:, 0], minlength=K)
         _put(self._priors, 0, priors)
         self._n = float(n_after[0])
-        order = np.argsort(codes, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=K))])
-        Xs, ws = X[order], (None if w is None else w[order])
-        d = self.n_features_in_
-        for k in range(K):
-            lo, hi = bounds[k], bounds[k + 1]
-            if lo == hi:
-                continue
+        for k, rows, ws in batch.by_class(X, codes, w, K):
             row = slice(k * d, (k + 1) * d)
-            cnt, mu, var = _merge(
-                np.array(self._counts[row]), np.array(self._means[row]), np.array(self._vars[row]),
-                Xs[lo:hi], None if ws is None else ws[lo:hi], top, lk, has_nan,
-            )
-            for buffer, values in ((self._counts, cnt), (self._means, mu), (self._vars, var)):
+            old = (np.array(self._counts[row]), np.array(self._means[row]), np.array(self._vars[row]))
+            for buffer, values in zip((self._counts, self._means, self._vars),
+                                      batch.merge(*old, rows, ws, top, lk, has_nan)):
                 _put(buffer, k * d, values)
-        cnt, mu, var = _merge(
-            np.array(self._fcounts), np.array(self._fmeans), np.array(self._fvars), X, w, top, lk, has_nan
-        )
-        for buffer, values in ((self._fcounts, cnt), (self._fmeans, mu), (self._fvars, var)):
+        old = (np.array(self._fcounts), np.array(self._fmeans), np.array(self._fvars))
+        for buffer, values in zip((self._fcounts, self._fmeans, self._fvars),
+                                  batch.merge(*old, X, w, top, lk, has_nan)):
             _put(buffer, 0, values)
         self._eps = max(self.var_smoothing * max(self._fvars), EPS_FLOOR)
 
@@ -467,128 +301,15 @@ class GaussianNB(Learner):
         self._vars = self._vars + _zeros(d)
         return len(self.classes_) - 1
 
-    def _encode(self, labels: list) -> tuple[np.ndarray, list]:
-        """Class indices of ``labels`` and the new labels in order of first appearance.
-
-        Raises:
-            ValueError: a None, NaN or unhashable label (nothing is registered).
-        """
-        index = self._index
-        try:
-            codes = list(map(index.get, labels))
-        except TypeError:  # an unhashable label: find it and say which
-            for v in labels:
-                check_label(v)
-        if None not in codes:
-            return np.array(codes, dtype=np.intp), []
-        new: dict = {}
-        for v in dict.fromkeys(labels):
-            if v not in index:
-                y = self._new_label(v)
-                if y not in index and y not in new:
-                    new[y] = len(index) + len(new)
-        lookup = {**index, **new}
-        return np.array([lookup[v] for v in labels], dtype=np.intp), list(new)
-
-    def _check_X(self, X, learning: bool = False) -> np.ndarray:
-        """``X`` as a float64 array (n, n_features_in_). Raises ValueError."""
-        X = np.asarray(X)
-        d = self.n_features_in_
-        if X.size == 0 and X.ndim < 2:
-            return np.empty((0, d or 0))
-        if X.dtype.kind not in "fiub":
-            raise ValueError(f"X must hold numbers, got dtype {X.dtype}")
-        X = X.astype(np.float64, copy=False)
-        if X.ndim != 2 or (d is not None and X.shape[1] != d) or (learning and X.shape[1] == 0):
-            raise ValueError(f"X must have shape (n, {d or 'n_features'}), got {X.shape}")
-        if np.isinf(X).any():
-            raise ValueError("X holds +/-inf: features must be finite (NaN marks a missing value)")
-        if learning and (np.abs(X) > MAX_ABS_X).any():
-            raise ValueError(f"X holds a value out of range: learning takes |x| <= {MAX_ABS_X:g}")
-        return X
-
     # ------------------------------------------------------------------ prediction
 
-    def _terms(self, xs: list, has_nan: bool) -> tuple[list, list]:
-        """Per class: log P(k) - 0.5 sum_j log(2 pi v_kj), and sum_j (x_j - mu_kj)^2 / v_kj,
-        with v = var + eps; the joint log-likelihood is the first minus half the second.
-
-        A class with every feature seen, for x without a missing value, takes log of the
-        product of its v (one log, or the sum of the logs if the product over- or
-        underflows); otherwise only the features present in x and seen in the class count.
-        """
-        d, eps = self.n_features_in_, self._eps
-        counts, means, variances = self._counts, self._means, self._vars
-        cs, qs = [], []
-        for k, p in enumerate(self._priors):
-            base = k * d
-            log_p = math.log(p) if p > 0.0 else -_INF
-            q = 0.0
-            if not has_nan and min(counts[base:base + d]) > 0.0:
-                prod = 1.0
-                for j, a in enumerate(xs):
-                    v = variances[base + j] + eps
-                    prod *= v
-                    e = a - means[base + j]
-                    q += e * e / v
-                if 0.0 < prod < _INF:
-                    log_det = math.log(prod)
-                else:
-                    log_det = 0.0
-                    for j in range(d):
-                        log_det += math.log(variances[base + j] + eps)
-                c = log_p - 0.5 * (d * _LOG_2PI + log_det)
-            else:
-                c = log_p
-                for j, a in enumerate(xs):
-                    i = base + j
-                    if a == a and counts[i] > 0.0:
-                        v = variances[i] + eps
-                        c -= 0.5 * (_LOG_2PI + math.log(v))
-                        e = a - means[i]
-                        q += e * e / v
-            cs.append(c)
-            qs.append(q)
-        return cs, qs
-
-    def _far(self, xs: list) -> list:
-        """Probabilities when every class's log-likelihood is -inf (x extremely far): the limit
-        as x moves away, found with the squared distances scaled by 2^-1200."""
-        scale = FAR_SCALE
-        d, eps = self.n_features_in_, self._eps
-        counts, means, variances = self._counts, self._means, self._vars
-        u, c = [], []
-        for k, p in enumerate(self._priors):
-            base = k * d
-            uk = ck = 0.0
-            for j, a in enumerate(xs):
-                i = base + j
-                if a == a and counts[i] > 0.0:
-                    v = variances[i] + eps
-                    e = a * scale - means[i] * scale
-                    uk += e * e / v
-                    ck -= 0.5 * (_LOG_2PI + math.log(v))
-            u.append(uk if p > 0.0 else _INF)
-            c.append(ck + math.log(p) if p > 0.0 else -_INF)
-        best = min(u)
-        win = [uk == best and ck > -_INF for uk, ck in zip(u, c)]
-        top = max(ck for ck, won in zip(c, win) if won)
-        e = [math.exp(ck - top) if won else 0.0 for ck, won in zip(c, win)]
-        return _normalised(e)
+    def _stats(self) -> tuple:
+        """The buffers and eps the kernel reads: priors, counts, means, variances, eps."""
+        return self._priors, self._counts, self._means, self._vars, self._eps
 
     def _proba(self, xs: list, has_nan: bool) -> list:
-        """Class probabilities of a checked ``xs``, in `classes_` order: log-sum-exp."""
-        cs, qs = self._terms(xs, has_nan)
-        # shift by the smallest squared distance: when it is huge (a variance at the floor),
-        # the log priors would otherwise be absorbed and tied distances no longer tie
-        q0 = min(qs)
-        if q0 == _INF:
-            return self._far(xs)
-        jll = [c - 0.5 * (q - q0) for c, q in zip(cs, qs)]
-        top = max(jll)
-        if top == -_INF:
-            return self._far(xs)
-        return _normalised([math.exp(v - top) for v in jll])
+        """Class probabilities of a checked ``xs``, in `classes_` order (the kernel's `proba`)."""
+        return proba(*self._stats(), xs, has_nan)
 
     def joint_log_likelihood_one(self, x) -> dict:
         """log P(k) + sum_j log N(x_j; mu_kj, var_kj + eps) per class (empty before learning).
@@ -598,7 +319,7 @@ class GaussianNB(Learner):
         """
         if not self.classes_:
             return {}
-        cs, qs = self._terms(*as_floats(x, self.n_features_in_))
+        cs, qs = terms(*self._stats(), *as_floats(x, self.n_features_in_))
         return {label: c - 0.5 * q for label, c, q in zip(self.classes_, cs, qs)}
 
     def predict_proba_one(self, x) -> dict:
@@ -619,47 +340,7 @@ class GaussianNB(Learner):
         """
         if not self.classes_:
             return np.zeros((len(X), 0))
-        X = self._check_X(X)
-        out = np.empty((len(X), len(self.classes_)))
-        for start in range(0, len(X), _CHUNK):
-            out[start:start + _CHUNK] = self._proba_chunk(X[start:start + _CHUNK])
-        return out
-
-    def _proba_chunk(self, X: np.ndarray) -> np.ndarray:
-        nan = np.isnan(X)
-        has_nan = bool(nan.any())
-        present = (~nan).astype(float)
-        eps = self._eps
-        n, K = len(X), len(self.classes_)
-        C, Q = np.empty((n, K)), np.empty((n, K))
-        counts, means, variances = (_matrix(a, X.shape[1]) for a in (self._counts, self._means, self._vars))
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            log_p = np.log(np.array(self._priors))
-            for k in range(len(self.classes_)):
-                v = variances[k] + eps
-                seen = counts[k] > 0
-                inv = np.where(seen, 1.0 / v, 0.0)
-                half_log = np.where(seen, 0.5 * (_LOG_2PI + np.log(v)), 0.0)
-                D = X - means[k]
-                if not seen.all():
-                    D[:, ~seen] = 0.0
-                if has_nan:
-                    D[nan] = 0.0
-                    norm = present @ half_log
-                else:
-                    norm = half_log.sum()
-                C[:, k] = log_p[k] - norm
-                Q[:, k] = (D * D) @ inv
-            jll = C - 0.5 * (Q - Q.min(axis=1, keepdims=True))  # shifted as in predict_proba_one
-            top = jll.max(axis=1, keepdims=True)
-        far = ~(top[:, 0] > -np.inf)  # every squared distance overflowed: the limit, by _far
-        top[far] = 0.0
-        with np.errstate(invalid="ignore"):
-            P = np.exp(jll - top)
-            P /= P.sum(axis=1, keepdims=True)
-        for i in np.flatnonzero(far):
-            P[i] = self._far(X[i].tolist())
-        return P
+        return batch.proba_rows(batch.check_rows(X, self.n_features_in_), *self._stats())
 
     def predict_many(self, X) -> list:
         """The most probable label of each row (None for every row before learning)."""
@@ -737,62 +418,27 @@ class GaussianNB(Learner):
         }
 
     @classmethod
+    @refuse_malformed("gaussian_nb")
     def from_state(cls, state: dict) -> GaussianNB:
         """Rebuild the learner that `state` described (predictions identical, learning goes on).
 
         Raises:
             ValueError: not a gaussian_nb state, or a malformed one: a missing key, a value of
                 the wrong type, inconsistent shapes, a bad label, a non-finite number, a
-                negative count, prior or variance, or priors not summing to 1.
+                negative count, prior or variance, or priors not summing to 1
+                (`edgebayes.naive_bayes_state.read_gaussian`).
         """
         if not isinstance(state, dict) or state.get("kind") != "gaussian_nb":
             raise ValueError("not a gaussian_nb state")
-        try:
-            return cls._from_state(state)
-        except STATE_ERRORS as exc:
-            raise ValueError(f"invalid gaussian_nb state: {exc!r}") from None
-
-    @classmethod
-    def _from_state(cls, state: dict) -> GaussianNB:
         # max_size_bytes and warm_up are absent from states older than them
         model = cls(state["learning_rate"], state["var_smoothing"], state.get("max_size_bytes"),
                     state.get("warm_up", True))
-        classes = list(state["classes"])
-        K, d = len(classes), state["n_features_in"]
-        rows = [[float(v) for v in r] for key in ("counts", "means", "variances") for r in state[key]]
-        feats = [[float(v) for v in state[key]] for key in ("feature_counts", "feature_means", "feature_variances")]
-        priors = [float(p) for p in state["priors"]]
-        n = float(state["n"])
-        if (d is None) != (K == 0) or not (d is None or (type(d) is int and d >= 1)):
-            raise ValueError(f"invalid gaussian_nb state: n_features_in {d!r} with {K} classes")
-        if len(priors) != K or len(rows) != 3 * K or any(len(r) != d for r in rows + (feats if K else [])):
-            raise ValueError("invalid gaussian_nb state: shapes do not match classes and n_features_in")
-        for c in classes:
-            check_label(c)
-        if len(dict.fromkeys(classes)) != K:
-            raise ValueError("invalid gaussian_nb state: two classes are equal labels")
-        check_finite("n", n, 0.0)
-        check_finite("priors", priors, 0.0)
-        if K and abs(math.fsum(priors) - 1.0) > 1e-6:
-            raise ValueError(f"invalid gaussian_nb state: priors sum to {math.fsum(priors)}, not 1")
-        # the bounds of learning (edgebayes.base.MAX_ABS_X): a mean or variance past them
-        # would overflow at the next update
-        bounds = ((0.0, _INF), (-MAX_ABS_X, MAX_ABS_X), (0.0, 4.0 * MAX_ABS_X * MAX_ABS_X))
-        parts = (rows[:K], rows[K:2 * K], rows[2 * K:])
-        for name, rs, (low, high) in zip(("counts", "means", "variances"), parts, bounds):
-            for r in rs:
-                check_finite(name, r, low, high)
-        if K:
-            for name, r, (low, high) in zip(("feature_counts", "feature_means", "feature_variances"), feats, bounds):
-                check_finite(name, r, low, high)
-        model.classes_ = classes
+        classes, d, model._n, model._priors, rows, feats = read_gaussian(state)
+        model.classes_, model.n_features_in_ = classes, d
         model._index = {c: k for k, c in enumerate(classes)}
-        model.n_features_in_ = d
-        model._n, model._priors = n, array("d", priors)
-        model._counts, model._means, model._vars = (
-            array("d", [v for r in rows[i * K:(i + 1) * K] for v in r]) for i in range(3))
-        if K:
-            model._fcounts, model._fmeans, model._fvars = (array("d", r) for r in feats)
+        model._counts, model._means, model._vars = rows
+        if feats is not None:
+            model._fcounts, model._fmeans, model._fvars = feats
             model._eps = max(model.var_smoothing * max(model._fvars), EPS_FLOOR)
         return model
 

@@ -17,7 +17,7 @@ the whole product into 0) is handled by one of two rules:
 Under both rules a value absent from every class (or a missing one) is disregarded: it
 multiplies every class by the same factor, as the paper says for the descriptor seen in no
 class. Its counts are the per-class weights of each value; with a ``learning_rate`` they fade
-like GaussianNB's estimates (see `MixedNB._learn_nominal`).
+like GaussianNB's estimates (see `edgebayes.naive_bayes_nominal.NominalCounts.learn`).
 
 Our choices where the paper is silent: V counts the values seen in any class (a value seen in
 no class is not counted, since it is disregarded); a class that never saw a feature gets the
@@ -35,77 +35,51 @@ of a nominal feature has frequency 0 in some class, the counter of every class t
 goes up by one, P(v | k) = (n_kv + 1) / n_k ("we increase counter by 1 because
 P(a1 | c = 4) = 0, so finally P(a1 = 1 | c = 2) = 2/3"); the classes without v keep 0, and a
 value in no class adds 0 to every class (the paper's "we cannot handle it"). See
-`MixedNB` for the numeric features and the probabilities under ``"paper_sum"``.
+`edgebayes.naive_bayes_paper`. A numeric feature adds its Gaussian density N(x; mu_k, var_k +
+eps) to the sum, as section 2 says for numerical data (a density, not a probability: its scale
+depends on the feature's unit, so the paper's experiments, and ours, declare every feature
+nominal). The probabilities are the Param_k normalised to sum 1; when every Param_k is 0 (no
+value of x seen in any class) they are uniform, the paper's tie resolved at random. With 3 or
+more classes a class holding v gets +1 however many classes lack v (the paper's example has two
+classes, where the readings coincide).
 
 ``scoring="moa"`` is MOA's NaiveBayes exactly, the SRP paper's NB baseline (Gomes et al. 2019
-ran MOA's): see `edgebayes.naive_bayes_moa`.
+ran MOA's): its ``doNaiveBayesPrediction`` with its nominal and Gaussian observers, a product in
+floating point in attribute order, MOA's Laplace correction and sample variances, no smoothing
+(`edgebayes.naive_bayes_moa`). Nominal values are MOA's value indices (non-negative integer
+codes). The probabilities are the votes normalised (NaN read as 0; infinite votes share 1;
+uniform when all are 0).
 """
+
 
 from __future__ import annotations
 
-import math
-import numbers
 import sys
 
 import numpy as np
 
+from edgebayes import naive_bayes_batch as batch
+from edgebayes import naive_bayes_paper as paper
 from edgebayes.base import (
-    FLOAT_IN_LIST_BYTES,
-    LIST_BYTES,
-    MAX_ABS_X,
-    STATE_ERRORS,
     ClassLimitError,
     Learner,
     as_floats,
-    check_finite,
     check_label,
     check_size_bound,
     check_weight,
+    refuse_malformed,
 )
-from edgebayes.naive_bayes import GaussianNB, update_rate
-from edgebayes.naive_bayes_moa import gaussian_factors, max_index, nominal_factors, value_bounds
+from edgebayes.naive_bayes import GaussianNB
+from edgebayes.naive_bayes_moa import predict as moa_predict
+from edgebayes.naive_bayes_moa import value_bounds, vote_proba, votes
+from edgebayes.naive_bayes_nominal import NominalCounts, columns, log_table, posterior_one, posterior_rows
+from edgebayes.naive_bayes_params import SCORING, ZERO_FREQUENCY, check_mixed_params, rate_constants, split_columns
+from edgebayes.naive_bayes_state import read_layout
 from edgebayes.sizes import insert_bytes
 
 __all__ = ["SCORING", "ZERO_FREQUENCY", "MixedNB", "split_columns"]
 
-ZERO_FREQUENCY = ("laplace", "borrow")
-#: ``"product"``: log P(k) + sum_j log P(x_j | k) (default); ``"paper_sum"``: Artiemjew and
-#: Idzikowski's (2019) P(k) sum_j P(x_j | k) with its worked example's counter increment (see
-#: `MixedNB`); ``"moa"``: MOA's NaiveBayes (`edgebayes.naive_bayes_moa`).
-SCORING = ("product", "paper_sum", "moa")
-_LOG_2PI = math.log(2.0 * math.pi)
 _NAN = float("nan")
-
-
-def _check_nominal(nominal_attributes, n_features: float = math.inf) -> list[int]:
-    """The nominal indices as a sorted list of ints.
-
-    Raises:
-        ValueError: not a sequence of ints in [0, n_features), or an index appears twice.
-    """
-    if nominal_attributes is None:
-        return []
-    try:
-        nominal = list(nominal_attributes)
-    except TypeError:
-        raise ValueError(f"nominal_attributes must be a sequence of ints, got {nominal_attributes!r}") from None
-    for i in nominal:
-        if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= i < n_features:
-            raise ValueError(f"nominal_attributes: {i!r} is not an index of x's {n_features} features")
-    if len(set(nominal)) != len(nominal):
-        raise ValueError(f"nominal_attributes holds a duplicate index: {nominal}")
-    return sorted(int(i) for i in nominal)
-
-
-def split_columns(nominal_attributes, n_features: int) -> tuple[list[int], list[int]]:
-    """(nominal, numeric) column indices of an x of ``n_features`` values, each sorted.
-
-    Raises:
-        ValueError: a nominal index is not an int in [0, n_features) or appears twice.
-    """
-    nominal = _check_nominal(nominal_attributes, n_features)
-    taken = set(nominal)
-    return nominal, [j for j in range(n_features) if j not in taken]
 
 
 class MixedNB(Learner):
@@ -132,25 +106,12 @@ class MixedNB(Learner):
             of the empty model: a sample whose new class or new nominal values would take
             the model past it (cached log tables counted) is refused with
             `edgebayes.base.ClassLimitError`, the model unchanged.
-        scoring: ``"product"`` (default) or ``"paper_sum"``: Artiemjew and Idzikowski's (2019)
-            symbolic naive Bayes, section 2, eq. 2, Param_k = P(k) sum_m P(v_m | k), zero
-            frequencies by the counter increment of its worked example (section 2.1; see the
-            module doc). ``zero_frequency``, ``alpha`` and ``borrow_factor`` are then unused. A
-            numeric feature adds its Gaussian density N(x; mu_k, var_k + eps) to the sum, as
-            section 2 says for numerical data (a density, not a probability: its scale depends
-            on the feature's unit, so the paper's experiments, and ours, declare every feature
-            nominal). The probabilities are the Param_k normalised to sum 1; when every Param_k
-            is 0 (no value of x seen in any class) they are uniform, the paper's tie resolved at
-            random. With 3 or more classes a class holding v gets +1 however many classes lack v
-            (the paper's example has two classes, where the readings coincide).
-            ``"moa"``: MOA's NaiveBayes (its ``doNaiveBayesPrediction``, nominal and Gaussian
-            observers; see `edgebayes.naive_bayes_moa`): a product in floating point in
-            attribute order, MOA's Laplace correction and sample variances, no smoothing;
-            ``zero_frequency``, ``alpha``, ``borrow_factor`` and ``var_smoothing`` are unused,
-            and ``learning_rate`` must be None. Nominal values are MOA's value indices
-            (non-negative integer codes). The probabilities are the votes normalised (NaN
-            read as 0; infinite votes share 1; uniform when all are 0); `predict_one` is MOA's
-            ``Utils.maxIndex`` over the votes in ``classes`` order.
+        scoring: ``"product"`` (default), ``"paper_sum"`` (Artiemjew and Idzikowski 2019, section
+            2, eq. 2, Param_k = P(k) sum_m P(v_m | k), zero frequencies by the counter increment
+            of its section 2.1; ``zero_frequency``, ``alpha`` and ``borrow_factor`` unused) or
+            ``"moa"`` (MOA's NaiveBayes; ``zero_frequency``, ``alpha``, ``borrow_factor`` and
+            ``var_smoothing`` unused, ``learning_rate`` must be None; `predict_one` is MOA's
+            ``Utils.maxIndex`` over the votes in ``classes`` order). The module doc gives each rule.
         classes: labels in the order of MOA's header (its ARFF ``@attribute class {...}``):
             under ``"moa"`` ties between votes go to the first of them, and a label of it not
             learned yet has vote 0 (and can be predicted, as MOA does). None = `classes_` order.
@@ -187,25 +148,8 @@ class MixedNB(Learner):
         classes=None,
     ):
         self._gnb = GaussianNB(learning_rate, var_smoothing)  # validates both
-        _check_nominal(nominal_attributes)
-        if zero_frequency not in ZERO_FREQUENCY:
-            raise ValueError(f"zero_frequency must be one of {ZERO_FREQUENCY}, got {zero_frequency!r}")
-        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < math.inf:
-            raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
-        if (isinstance(borrow_factor, bool) or not isinstance(borrow_factor, numbers.Real)
-                or not 0.0 < borrow_factor < 1.0):
-            raise ValueError(f"borrow_factor must be in (0, 1), got {borrow_factor!r}")
-        if scoring not in SCORING:
-            raise ValueError(f"scoring must be one of {SCORING}, got {scoring!r}")
-        if scoring == "moa" and learning_rate is not None:
-            raise ValueError("scoring='moa' is MOA's NaiveBayes, which does not forget: learning_rate must be None")
-        if classes is not None:
-            classes = list(classes)
-            for c in classes:
-                check_label(c)
-            if len(set(classes)) != len(classes):
-                raise ValueError(f"classes holds a duplicate label: {classes}")
-        self.classes = classes
+        self.classes = check_mixed_params(nominal_attributes, learning_rate, zero_frequency, alpha,
+                                          borrow_factor, scoring, classes)
         self.nominal_attributes = nominal_attributes
         self.learning_rate = learning_rate
         self.var_smoothing = var_smoothing
@@ -213,21 +157,14 @@ class MixedNB(Learner):
         self.alpha = alpha
         self.borrow_factor = borrow_factor
         self.scoring = scoring
-        a = float(learning_rate or 0.0)
-        self._top = math.floor(1.0 / a) if a > 0 else math.inf  # as GaussianNB: 1/n up to 1/alpha
-        self._log_keep = math.log1p(-a)
+        self._top, self._log_keep = rate_constants(learning_rate)  # as GaussianNB: 1/n up to 1/alpha
         self.n_features_in_: int | None = None
         self._nominal: list[int] = []
         self._numeric: list[int] = []
         self._index: dict = {}
-        # per nominal feature: value -> column; per class, the weight of each value; per class,
-        # the sum of those weights (n_k of the frequencies) and the weight learned (for rates)
-        self._values: list[dict] = []
-        self._counts: list[list[list[float]]] = []
-        self._totals: list[list[float]] = []
-        self._seen: list[list[float]] = []
+        self._nom = NominalCounts()
         self._tables = None  # per nominal feature, per value column: K log-probabilities (or, for
-        # "paper_sum", K frequencies)
+        # "paper_sum", K frequencies; for "moa", MOA's value bounds)
         self.max_size_bytes = max_size_bytes
         check_size_bound(max_size_bytes, self.memory_bytes(), "the empty model")
 
@@ -287,15 +224,7 @@ class MixedNB(Learner):
         X = np.asarray(X)
         if X.size == 0 and X.ndim < 2:
             return
-        if X.ndim != 2 or X.dtype.kind not in "fiub":
-            raise ValueError(f"X must be a 2-D array of numbers, got shape {X.shape} dtype {X.dtype}")
-        X = X.astype(np.float64, copy=False)
-        if X.shape[1] != (self.n_features_in_ or X.shape[1]) or X.shape[1] == 0:
-            raise ValueError(f"X has {X.shape[1]} features, the model {self.n_features_in_}")
-        if np.isinf(X).any():
-            raise ValueError("X holds +/-inf: features must be finite (NaN marks a missing value)")
-        if (np.abs(X) > MAX_ABS_X).any():
-            raise ValueError(f"X holds a value out of range: learning takes |x| <= {MAX_ABS_X:g}")
+        X = batch.check_rows(X, self.n_features_in_, learning=True)
         nominal, numeric = self._layout(X.shape[1])
         if self.max_size_bytes is not None:
             self._check_batch(X, y, w)
@@ -313,9 +242,7 @@ class MixedNB(Learner):
     def new_values(self, xs: list) -> dict:
         """The nominal values of ``xs`` (a checked list of floats) not seen yet: position
         among the nominal features -> [value]; NaN (missing) is no value."""
-        nominal = self._layout(len(xs))[0]
-        known = self._values or [{}] * len(nominal)
-        return {i: [xs[j]] for i, j in enumerate(nominal) if xs[j] == xs[j] and xs[j] not in known[i]}
+        return self._nom.new_values(self._layout(len(xs))[0], xs)
 
     def has_room(self, x, y) -> bool:
         """Whether `learn_one` would take ``y`` and ``x``'s nominal values within
@@ -335,18 +262,10 @@ class MixedNB(Learner):
         ``d`` features, counting the cached log tables and the Gaussian part's cache whether
         built or not (the most learning them can hold)."""
         nominal, numeric = self._layout(d)
-        values = values or {}
-        have = self._values or [{} for _ in nominal]
-        K = len(self._index) + len(labels)
-        sizes = [len(v) + len(values.get(i, ())) for i, v in enumerate(have)]
-        dicts = sys.getsizeof(self._index) + insert_bytes(self._index, labels)
-        for i, (v, n) in enumerate(zip(have, sizes)):
-            dicts += sys.getsizeof(v) + insert_bytes(v, values.get(i, ())) + FLOAT_IN_LIST_BYTES * n
-        floats = K * sum(sizes) + 2 * len(sizes) * K
-        lists = len(sizes) * K + 3 * len(sizes) + 4
-        tables = sum(K * (n + 1) * 8 + 112 for n in sizes)
+        held = self._nom.planned_bytes(nominal, values or {}, len(self._index) + len(labels))
+        index = sys.getsizeof(self._index) + insert_bytes(self._index, labels)
         gnb = self._gnb.planned_bytes(labels, len(numeric) or 1)
-        return int(sys.getsizeof(self) + gnb + FLOAT_IN_LIST_BYTES * floats + LIST_BYTES * lists + dicts + tables)
+        return int(sys.getsizeof(self) + gnb + held + index)
 
     def _check_room(self, labels: list, values: dict, d: int) -> None:
         """ClassLimitError unless the new ``labels`` and ``values`` fit ``max_size_bytes``."""
@@ -357,7 +276,7 @@ class MixedNB(Learner):
             what = f"class {labels[0]!r}" if labels else f"nominal value(s) {values}"
             raise ClassLimitError(
                 f"{what} refused: max_size_bytes={self.max_size_bytes} holds {len(self._index)} "
-                f"classes and {sum(map(len, self._values))} nominal values; this sample needs {need} bytes"
+                f"classes and {sum(map(len, self._nom.values))} nominal values; this sample needs {need} bytes"
             )
 
     def _check_batch(self, X: np.ndarray, y, w) -> None:
@@ -369,124 +288,42 @@ class MixedNB(Learner):
         for v in labels:
             check_label(v)
         new = [v for v in dict.fromkeys(labels) if v not in self._index]
-        nominal = self._layout(X.shape[1])[0]
-        known = self._values or [{}] * len(nominal)
-        values = {}
-        for i, j in enumerate(nominal):
-            col = [v for v in dict.fromkeys(X[:, j].tolist()) if v == v and v not in known[i]]
-            if col:
-                values[i] = col
+        values = self._nom.new_row_values(self._layout(X.shape[1])[0], X)
         self._check_room(new, values, X.shape[1])
 
     def _start(self, d: int, nominal: list, numeric: list) -> None:
         self.n_features_in_ = d
         self._nominal, self._numeric = nominal, numeric
-        self._values = [{} for _ in nominal]
-        self._counts = [[] for _ in nominal]
-        self._totals = [[] for _ in nominal]
-        self._seen = [[] for _ in nominal]
+        self._nom = NominalCounts(len(nominal))
 
     def _sync_classes(self) -> None:
         """Add the rows of the classes GaussianNB has added since the last call."""
-        classes = self._gnb.classes_
-        for y in classes[len(self._index):]:
+        for y in self._gnb.classes_[len(self._index):]:
             self._index[y] = len(self._index)
-            for i, values in enumerate(self._values):
-                self._counts[i].append([0.0] * len(values))
-                self._totals[i].append(0.0)
-                self._seen[i].append(0.0)
+            self._nom.add_class()
             if self.scoring == "moa":
                 self._tables = None  # the value-index bounds gain a class: rebuilt when needed
 
     def _learn_nominal(self, vs: list, k: int, w: float) -> None:
-        """Counts of one sample's nominal values ``vs`` for class k, weight w.
-
-        Exact mode (and a learning rate while the class has seen at most 1/alpha): the value's
-        count and the class total grow by w. Past that, the frequencies move by the rate r of
-        docs/design.md 2.1 towards the new value, p <- (1 - r) p + r e_v, and the counts are kept as
-        T p with T = floor(1/alpha) (GaussianNB's switch point): effective weights for Laplace
-        smoothing that, like the frequencies, do not depend on how a weight is split.
-        """
-        top, lk = self._top, self._log_keep
+        """Counts of one sample's nominal values ``vs`` for class k, weight w (`NominalCounts.learn`)."""
         bounds = self._tables if self.scoring == "moa" else None  # kept up to date, not rebuilt
-        for i, v in enumerate(vs):
-            if v != v:
-                continue
-            values = self._values[i]
-            col = values.get(v)
-            if col is None:
-                values[v] = col = len(values)
-                for row in self._counts[i]:
-                    row.append(0.0)
-            m = self._seen[i][k]
-            self._seen[i][k] = m + w
-            if m + w <= top:
-                self._counts[i][k][col] += w
-                self._totals[i][k] += w
-                if bounds is not None:
-                    bounds[i][k] = max(bounds[i][k], int(v) + 1)
-                continue
-            r = update_rate(m, w, top, lk)
-            s = self._totals[i][k]
-            keep = (1.0 - r) * top / s if s > 0.0 else 0.0
-            row = [c * keep for c in self._counts[i][k]]
-            row[col] += r * top
-            self._counts[i][k] = row
-            self._totals[i][k] = float(top)
+        self._nom.learn(vs, k, w, self._top, self._log_keep, bounds)
         if bounds is None:
             self._tables = None
 
     # ------------------------------------------------------------------ prediction
 
     def _log_tables(self) -> list[np.ndarray]:
-        """Per nominal feature, log P(v | k) as an array (K, V + 1); the last column (unseen
-        value) and the columns of values absent from every class are 0 (disregarded)."""
+        """Per nominal feature, log P(v | k) as an array (K, V + 1) (`naive_bayes_nominal.log_table`)."""
         if self._tables is None:
-            self._tables = [self._log_table(i) for i in range(len(self._nominal))]
+            self._tables = self._nom.tables(log_table, self.zero_frequency, self.alpha, self.borrow_factor)
         return self._tables
-
-    def _log_table(self, i: int) -> np.ndarray:
-        K, V = len(self._index), len(self._values[i])
-        C = np.array(self._counts[i], dtype=float).reshape(K, V)
-        n = np.array(self._totals[i], dtype=float)[:, None]
-        out = np.zeros((K, V + 1))
-        if V == 0:
-            return out
-        if self.zero_frequency == "laplace":
-            a = float(self.alpha)  # an int beyond int64 would make numpy build object arrays
-            out[:, :V] = np.log((C + a) / (n + a * V))
-            return out
-        with np.errstate(invalid="ignore", divide="ignore"):
-            P = np.where(n > 0.0, C / np.where(n > 0.0, n, 1.0), 0.0)
-        low = np.where(P > 0.0, P, np.inf).min(axis=0)  # smallest non-zero frequency per value
-        seen = np.isfinite(low)
-        P = np.where(P > 0.0, P, self.borrow_factor * low)
-        out[:, :V][:, seen] = np.log(P[:, seen])
-        return out
 
     def _frequency_tables(self) -> list[np.ndarray]:
-        """``"paper_sum"``: per nominal feature, P(v | k) as an array (K, V + 1), the counter
-        increment of the paper's section 2.1 applied; the last column (unseen value) is 0."""
+        """``"paper_sum"``: per nominal feature, P(v | k), (K, V + 1) (`naive_bayes_paper.frequency_table`)."""
         if self._tables is None:
-            self._tables = [self._frequency_table(i) for i in range(len(self._nominal))]
+            self._tables = self._nom.tables(paper.frequency_table)
         return self._tables
-
-    def _frequency_table(self, i: int) -> np.ndarray:
-        K, V = len(self._index), len(self._values[i])
-        C = np.array(self._counts[i], dtype=float).reshape(K, V)
-        n = np.array(self._totals[i], dtype=float)[:, None]
-        out = np.zeros((K, V + 1))
-        held = C > 0.0  # a class holding v has n_k >= n_kv > 0
-        # the paper's x2: "we increase counter by 1 because P(a1 | c = 4) = 0"
-        bump = held & (~held).any(axis=0)
-        out[:, :V] = np.where(held, (C + bump) / np.where(n > 0.0, n, 1.0), 0.0)
-        return out
-
-    def _paper_proba(self, X: np.ndarray) -> np.ndarray:
-        """``"paper_sum"``: `_paper_scores` normalised per row; uniform where every Param_k is 0."""
-        S = self._paper_scores(X)
-        total = S.sum(axis=1, keepdims=True)
-        return np.where(total > 0.0, S / np.where(total > 0.0, total, 1.0), 1.0 / S.shape[1])
 
     def _paper_scores(self, X: np.ndarray) -> np.ndarray:
         """``"paper_sum"``: the paper's Param_k = P(k) (sum of the nominal frequencies + sum of
@@ -496,56 +333,21 @@ class MixedNB(Learner):
         for table, cols in zip(self._frequency_tables(), self._nominal_columns(X)):
             S += table[:, cols].T
         if self._numeric:
-            Xn = X[:, self._numeric][:, None, :]  # (n, 1, d) against (K, d)
-            v = gnb.variances_ + gnb.epsilon_
-            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-                dens = np.exp(-0.5 * ((Xn - gnb.means_) ** 2 / v + _LOG_2PI + np.log(v)))
-            use = (gnb.counts_ > 0.0) & ~np.isnan(Xn)  # a missing value, or a class that never saw
-            S += np.where(use, dens, 0.0).sum(axis=2)  # the feature, adds nothing
+            S += paper.density_sums(X[:, self._numeric], gnb.means_, gnb.variances_ + gnb.epsilon_, gnb.counts_)
         return S * gnb.class_prior_
 
     def _nominal_columns(self, X: np.ndarray) -> list[np.ndarray]:
         """Per nominal feature, the table column of each row's value (V for unseen/missing)."""
-        out = []
-        for i, j in enumerate(self._nominal):
-            values = self._values[i]
-            miss = len(values)
-            uniq, inverse = np.unique(X[:, j], return_inverse=True)
-            cols = np.array([values.get(v, miss) if v == v else miss for v in uniq.tolist()], dtype=np.intp)
-            out.append(cols[inverse.reshape(-1)])
-        return out
+        return [columns(values, X[:, j]) for values, j in zip(self._nom.values, self._nominal)]
 
     def _moa_votes(self, xs: list) -> list[float]:
-        """``"moa"``: MOA's vote of each class of `classes_` for the checked ``xs``: the prior
-        times each attribute's factor, multiplied in attribute order."""
-        gnb, K = self._gnb, len(self._index)
-        F = np.ones((K, self.n_features_in_))
-        if self._numeric:
-            x = np.array([xs[j] for j in self._numeric])
-            F[:, self._numeric] = gaussian_factors(x, gnb.counts_, gnb.means_, gnb.variances_)
+        """``"moa"``: MOA's vote of each class of `classes_` for the checked ``xs``
+        (`edgebayes.naive_bayes_moa.votes`)."""
+        gnb, nom = self._gnb, self._nom
         if self._tables is None:
-            self._tables = [value_bounds(rows, list(values)) for values, rows in zip(self._values, self._counts)]
-        for i, j in enumerate(self._nominal):
-            v = xs[j]
-            if v == v:
-                F[:, j] = nominal_factors(self._counts[i], self._totals[i], self._tables[i].tolist(),
-                                          self._values[i].get(v))
-        return [math.prod(row, start=p) for p, row in zip(gnb.class_prior_.tolist(), F.tolist())]
-
-    def _moa_proba(self, xs: list) -> list[float]:
-        """``"moa"``: the votes normalised (NaN as 0; infinite votes share 1; uniform if all 0)."""
-        votes = [v if v == v else 0.0 for v in self._moa_votes(xs)]
-        if math.inf in votes:
-            votes = [1.0 if v == math.inf else 0.0 for v in votes]
-        s = sum(votes)
-        return [v / s for v in votes] if s > 0.0 else [1.0 / len(votes)] * len(votes)
-
-    def _moa_predict(self, xs: list):
-        """``"moa"``: MOA's ``Utils.maxIndex`` over the votes in ``classes`` order (labels not
-        learned yet vote 0), then the other classes in `classes_` order."""
-        votes = dict(zip(self.classes_, self._moa_votes(xs)))
-        order = list(self.classes or ()) + [c for c in self.classes_ if c not in set(self.classes or ())]
-        return order[max_index([votes.get(c, 0.0) for c in order])]
+            self._tables = [value_bounds(rows, list(values)) for values, rows in zip(nom.values, nom.counts)]
+        return votes(xs, gnb.class_prior_.tolist(), self._numeric, (gnb.counts_, gnb.means_, gnb.variances_),
+                     self._nominal, (nom.values, nom.counts, nom.totals, self._tables))
 
     def predict_one(self, x):
         """The most probable label for ``x`` (None before learning); under ``"moa"``, MOA's
@@ -559,7 +361,7 @@ class MixedNB(Learner):
         xs = as_floats(x, self.n_features_in_)[0]
         if not self._index:  # MOA: the first class of an empty vote
             return self.classes[0] if self.classes else None
-        return self._moa_predict(xs)
+        return moa_predict(self.classes_, self._moa_votes(xs), self.classes)
 
     def predict_proba_one(self, x) -> dict:
         """Class probabilities {label: float} for ``x``, summing to 1 (empty before learning).
@@ -571,22 +373,14 @@ class MixedNB(Learner):
             return {}
         xs, _ = as_floats(x, self.n_features_in_)
         if self.scoring == "paper_sum":
-            return dict(zip(self.classes_, self._paper_proba(np.array([xs], dtype=float))[0].tolist()))
+            return dict(zip(self.classes_, paper.normalised_scores(self._paper_scores(np.array([xs])))[0].tolist()))
         if self.scoring == "moa":
-            return dict(zip(self.classes_, self._moa_proba(xs)))
+            return dict(zip(self.classes_, vote_proba(self._moa_votes(xs))))
         post = self._gnb.predict_proba_one(self._numeric_part(xs, self._numeric))
         if not self._nominal:
             return post
-        logs = [math.log(p) if p > 0.0 else -math.inf for p in post.values()]
-        for i, (j, table) in enumerate(zip(self._nominal, self._log_tables())):
-            v = xs[j]
-            col = self._values[i].get(v) if v == v else None
-            if col is not None:
-                logs = [a + b for a, b in zip(logs, table[:, col].tolist())]
-        top = max(logs)
-        e = [math.exp(v - top) for v in logs]
-        s = sum(e)
-        return {c: v / s for c, v in zip(self.classes_, e)}
+        post = posterior_one(list(post.values()), xs, self._nominal, self._nom.values, self._log_tables())
+        return dict(zip(self.classes_, post))
 
     def predict_proba_many(self, X) -> np.ndarray:
         """Class probabilities, float64 array (n, len(classes_)), columns in `classes_` order.
@@ -597,25 +391,17 @@ class MixedNB(Learner):
         if not self._index:
             return np.zeros((len(X), 0))
         X = np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_ or X.dtype.kind not in "fiub":
-            raise ValueError(f"X must be numbers of shape (n, {self.n_features_in_}), got {X.shape} {X.dtype}")
-        X = X.astype(np.float64, copy=False)
-        if np.isinf(X).any():
-            raise ValueError("X holds +/-inf: features must be finite (NaN marks a missing value)")
+        if X.ndim != 2:  # an empty 1-D X too, which check_rows would take for no rows
+            raise ValueError(f"X must have shape (n, {self.n_features_in_}), got {X.shape}")
+        X = batch.check_rows(X, self.n_features_in_)
         if self.scoring == "paper_sum":
-            return self._paper_proba(X)
+            return paper.normalised_scores(self._paper_scores(X))
         if self.scoring == "moa":
-            return np.array([self._moa_proba(xs) for xs in X.tolist()]).reshape(len(X), len(self._index))
+            return np.array([vote_proba(self._moa_votes(xs)) for xs in X.tolist()]).reshape(len(X), len(self._index))
         P = self._gnb.predict_proba_many(X[:, self._numeric] if self._numeric else np.full((len(X), 1), _NAN))
         if not self._nominal:
             return P
-        with np.errstate(divide="ignore"):
-            L = np.log(P)
-        for table, cols in zip(self._log_tables(), self._nominal_columns(X)):
-            L += table[:, cols].T
-        L -= L.max(axis=1, keepdims=True)
-        E = np.exp(L)
-        return E / E.sum(axis=1, keepdims=True)
+        return posterior_rows(P, self._log_tables(), self._nominal_columns(X))
 
     def predict_many(self, X) -> list:
         """The most probable label of each row (None for every row before learning)."""
@@ -641,14 +427,14 @@ class MixedNB(Learner):
     def categories_(self) -> list[list[float]]:
         """Per nominal feature (in `nominal_attributes` sorted order), its values seen, in order
         of first appearance (the columns of `category_counts_`)."""
-        return [list(values) for values in self._values]
+        return [list(values) for values in self._nom.values]
 
     @property
     def category_counts_(self) -> list[np.ndarray]:
         """Per nominal feature, the weight of each value per class: float64 (n_classes, n_values).
         Exact sample weights without a learning rate; effective (faded) weights with one."""
         K = len(self._index)
-        return [np.array(c, dtype=float).reshape(K, len(v)) for c, v in zip(self._counts, self._values)]
+        return [np.array(c, dtype=float).reshape(K, len(v)) for c, v in zip(self._nom.counts, self._nom.values)]
 
     @property
     def n_samples_seen_(self) -> float:
@@ -656,90 +442,41 @@ class MixedNB(Learner):
         return self._gnb.n_samples_seen_
 
     def memory_bytes(self) -> int:
-        """Bytes held: the GaussianNB's, plus 32 per count float, 56 per list, the value dicts
-        and the cached log tables."""
-        floats = sum(len(r) for rows in self._counts for r in rows) + 2 * sum(map(len, self._totals))
-        lists = sum(len(rows) for rows in self._counts) + 3 * len(self._counts) + 4
-        dicts = sum(sys.getsizeof(v) + FLOAT_IN_LIST_BYTES * len(v) for v in self._values) + sys.getsizeof(self._index)
-        tables = sum(t.nbytes + 112 for t in self._tables) if self._tables is not None else 0
-        held = FLOAT_IN_LIST_BYTES * floats + LIST_BYTES * lists + dicts + tables
-        return int(sys.getsizeof(self) + self._gnb.memory_bytes() + held)
+        """Bytes held: the GaussianNB's, the class index, and the nominal lists, value dicts
+        and cached tables (`NominalCounts.held_bytes`)."""
+        held = self._nom.held_bytes(self._tables)
+        return int(sys.getsizeof(self) + self._gnb.memory_bytes() + held + sys.getsizeof(self._index))
 
     def state(self) -> dict:
         """Plain, msgpack-serialisable state with ``"kind": "mixed_nb"`` (see `from_state`)."""
+        nominal = None if self.nominal_attributes is None else [int(i) for i in self.nominal_attributes]
         return {
             "kind": "mixed_nb",
-            "params": {
-                "nominal_attributes": (None if self.nominal_attributes is None
-                                       else [int(i) for i in self.nominal_attributes]),
-                "learning_rate": self.learning_rate,
-                "var_smoothing": self.var_smoothing,
-                "zero_frequency": self.zero_frequency,
-                "alpha": self.alpha,
-                "borrow_factor": self.borrow_factor,
-                "max_size_bytes": self.max_size_bytes,
-                "scoring": self.scoring,
-                "classes": self.classes,
-            },
+            "params": {**self._params(), "nominal_attributes": nominal},  # the constructor's arguments
             "gaussian": self._gnb.state(),
             "n_features_in": self.n_features_in_,
-            "values": [list(v) for v in self._values],
-            "counts": [[list(r) for r in rows] for rows in self._counts],
-            "totals": [list(t) for t in self._totals],
-            "seen": [list(s) for s in self._seen],
+            **self._nom.state(),
         }
 
     @classmethod
+    @refuse_malformed("mixed_nb")
     def from_state(cls, state: dict) -> MixedNB:
         """Rebuild the learner that `state` described (predictions identical, learning goes on).
 
         Raises:
             ValueError: not a mixed_nb state, or a malformed one: a missing key, a value of
                 the wrong type, shapes that do not match the classes and nominal features, a
-                non-finite number or a negative count.
+                non-finite number or a negative count (`edgebayes.naive_bayes_state`).
         """
         if not isinstance(state, dict) or state.get("kind") != "mixed_nb":
             raise ValueError("not a mixed_nb state")
-        try:
-            return cls._from_state(state)
-        except STATE_ERRORS as exc:
-            raise ValueError(f"invalid mixed_nb state: {exc!r}") from None
-
-    @classmethod
-    def _from_state(cls, state: dict) -> MixedNB:
         model = cls(**state["params"])
         model._gnb = GaussianNB.from_state(state["gaussian"])
         if model._gnb.learning_rate != model.learning_rate or model._gnb.var_smoothing != model.var_smoothing:
             raise ValueError("invalid mixed_nb state: the Gaussian part's parameters differ")
-        d, gd = state["n_features_in"], model._gnb.n_features_in_
-        if (d is None) != (gd is None):
-            raise ValueError("invalid mixed_nb state: n_features_in does not match the Gaussian part")
-        if d is not None:
-            n_nominal = len(model.nominal_attributes or ())
-            if type(d) is not int or not 1 <= d <= n_nominal + gd:  # before building range(d)
-                raise ValueError(f"invalid mixed_nb state: n_features_in {d!r}")
-            model._start(d, *split_columns(model.nominal_attributes, d))
-            if (len(model._numeric) or 1) != gd:
-                raise ValueError("invalid mixed_nb state: n_features_in does not match the Gaussian part")
-            values = [[float(v) for v in vs] for vs in state["values"]]
-            model._values = [{v: c for c, v in enumerate(vs)} for vs in values]
-            model._counts = [[[float(c) for c in r] for r in rows] for rows in state["counts"]]
-            model._totals = [[float(t) for t in ts] for ts in state["totals"]]
-            model._seen = [[float(s) for s in ss] for ss in state["seen"]]
-            for vs, unique in zip(values, model._values):
-                check_finite("values", vs, -MAX_ABS_X, MAX_ABS_X)
-                if len(unique) != len(vs):
-                    raise ValueError("invalid mixed_nb state: a nominal value appears twice")
-            for name in ("_counts", "_totals", "_seen"):
-                for rows in getattr(model, name):
-                    for r in rows if name == "_counts" else [rows]:
-                        check_finite(name[1:], r, 0.0)
-        K = len(model._gnb.classes_)
+        layout = read_layout(state["n_features_in"], model._gnb.n_features_in_, model.nominal_attributes)
         model._index = {c: k for k, c in enumerate(model._gnb.classes_)}
-        shapes = [len(model._values), len(model._counts), len(model._totals), len(model._seen)]
-        if shapes != [len(model._nominal)] * 4 or any(
-            len(rows) != K or any(len(r) != len(v) for r in rows) or len(t) != K or len(s) != K
-            for rows, v, t, s in zip(model._counts, model._values, model._totals, model._seen)
-        ):
-            raise ValueError("invalid mixed_nb state: shapes do not match classes and nominal features")
+        if layout is not None:
+            model._start(state["n_features_in"], *layout)
+            model._nom = NominalCounts.from_state(state, len(model._nominal), len(model._index))
         return model

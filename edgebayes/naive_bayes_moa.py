@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-__all__ = ["gaussian_factors", "max_index", "nominal_factors", "value_bounds"]
+__all__ = ["gaussian_factors", "max_index", "nominal_factors", "predict", "value_bounds", "vote_proba", "votes"]
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)  # MOA's GaussianEstimator.NORMAL_CONSTANT
 
@@ -90,3 +90,47 @@ def max_index(votes: list[float]) -> int:
         if votes[i] > top:
             best, top = i, votes[i]
     return best
+
+
+def votes(xs: list, prior: list, numeric: list[int], gaussian: tuple, nominal: list[int], lists: tuple) -> list:
+    """MOA's vote of each class for the checked sample ``xs``: the prior times each attribute's
+    factor, multiplied in attribute order (``doNaiveBayesPrediction``).
+
+    Args:
+        xs: d floats, NaN = missing.
+        prior: K floats, P(k).
+        numeric, nominal: the column indices of each kind.
+        gaussian: ``(counts, means, variances)``, float64 (K, len(numeric)) each (`gaussian_factors`).
+        lists: ``(values, counts, totals, bounds)`` per nominal feature: value -> column, K
+            lists of V weights, K totals, the `value_bounds` array (K,).
+
+    Returns:
+        K floats.
+    """
+    values, counts, totals, bounds = lists
+    F = np.ones((len(prior), len(xs)))
+    if numeric:
+        F[:, numeric] = gaussian_factors(np.array([xs[j] for j in numeric]), *gaussian)
+    for i, j in enumerate(nominal):
+        v = xs[j]
+        if v == v:
+            F[:, j] = nominal_factors(counts[i], totals[i], bounds[i].tolist(), values[i].get(v))
+    return [math.prod(row, start=p) for p, row in zip(prior, F.tolist())]
+
+
+def vote_proba(votes: list[float]) -> list[float]:
+    """The votes normalised: NaN read as 0, infinite votes share 1, uniform when all are 0."""
+    votes = [v if v == v else 0.0 for v in votes]
+    if math.inf in votes:
+        votes = [1.0 if v == math.inf else 0.0 for v in votes]
+    s = sum(votes)
+    return [v / s for v in votes] if s > 0.0 else [1.0 / len(votes)] * len(votes)
+
+
+def predict(labels: list, votes: list[float], header: list | None):
+    """MOA's ``Utils.maxIndex`` over the ``votes`` of ``labels`` (a learner's classes) in the
+    order of ``header`` (MOA's class attribute; its labels not learned yet vote 0), then the
+    other labels in their order."""
+    scores = dict(zip(labels, votes))
+    order = list(header or ()) + [c for c in labels if c not in set(header or ())]
+    return order[max_index([scores.get(c, 0.0) for c in order])]

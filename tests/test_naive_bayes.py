@@ -154,9 +154,9 @@ def test_learn_many_equals_learn_one(mode, data, split):
 
 @pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
 def test_learn_many_equals_learn_one_on_a_real_stream_across_chunks(mode, monkeypatch):
-    import edgebayes.naive_bayes as nb
+    import edgebayes.naive_bayes_batch as batch
 
-    monkeypatch.setattr(nb, "_CHUNK", 700)  # several chunks, some classes absent from a chunk
+    monkeypatch.setattr(batch, "CHUNK", 700)  # several chunks, some classes absent from a chunk
     X, y = open_stream(shared_path("data/elec2/elec2.csv.gz"), drop=["date"]).to_arrays(3000)
     one, many = _fit(X, y, **mode), GaussianNB(**mode)
     many.learn_many(X, y)

@@ -9,6 +9,37 @@ test, training and detectors of one learner) and splits a memory bound with
 `edgebayes.ensemble.srp_budget`. `SRPClassifier` is the compiled ensemble (`edgebayes._core.srp`,
 whose members vote and train over the compiled trees in C) when `edgebayes.backend()`, chosen at
 import, is "compiled"; `ReferenceSRPClassifier`, in this module, is its reference, bit for bit.
+
+For each labelled sample and each member (docs/design.md 2.5): predict on the member's subspace
+(the test; no prediction, from a member that has learned nothing yet, counts as wrong),
+count the result in the member's accuracy (every sample counts), draw
+``k ~ Poisson(lam)`` (``k = 1`` for ``"subspaces"``); if ``k > 0``, train the member and
+its background learner with weight ``k`` (one ``learn_one(x, y, w=k)``, never ``k``
+repeated calls), then feed its detectors the 0/1 error (1 = wrong, docs/cases.md C25) of the
+member *as just trained* on the sample. A member that drew ``k = 0`` is neither trained
+nor are its detectors fed (docs/cases.md C28). A warning starts a fresh background learner on a
+fresh random subspace (replacing a running one) and resets the warning detector; a drift
+swaps the background learner in (or a fresh learner on a fresh subspace) and resets both
+detectors and the accuracy.
+
+Where the paper's text reads otherwise, this follows the paper's implementation (MOA's
+``StreamingRandomPatches``, also in the paper's own repository; River does the same;
+docs/design.md 2.5): Algorithm 1 calls the detectors ``d(delta, l, x, y)`` after ``Train``
+(lines 10-14), and the code feeds ``correctlyClassifies`` after ``trainOnInstance``; the
+text reads as the test prediction's error. A member stuck on a poor subspace has a high but
+*stationary* test error, which ADWIN never flags, while its error after training moves with
+the concept: on ELEC the error after training, and replacing a running background learner
+at each warning (MOA's ``triggerWarning``), close most of the gap to MOA (docs/results.md,
+"Figures behind choices in the code"). It costs one more prediction per trained member.
+
+Also as MOA: a background learner swapped in by a drift stays the member's background
+reference until the member's next warning, so until then it is *promoted*: trained twice
+per sample (its own ``learn_one`` and the background one, each with weight k; the
+detectors judge it after the first), and a drift in that time keeps it and its detectors
+and restarts only its accuracy. The next warning starts a background learner as usual.
+A learner swapped in thus catches up fast and a member whose new learner soon errs more is
+muted (a low vote weight) rather than reset. On the fast-drifting RBF streams this is
+most of the gap to MOA (docs/results.md, "Figures behind choices in the code").
 """
 
 from __future__ import annotations
@@ -16,36 +47,37 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-import sys
 
 import numpy as np
 
 from edgebayes._backend import choose
 from edgebayes.base import (
     MAX_WEIGHT,
-    STATE_ERRORS,
-    ClassLimitError,
     Learner,
     as_floats,
     check_count,
-    check_finite,
     check_label,
     check_weight,
-    learner_from_state,
     make_learner,
+    refuse_malformed,
     rng_from_state,
-    rng_state,
 )
-from edgebayes.drift.base import ErrorDetector, detector_from_state
-from edgebayes.ensemble.srp_budget import bookkeeping_bytes, learner_fits, learner_shares
+from edgebayes.drift.base import ErrorDetector
+from edgebayes.ensemble.srp_budget import (
+    check_first_sample,
+    check_label_room,
+    check_member_room,
+    learner_shares,
+    own_bytes,
+)
 from edgebayes.ensemble.srp_member import DRIFT, WARNING, Member, Sample
+from edgebayes.ensemble.srp_state import check_state, read_params, srp_state
 from edgebayes.ensemble.subspaces import (
     check_subspace_size,
     draw_subspaces,
     random_subspace,
     subspace_size_for,
 )
-from edgebayes.sizes import append_bytes, insert_bytes
 
 __all__ = ["SRPClassifier", "combine_votes"]
 
@@ -97,50 +129,36 @@ def _signal_prototypes(disable_detector: str, drift_detector, warning_detector) 
     return drift, warning
 
 
-def _accuracy_around(signal) -> tuple[float, float]:
-    """(accuracy before, accuracy after) the input that made ``signal`` fire: 1 - error estimate."""
+def _event(level: str, i: int, signal) -> dict:
+    """The `SRPClassifier.last_events` entry of member ``i``'s ``signal`` firing at ``level``:
+    its detector's name and accuracy (1 - error estimate) before and after the input."""
     inner = getattr(signal, "detector", signal)
-    before = getattr(inner, "estimation_before_drift", math.nan)
-    return 1.0 - before, 1.0 - signal.estimation
+    return {
+        "level": level, "member": i, "detector": type(inner).__name__.lower(),
+        "accuracy_before": 1.0 - getattr(inner, "estimation_before_drift", math.nan),
+        "accuracy_after": 1.0 - signal.estimation,
+    }  # fmt: skip
 
 
-def _detector_name(signal) -> str:
-    return type(getattr(signal, "detector", signal)).__name__.lower()
+def _poisson_weights(rng, lam: float, n: int, w: float) -> list:
+    """``n`` Poisson(``lam``) draws of ``rng``, the members' weights of a sample of weight ``w``.
+
+    Raises:
+        ValueError: a draw times ``w`` above `edgebayes.base.MAX_WEIGHT`; ``rng`` is then as before.
+    """
+    saved = rng.bit_generator.state if w > 1.0 else None  # k * w may be refused
+    ks = rng.poisson(lam, n).tolist()
+    if saved is not None and max(ks) * w > MAX_WEIGHT:
+        rng.bit_generator.state = saved
+        raise ValueError(f"sample weight {w} times a Poisson draw {max(ks)} exceeds {MAX_WEIGHT:g}")
+    return ks
 
 
 class SRPClassifier(Learner):
     """Streaming Random Patches ensemble classifier (Gomes, Read and Bifet 2019, Algorithm 1).
 
-    For each labelled sample and each member (docs/design.md 2.5): predict on the member's subspace
-    (the test; no prediction, from a member that has learned nothing yet, counts as wrong),
-    count the result in the member's accuracy (every sample counts), draw
-    ``k ~ Poisson(lam)`` (``k = 1`` for ``"subspaces"``); if ``k > 0``, train the member and
-    its background learner with weight ``k`` (one ``learn_one(x, y, w=k)``, never ``k``
-    repeated calls), then feed its detectors the 0/1 error (1 = wrong, docs/cases.md C25) of the
-    member *as just trained* on the sample. A member that drew ``k = 0`` is neither trained
-    nor are its detectors fed (docs/cases.md C28). A warning starts a fresh background learner on a
-    fresh random subspace (replacing a running one) and resets the warning detector; a drift
-    swaps the background learner in (or a fresh learner on a fresh subspace) and resets both
-    detectors and the accuracy.
-
-    Where the paper's text reads otherwise, this follows the paper's implementation (MOA's
-    ``StreamingRandomPatches``, also in the paper's own repository; River does the same;
-    docs/design.md 2.5): Algorithm 1 calls the detectors ``d(delta, l, x, y)`` after ``Train``
-    (lines 10-14), and the code feeds ``correctlyClassifies`` after ``trainOnInstance``; the
-    text reads as the test prediction's error. A member stuck on a poor subspace has a high but
-    *stationary* test error, which ADWIN never flags, while its error after training moves with
-    the concept: on ELEC the error after training, and replacing a running background learner
-    at each warning (MOA's ``triggerWarning``), close most of the gap to MOA (docs/results.md,
-    "Figures behind choices in the code"). It costs one more prediction per trained member.
-
-    Also as MOA: a background learner swapped in by a drift stays the member's background
-    reference until the member's next warning, so until then it is *promoted*: trained twice
-    per sample (its own ``learn_one`` and the background one, each with weight k; the
-    detectors judge it after the first), and a drift in that time keeps it and its detectors
-    and restarts only its accuracy. The next warning starts a background learner as usual.
-    A learner swapped in thus catches up fast and a member whose new learner soon errs more is
-    muted (a low vote weight) rather than reset. On the fast-drifting RBF streams this is
-    most of the gap to MOA (docs/results.md, "Figures behind choices in the code").
+    Each sample tests then trains every member and handles its warnings and drifts as the
+    module doc says (Algorithm 1, and where this follows MOA rather than the paper's text).
 
     Args:
         model: prototype base learner, cloned for every member and background learner (never
@@ -168,23 +186,14 @@ class SRPClassifier(Learner):
             fresh subspace), ``"drift"`` (no detection at all). River's names.
         disable_weighted_vote: True = every member's normalised vote counts 1.
         max_size_bytes: hard bound on `memory_bytes` (None = unbounded), shared by members
-            and background learners: detectors and bookkeeping get a fixed reserve (ADWIN
-            windows sized for 2**32 inputs: 3.4 kB per signal, 68 kB for 10 members with
-            warning and drift detectors; the bookkeeping grows at the first sample when the
-            subspaces' index arrays need more than 512 bytes per member) and each learner
-            slot (n_models, twice that with background learners) its share, passed down as
-            the learner's own ``max_size_bytes``: members
-            `edgebayes.ensemble.srp_budget.MEMBER_FRACTION` of the rest, background learners
-            what is left (for 1 MB and 10 members: 82.7 kB per member, 9.2 kB per background
-            learner, raised to a member's share when it is swapped in). The base learner must
-            therefore take ``max_size_bytes`` and read it at each allocation, and tell with
-            ``has_room(x, y)`` whether it can hold a sample's class (our tree and naive
-            Bayes do). Classes are held whatever their number, within the bound: a sample
-            is refused with `edgebayes.base.ClassLimitError`, nothing changed (generators
-            included), when its new label does not fit the bookkeeping reserve (with 10
-            members, about 40 labels of 10 characters) or when a member, whatever its Poisson weight, cannot hold its
-            class or nominal values; a background learner that cannot is dropped instead
-            (a later warning starts a new one).
+            and background learners as `edgebayes.ensemble.srp_budget` plans it: a fixed
+            reserve for detectors and bookkeeping, and each learner slot its share, passed
+            down as the learner's own ``max_size_bytes`` (so the base learner must take it and
+            tell with ``has_room(x, y)`` whether it can hold a sample's class; our tree and
+            naive Bayes do). A sample is refused with `edgebayes.base.ClassLimitError`, nothing
+            changed (generators included), when its new label does not fit the bookkeeping
+            reserve or a member, whatever its Poisson weight, cannot hold its class or nominal
+            values; a background learner that cannot is dropped (a later warning starts another).
         seed: int >= 0 or None (fresh entropy, fixed at construction). Subspaces, Poisson
             weights and members' seeds come from it; the same seed and stream give the same
             model and predictions.
@@ -247,14 +256,7 @@ class SRPClassifier(Learner):
         self.seed = seed
 
         self._proto = proto
-        accepted = inspect.signature(type(self._proto)).parameters
-        self._has_features = "features" in accepted
-        self._has_seed = "seed" in accepted
-        if max_size_bytes is not None and "max_size_bytes" not in accepted:
-            raise ValueError(
-                f"max_size_bytes needs a base learner that takes max_size_bytes; "
-                f"{type(self._proto).__name__} does not"
-            )
+        self._has_features, self._has_seed = _takes_features_and_seed(proto, max_size_bytes)
         self._drift_proto, self._warning_proto = _signal_prototypes(disable_detector, drift_detector,
                                                                     warning_detector)
         self._share = self._bkg_share = None  # bytes per member / background learner
@@ -281,11 +283,9 @@ class SRPClassifier(Learner):
         """Each member's and background learner's bytes under ``max_size_bytes``, for the
         subspaces drawn (if any; `edgebayes.ensemble.srp_budget.learner_shares`)."""
         if self.max_size_bytes is not None:
-            self._share, self._bkg_share = self._learner_shares(self._subspace_k())
-
-    def _learner_shares(self, k: int | None) -> tuple[int, int]:
-        return learner_shares(self.max_size_bytes, self.n_models, self._proto, self._drift_proto,
-                              self._warning_proto, k)
+            self._share, self._bkg_share = learner_shares(self.max_size_bytes, self.n_models, self._proto,
+                                                          self._drift_proto, self._warning_proto,
+                                                          self._subspace_k())
 
     def _subspace_k(self) -> int | None:
         """Features per drawn subspace; None before the first sample or when every member
@@ -310,9 +310,8 @@ class SRPClassifier(Learner):
 
     def _new_patch(self, background: bool = False) -> tuple:
         """(learner, features, take) on a fresh random subspace (every feature in resampling)."""
-        f = None
-        if self.training_method_ != "resampling":
-            f = random_subspace(self.n_features_, self.subspace_size_, self._rng)
+        resampling = self.training_method_ == "resampling"
+        f = None if resampling else random_subspace(self.n_features_, self.subspace_size_, self._rng)
         return self._new_learner(f, background), f, self._take(f)
 
     def _take(self, features):
@@ -324,32 +323,20 @@ class SRPClassifier(Learner):
         self.n_features_ = n_features
         k, self.training_method_ = self._plan(n_features)
         self.subspace_size_ = k
-        if self.training_method_ == "resampling":
-            subspaces = [None] * self.n_models
-        else:
-            subspaces = draw_subspaces(n_features, k, self.n_models, self._rng)
+        resampling = self.training_method_ == "resampling"
+        subspaces = [None] * self.n_models if resampling else draw_subspaces(n_features, k, self.n_models, self._rng)
         self._set_shares()
-        self._members = [
-            self._member_type(
-                self._new_learner(f),
-                f,
-                self._take(f),
-                None if self._warning_proto is None else self._warning_proto.clone(),
-                None if self._drift_proto is None else self._drift_proto.clone(),
-            )
-            for f in subspaces
-        ]
+        warning, drift = self._warning_proto, self._drift_proto
+        self._members = [self._member_type(self._new_learner(f), f, self._take(f),
+                                           None if warning is None else warning.clone(),
+                                           None if drift is None else drift.clone()) for f in subspaces]
 
     # ------------------------------------------------------------------ input checks
 
     def _check_x(self, x, learning: bool = False) -> tuple[list, np.ndarray | None]:
         """``x`` checked once per sample for every member: (list of n_features_ floats, NaN =
         missing, by the rule of `edgebayes.base.as_floats`; the same as a float64 array when
-        members take a slice of it, else None).
-
-        Members that get the whole ``x`` (our tree, whose subspace is its ``features``, or any
-        learner in resampling) get the list: the tree's own check of a float list is one
-        ``sum``, where an array costs a ``tolist`` per member and call.
+        members take a slice of it, else None: the tree checks a float list in one ``sum``).
 
         Raises:
             ValueError: not 1-D numbers (None included), wrong length, empty, +/-inf, or
@@ -410,11 +397,7 @@ class SRPClassifier(Learner):
         if self.training_method_ == "subspaces":
             ks = [1] * self.n_models
         else:
-            saved = self._poisson.bit_generator.state if w > 1.0 else None  # k * w may be refused
-            ks = self._poisson.poisson(self.lam, self.n_models).tolist()
-            if saved is not None and max(ks) * w > MAX_WEIGHT:
-                self._poisson.bit_generator.state = saved
-                raise ValueError(f"sample weight {w} times a Poisson draw {max(ks)} exceeds {MAX_WEIGHT:g}")
+            ks = _poisson_weights(self._poisson, self.lam, self.n_models, w)
         if self.last_events:
             self.last_events = []
         if isinstance(y, np.generic):
@@ -431,64 +414,30 @@ class SRPClassifier(Learner):
         bookkeeping reserve cannot hold or whose class or nominal values a member cannot
         hold (`has_room`), whether or not its Poisson weight will be 0; then drop the
         background learners that cannot hold them (a later warning starts new ones)."""
-        bookkeeping = bookkeeping_bytes(self.n_models, self._subspace_k())
         if y not in self._index:
-            grown = sys.getsizeof(y) + append_bytes(self.classes_, 1) + insert_bytes(self._index, [y])
-            if self._own_bytes() + grown > bookkeeping:
-                raise ClassLimitError(
-                    f"class {y!r} refused: max_size_bytes={self.max_size_bytes} reserves "
-                    f"{bookkeeping} bytes for the ensemble's own bookkeeping, "
-                    f"full with {len(self.classes_)} labels"
-                )
+            check_label_room(self, y, self._subspace_k())
         if not self._members:
-            self._check_first_sample(xs, y)
+            k, method = self._plan(len(xs))
+            check_first_sample(xs, y, None if method == "resampling" else k, self._has_features,
+                               self.max_size_bytes, self.n_models, self._proto, self._drift_proto,
+                               self._warning_proto)
         sample = Sample(xs, v, self._index)
-        for i, m in enumerate(self._members):
-            if not m.has_room(sample, y):
-                raise ClassLimitError(
-                    f"class {y!r} refused: member {i}'s share of max_size_bytes={self.max_size_bytes} "
-                    f"({self._share} bytes) cannot hold it or this sample's nominal values"
-                )
+        check_member_room(self._members, sample, y, self._share, self.max_size_bytes)
         for m in self._members:
             m.drop_background_without_room(sample, y)
-
-    def _check_first_sample(self, xs: list, y) -> None:
-        """ClassLimitError unless a learner over every feature, with the share a member will
-        have once this many features' subspaces are reserved, can hold the first sample."""
-        n = len(xs)
-        k, method = self._plan(n)
-        k = None if method == "resampling" else k
-        try:
-            share = self._learner_shares(k)[0]
-        except ValueError as exc:
-            raise ClassLimitError(f"class {y!r} refused: x of {n} features: {exc}") from None
-        params = {"max_size_bytes": share}
-        if self._has_features:  # a subspace of as many features as a member's, held as it is
-            params["features"] = None if k is None else list(range(k))
-        if not learner_fits(self._proto, xs, y, **params):
-            raise ClassLimitError(f"class {y!r} refused: a member's share of max_size_bytes="
-                                  f"{self.max_size_bytes} ({share} bytes) cannot hold a learner "
-                                  f"of {n} features with it")
-
-    def _event(self, level: str, i: int, signal) -> None:
-        before, after = _accuracy_around(signal)
-        self.last_events.append({
-            "level": level, "member": i, "detector": _detector_name(signal),
-            "accuracy_before": before, "accuracy_after": after,
-        })  # fmt: skip
 
     def _on_warning(self, i: int, m: Member) -> None:
         """Algorithm 1, lines 11-12: member ``i`` starts a background learner on a fresh
         subspace (`Member.on_warning`)."""
         self.n_warnings += 1
-        self._event("warning", i, m.warning)
+        self.last_events.append(_event("warning", i, m.warning))
         m.on_warning(*self._new_patch(background=True))
 
     def _on_drift(self, i: int, m: Member) -> None:
         """Algorithm 1, lines 14-15: member ``i`` swaps in its background learner, or a fresh
         one (`Member.on_drift`)."""
         self.n_drifts += 1
-        self._event("drift", i, m.drift)
+        self.last_events.append(_event("drift", i, m.drift))
         m.on_drift(self._new_patch, self._share)
 
     # ------------------------------------------------------------------ prediction
@@ -564,60 +513,20 @@ class SRPClassifier(Learner):
 
     def memory_bytes(self) -> int:
         """Bytes held: members' and background learners' own counts, detectors, and this
-        object's bookkeeping (`_own_bytes`)."""
-        total = self._own_bytes() + sum(m.memory_bytes() for m in self._members)
+        object's bookkeeping (`edgebayes.ensemble.srp_budget.own_bytes`)."""
+        total = own_bytes(self) + sum(m.memory_bytes() for m in self._members)
         if not self._members:
             total += self._proto.memory_bytes()
         return int(total)
-
-    def _own_bytes(self) -> int:
-        """Bytes of this object's bookkeeping: lists, class index and labels, member slots
-        and subspaces."""
-        total = sys.getsizeof(self) + sys.getsizeof(self.__dict__) + sys.getsizeof(self._members)
-        total += sys.getsizeof(self.classes_) + sys.getsizeof(self._index)
-        total += sum(sys.getsizeof(c) for c in self.classes_)
-        total += 2 * (sys.getsizeof(self._last_predictions) + 8 * self.n_models)
-        total += sum(m.own_bytes() for m in self._members)
-        return total
 
     # ------------------------------------------------------------------ state
 
     def state(self) -> dict:
         """Plain, msgpack-serialisable state with ``"kind": "srp"`` (see `from_state`)."""
-        def opt(obj):
-            return None if obj is None else obj.state()
-
-        def model():  # a config dict is kept as given, tagged apart from a learner's state
-            return {"config": dict(self.model)} if isinstance(self.model, dict) else opt(self.model)
-
-        return {
-            "kind": "srp",
-            "params": {
-                "model": model(),
-                "n_models": self.n_models,
-                "subspace_size": self.subspace_size,
-                "training_method": self.training_method,
-                "lam": self.lam,
-                "drift_detector": opt(self.drift_detector),
-                "warning_detector": opt(self.warning_detector),
-                "disable_detector": self.disable_detector,
-                "disable_weighted_vote": self.disable_weighted_vote,
-                "max_size_bytes": self.max_size_bytes,
-                "seed": self.seed,
-            },
-            "classes": list(self.classes_),
-            "n_features": self.n_features_,
-            "subspace_size_": self.subspace_size_,
-            "training_method_": self.training_method_,
-            "n_samples_seen": self.n_samples_seen_,
-            "n_warnings": self.n_warnings,
-            "n_drifts": self.n_drifts,
-            "rng": rng_state(self._rng),
-            "poisson_rng": rng_state(self._poisson),
-            "members": [m.state() for m in self._members],
-        }
+        return srp_state(self)
 
     @classmethod
+    @refuse_malformed("srp")
     def from_state(cls, state: dict) -> SRPClassifier:
         """Rebuild the ensemble `state` described: same predictions, same future learning.
 
@@ -628,74 +537,21 @@ class SRPClassifier(Learner):
         """
         if not isinstance(state, dict) or state.get("kind") != "srp":
             raise ValueError("not an srp state")
-        try:
-            p = dict(state["params"])
-            model = p["model"]
-            if isinstance(model, dict) and "kind" not in model:  # a config dict, as given
-                p["model"] = _model_config(model["config"])
-            elif model is not None:
-                p["model"] = learner_from_state(model)
-            for name in ("drift_detector", "warning_detector"):
-                if p[name] is not None:
-                    p[name] = detector_from_state(p[name])
-            out = cls(**p)
-            out.classes_ = list(state["classes"])
-            out._index = {c: i for i, c in enumerate(out.classes_)}
-            out.n_features_ = state["n_features"]
-            out.subspace_size_ = state["subspace_size_"]
-            out.training_method_ = state["training_method_"]
-            out._set_shares()
-            out.n_samples_seen_ = check_count("n_samples_seen", state["n_samples_seen"])
-            out.n_warnings = check_count("n_warnings", state["n_warnings"])
-            out.n_drifts = check_count("n_drifts", state["n_drifts"])
-            out._rng = rng_from_state(state["rng"])
-            out._poisson = rng_from_state(state["poisson_rng"])
-            out._members = [out._member_type.from_state(s, out._take) for s in state["members"]]
-        except STATE_ERRORS as exc:
-            raise ValueError(f"invalid srp state: {exc!r}") from None
-        _check_state(out, state)
+        out = cls(**read_params(state["params"]))
+        out.classes_ = list(state["classes"])
+        out._index = {c: i for i, c in enumerate(out.classes_)}
+        out.n_features_ = state["n_features"]
+        out.subspace_size_ = state["subspace_size_"]
+        out.training_method_ = state["training_method_"]
+        out._set_shares()
+        out.n_samples_seen_ = check_count("n_samples_seen", state["n_samples_seen"])
+        out.n_warnings = check_count("n_warnings", state["n_warnings"])
+        out.n_drifts = check_count("n_drifts", state["n_drifts"])
+        out._rng = rng_from_state(state["rng"])
+        out._poisson = rng_from_state(state["poisson_rng"])
+        out._members = [out._member_type.from_state(s, out._take) for s in state["members"]]
+        check_state(out, state, TRAINING_METHODS)
         return out
-
-
-def _check_state(srp: SRPClassifier, state: dict) -> None:
-    """ValueError unless the rebuilt ensemble is one `learn_one` could have grown."""
-    def bad(what):
-        return ValueError(f"invalid srp state: {what}")
-
-    for c in srp.classes_:
-        check_label(c)
-    if len(srp._index) != len(srp.classes_):
-        raise bad("two classes are equal labels")
-    for name in ("n_samples_seen", "n_warnings", "n_drifts"):
-        if type(state[name]) is not int or state[name] < 0:
-            raise bad(f"{name} must be an int >= 0")
-    if srp.training_method_ not in TRAINING_METHODS:
-        raise bad(f"training_method_ {srp.training_method_!r}")
-    d, k = srp.n_features_, srp.subspace_size_
-    if not srp._members:
-        if d is not None or k is not None or srp.classes_:
-            raise bad("no members but features or classes")
-        return
-    if len(srp._members) != srp.n_models:
-        raise bad(f"{len(srp._members)} members for n_models={srp.n_models}")
-    if type(d) is not int or d < 1 or type(k) is not int or not 1 <= k <= d:
-        raise bad(f"n_features {d!r} and subspace_size_ {k!r}")
-    known = set(srp._index)
-    for m in srp._members:
-        if type(m.promoted) is not bool or (m.promoted and m.bkg is not None):
-            raise bad("a member's promoted flag must be a bool, and False with a background learner")
-        check_finite("n_tested", m.n_tested, 0.0)
-        check_finite("n_correct", m.n_correct, 0.0, m.n_tested)
-        for learner, f in ((m.learner, m.features), (m.bkg, m.bkg_features)):
-            if learner is None:
-                continue
-            if type(learner) is not type(srp._proto) or not set(learner.classes_) <= known:
-                raise bad("a member's learner does not match the model or the classes")
-            if f is not None and (f.ndim != 1 or not len(f) or f.min() < 0 or f.max() >= d):
-                raise bad("a member's subspace is out of range")
-            seen = getattr(learner, "n_features_in_", None)
-            if seen is not None and seen != (d if f is None or srp._has_features else len(f)):
-                raise bad("a member's learner does not match its subspace")
 
 
 def _check_params(n_models, subspace_size, training_method, lam, drift_detector, warning_detector,
@@ -723,6 +579,19 @@ def _check_params(n_models, subspace_size, training_method, lam, drift_detector,
         raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
 
 
+def _takes_features_and_seed(proto, max_size_bytes) -> tuple[bool, bool]:
+    """Whether the base learner ``proto`` takes the parameters ``features`` and ``seed``.
+
+    Raises:
+        ValueError: a ``max_size_bytes`` bound for a learner that does not take one.
+    """
+    accepted = inspect.signature(type(proto)).parameters
+    if max_size_bytes is not None and "max_size_bytes" not in accepted:
+        raise ValueError(f"max_size_bytes needs a base learner that takes max_size_bytes; "
+                         f"{type(proto).__name__} does not")
+    return "features" in accepted, "seed" in accepted
+
+
 def _prototype(model) -> Learner:
     """The base learner ``model`` stands for: the learner itself, one built from a config dict,
     or the paper's tree (None).
@@ -743,12 +612,6 @@ def _prototype(model) -> Learner:
             raise ValueError("model config kind 'srp': an SRP member cannot be an SRP")
         return make_learner(kind, **{k: v for k, v in model.items() if k != "kind"})
     raise ValueError(f"model must be an edgebayes Learner or a config dict, got {type(model).__name__}")
-
-
-def _model_config(config) -> dict:
-    if not isinstance(config, dict):
-        raise ValueError(f"invalid srp state: model config {config!r} is not a dict")
-    return dict(config)
 
 
 def _adwin(delta: float):
