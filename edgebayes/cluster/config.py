@@ -16,4 +16,5 @@ MQTT_STORE_PREFIX = "$MQTT.msgs"
 #: JetStream names: the stream of partition subjects, the lease bucket, the checkpoint store
 STREAM, LEASES, CHECKPOINTS = "EDGEBAYES_PARTITIONS", "edgebayes_leases", "edgebayes_checkpoints"
 
-__all__ = ["CHECKPOINTS", "GATEWAY_SUBJECT", "LEASES", "MQTT_STORE_PREFIX", "PARTITION_SUBJECT", "STREAM", "ClusterConfig"]
+__all__ = ["CHECKPOINTS", "GATEWAY_SUBJECT", "LEASES", "MQTT_STORE_PREFIX", "PARTITION_SUBJECT", "STREAM",
+           "ClusterConfig"]

@@ -16,7 +16,8 @@ It holds, made from the runtime config's ``[topics] prefix`` and ``[cluster] par
   (``--ha-user``) and ``monitor`` read the outputs; each ``--device`` writes its own readings and labels
   (the server checks the mapped subject: its partition's) and reads its own outputs (a static
   NATS config has no ``%u`` pattern: one user per device id), and ``--gateway-user`` every
-  device's (a gateway, firmware-sim), over MQTT or as JetStream publishes on ``ebpart.<P>.>``. Every password is a variable the server reads from its
+  device's (a gateway, firmware-sim), over MQTT or as JetStream publishes on
+  ``ebpart.<P>.>``. Every password is a variable the server reads from its
   environment: ``$EDGEBAYES_NATS_PASSWORD_<USER>`` (the name upper-cased, ``-`` as ``_``).
 
 ``[[sources]]`` topics are not partitioned (not built). Exit 0, or 2 for a bad config, a config
