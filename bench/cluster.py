@@ -13,7 +13,7 @@ collector and the runtimes share the machine's cores.
 
 ``--leader-kill`` instead publishes 1,000 QoS 1 readings over MQTT at 100/s and kills the node
 leading the partition stream after 100: how many the gateway acknowledged and how many the
-stream stored (docs/scale-out.md, "What it does not guarantee").
+stream stored (docs/scale-out.md, "What it guarantees").
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from bench.runtime import cpu_s, payloads
 from edgebayes.cluster.lease import Leases
 from edgebayes.cluster.nats_config import nats_config_text, password_variable
+from edgebayes.cluster.subjects import partition_of
 from edgebayes.runtime.config import ClusterConfig, parse_config
 from tests.nats_cluster import NatsCluster, RuntimeProcess, runtime_config
 
@@ -93,7 +94,9 @@ async def _run(cluster: NatsCluster, folder: Path, k: int, args) -> dict:
         _, x, y = samples[i]
         d = devices[i % len(devices)]
         seq, seqs[d] = seqs[d], seqs[d] + 1
-        await pub.publish(f"edgebayes.{d}.reading", msgpack.packb({"seq": seq, "ts": time.time(), "x": x, "y": y}))
+        # straight onto the stream's partition subject (a gateway's JetStream path; MQTT's is mapped there)
+        await pub.publish(f"ebpart.{partition_of(d, PARTITIONS)}.{d}.reading",
+                          msgpack.packb({"seq": seq, "ts": time.time(), "x": x, "y": y}))
         return d, seq
 
     pool = [RuntimeProcess(runtime_config(folder / "pool", f"rt-{j}", cluster.urls(), PARTITIONS, PASSWORD,

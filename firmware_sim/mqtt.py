@@ -246,6 +246,12 @@ class Connection:
             return False
         return True
 
+    @property
+    def unconfirmed(self) -> int:
+        """Publishes paho has not confirmed yet (QoS 1 and 2: not acknowledged by the broker)."""
+        with self._lock:
+            return self._published - self._confirmed
+
     def flush(self, timeout_s: float) -> bool:
         """Wait until every publish is confirmed; False on timeout."""
         with self._lock:

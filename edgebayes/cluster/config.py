@@ -7,9 +7,14 @@ from __future__ import annotations
 
 from edgebayes.runtime.config import ClusterConfig
 
-#: the subject the server's mapping puts readings and labels on: <subject>.<P>.<device>.<kind>
+#: the subject the stream keeps readings and labels on: <subject>.<P>.<device>.<kind>
 PARTITION_SUBJECT = "ebpart"
+#: the subject the MQTT gateway delivers a device's publish on (<subject>.<P>.<device>.<kind>), kept by no stream
+GATEWAY_SUBJECT = "ebin"
+#: where NATS's MQTT gateway stores a QoS 1/2 publish before its PUBACK: <prefix>.<delivered subject>
+MQTT_STORE_PREFIX = "$MQTT.msgs"
 #: JetStream names: the stream of partition subjects, the lease bucket, the checkpoint store
 STREAM, LEASES, CHECKPOINTS = "EDGEBAYES_PARTITIONS", "edgebayes_leases", "edgebayes_checkpoints"
 
-__all__ = ["CHECKPOINTS", "LEASES", "PARTITION_SUBJECT", "STREAM", "ClusterConfig"]
+__all__ = ["CHECKPOINTS", "GATEWAY_SUBJECT", "LEASES", "MQTT_STORE_PREFIX", "PARTITION_SUBJECT", "STREAM",
+           "ClusterConfig"]

@@ -46,10 +46,13 @@ class Leases:
         return cls(kv, owner)
 
     async def acquire(self, partition: int) -> bool:
-        """Take ``partition`` if no one holds it; True when taken."""
+        """Take ``partition`` if no one holds it; True when taken, False when another holds it
+        (or its lease expired during the call: free for the next call)."""
         try:
             self.held[partition] = await self.kv.create(f"partition.{partition}", self.owner.encode())
-        except KeyWrongLastSequenceError:
+        except (KeyWrongLastSequenceError, KeyNotFoundError):
+            # nats-py's create reads the key after the server's refusal; KeyNotFoundError when it
+            # expired in between
             return False
         return True
 

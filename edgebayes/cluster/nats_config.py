@@ -6,8 +6,9 @@ cluster deployment, on stdout, for ``include`` in each node's config (deploy/nat
 It holds, made from the runtime config's ``[topics] prefix`` and ``[cluster] partitions``:
 
 - ``mappings``: ``<prefix>.*.reading`` and ``.label`` to
-  ``ebpart.{{partition(P,1)}}.{{wildcard(1)}}.<kind>`` (``edgebayes.cluster.subjects``): each
-  device's messages on one partition subject, always the same;
+  ``ebin.{{partition(P,1)}}.{{wildcard(1)}}.<kind>``, and the MQTT gateway's store request of
+  those to ``ebpart.<P>.<device>.<kind>`` (``edgebayes.cluster.subjects``): each device's
+  messages on one partition subject, always the same, acknowledged once the stream holds them;
 - ``authorization``: the users of the Mosquitto ACL (``edgebayes acl``), as NATS permissions on
   the same topics as subjects. The runtime (``[cluster] username``, else ``[broker] username``)
   may use JetStream's API, its lease bucket and checkpoint store, and publish every device's
@@ -15,7 +16,8 @@ It holds, made from the runtime config's ``[topics] prefix`` and ``[cluster] par
   (``--ha-user``) and ``monitor`` read the outputs; each ``--device`` writes its own readings and labels
   (the server checks the mapped subject: its partition's) and reads its own outputs (a static
   NATS config has no ``%u`` pattern: one user per device id), and ``--gateway-user`` every
-  device's (a gateway, firmware-sim). Every password is a variable the server reads from its
+  device's (a gateway, firmware-sim), over MQTT or as JetStream publishes on
+  ``ebpart.<P>.>``. Every password is a variable the server reads from its
   environment: ``$EDGEBAYES_NATS_PASSWORD_<USER>`` (the name upper-cased, ``-`` as ``_``).
 
 ``[[sources]]`` topics are not partitioned (not built). Exit 0, or 2 for a bad config, a config
@@ -30,7 +32,7 @@ import re
 import sys
 
 from edgebayes.acl import HA_USER, MONITOR_USER, OUTPUTS
-from edgebayes.cluster.config import CHECKPOINTS, LEASES, PARTITION_SUBJECT, ClusterConfig
+from edgebayes.cluster.config import CHECKPOINTS, GATEWAY_SUBJECT, LEASES, PARTITION_SUBJECT, ClusterConfig
 from edgebayes.cluster.subjects import KINDS, mappings, partition_of, subject
 from edgebayes.runtime.config import Config, ConfigError, load_config
 from edgebayes.runtime.names import NAME_RE
@@ -97,11 +99,12 @@ def nats_config_text(config: Config, cluster: ClusterConfig, devices: list[str] 
         users.append((ha_user, [], [f"{pre}.*.{k}" for k in OUTPUTS] + [f"{pre}.runtime.>"]))
     users.append((MONITOR_USER, [], [f"{pre}.>"]))
     # the server checks a publish against the mapped subject: the device's own partition subjects
-    users += [(d, [f"{PARTITION_SUBJECT}.{partition_of(d, cluster.partitions)}.{d}.{k}" for k in KINDS],
+    users += [(d, [f"{GATEWAY_SUBJECT}.{partition_of(d, cluster.partitions)}.{d}.{k}" for k in KINDS],
                [f"{pre}.{d}.{k}" for k in ("prediction", "drift", "error")]) for d in dict.fromkeys(devices)]
     if gateway_user is not None:
-        users.append((gateway_user, [f"{PARTITION_SUBJECT}.*.*.{k}" for k in KINDS],
-                      [f"{pre}.*.{k}" for k in ("prediction", "drift", "error")]))
+        # over MQTT (mapped), or straight into the stream with JetStream's acknowledgement
+        users.append((gateway_user, [f"{base}.*.*.{k}" for base in (GATEWAY_SUBJECT, PARTITION_SUBJECT) for k in KINDS],
+                      [f"{pre}.*.{k}" for k in ("prediction", "drift", "error")] + ["_INBOX.>"]))
     for user, pub, sub in users:
         perms = {"publish": {"allow": pub} if pub else {"deny": [">"]}, "subscribe": {"allow": sub}}
         lines.append(f"    {{user: {json.dumps(user)}, password: ${password_variable(user)}, "
