@@ -181,3 +181,21 @@ def test_a_broker_restart_is_not_a_takeover(broker, tmp_path, protocol):
         assert rt.client.n_takeovers == 0 and rt.client.n_connects == 4
     finally:
         rt.stop(timeout_s=5)
+
+
+@pytest.mark.parametrize("protocol", ["mqttv5", "mqttv311"])
+def test_readings_past_the_brokers_inflight_window_do_not_wait_for_the_group_sync(broker, tmp_path, protocol):
+    """MQTT 3.1.1 has no receive maximum: Mosquitto sends a client at most max_inflight_messages
+    (20) unacknowledged QoS 1 messages, so with the journal's acknowledgements held for a 60 s
+    group fsync the 21st reading waited a minute; the worker now syncs when its queue empties."""
+    extra = f'[checkpoint]\ndir = "{tmp_path / "ckpt"}"\ninterval_s = 60\nsync_interval_s = 60\n'
+    rt = _runtime(broker, tmp_path, extra=extra, protocol=protocol)
+    try:
+        dev = Device(broker)
+        for i, (x, y) in enumerate(blobs(100, seed=14)):
+            dev.publish("d1", "reading", {"seq": i, "x": x, "y": y})
+        wait_for(lambda: len(dev.predictions()) == 100, timeout_s=20, what="100 predictions")
+        assert sorted(dev.predictions()) == list(range(100))
+        assert rt.worker.journal is not None and rt.worker.serving.n_learned == 100
+    finally:
+        rt.stop(timeout_s=5)

@@ -77,6 +77,9 @@ class Acks:
         self._unacked: list[tuple[int, int, int]] = []  # (mid, qos, connection) waiting for the journal
         self._unacked_since = 0.0
         self._commit_max = min(COMMIT_MAX, config.queue.max_size)
+        # MQTT 3.1.1 has no receive maximum: the broker's inflight window (Mosquitto's
+        # max_inflight_messages, 20 by default) is unknown, and may be all that waits here
+        self._commit_when_idle = config.broker.protocol != "mqttv5"
 
     def handle(self, topic: str, payload: bytes, mid: int, qos: int, t_recv: float, conn: int = 0) -> None:
         """Journal, process and (once durable) acknowledge one message received on connection
@@ -104,11 +107,12 @@ class Acks:
             self._unacked_since = time.monotonic()
         self._unacked.append((mid, qos, conn))
 
-    def commit_due(self) -> bool:
+    def commit_due(self, idle: bool = False) -> bool:
         """Whether ``commit`` is due: ``COMMIT_MAX`` messages wait, or the oldest has waited
-        ``[checkpoint] sync_interval_s``."""
+        ``[checkpoint] sync_interval_s``, or (MQTT 3.1.1) the worker found its queue ``idle``."""
         return bool(self._unacked) and (
             len(self._unacked) >= self._commit_max
+            or (idle and self._commit_when_idle)
             or time.monotonic() - self._unacked_since >= self.config.checkpoint.sync_interval_s)
 
     @property

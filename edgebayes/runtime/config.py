@@ -272,7 +272,8 @@ class CheckpointConfig:
     enabled: bool = key(True, "false: no checkpoints, no journal: everything learned is lost at restart")
     interval_s: float = key(60.0, "seconds between checkpoints (and one at every clean stop)", _positive)
     sync_interval_s: float = key(1.0, "the most seconds a processed message waits for the journal's group fsync "
-                                 "before it is acknowledged", _positive)
+                                 "before it is acknowledged (with protocol = \"mqttv311\" also no longer "
+                                 "than until the queue empties: the broker's inflight window is unknown)", _positive)
 
 
 def _checkpoint_checks(c: CheckpointConfig, raw: dict, _: Context) -> Iterator[str]:

@@ -197,6 +197,8 @@ class Worker:
         while not (self._closed and time.monotonic() >= self._drain_until):
             item = take()
             if item is None:
+                if self.acks.commit_due(idle=True):
+                    self.acks.commit()
                 if wait(TICK_S):
                     item = take()
                 elif self._closed:
