@@ -1,6 +1,6 @@
 """Instructions per sample of SRP's learn + predict, counted by valgrind's callgrind.
 
-    python bench/callgrind_srp.py [--streams AGR_A LED_A] [--n 20000 40000] [--seed 1]
+    python bench/callgrind_srp.py [--streams AGR_A LED_A] [--n 20000 40000] [--seed 1] [--out DIR]
     python bench/callgrind_srp.py --run AGR_A 20000 --total 40000   (what valgrind runs)
 
 For each stream, the same process runs twice under ``valgrind --tool=callgrind``: each loads
@@ -54,6 +54,7 @@ def main() -> int:
     ap.add_argument("--streams", nargs="+", default=["AGR_A", "LED_A"])
     ap.add_argument("--n", nargs=2, type=int, default=[20_000, 40_000], help="the two sample counts")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", type=Path, help="keep the callgrind files in this directory")
     ap.add_argument("--run", nargs=2, metavar=("STREAM", "N"), help=argparse.SUPPRESS)
     ap.add_argument("--total", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -64,9 +65,11 @@ def main() -> int:
     backend = "pure Python" if os.environ.get("EDGEBAYES_PURE_PYTHON") else "compiled"
     print(f"# SRP(10) learn + predict, {backend}; instructions between samples {lo} and {hi}")
     with tempfile.TemporaryDirectory(prefix="callgrind_srp_") as tmp:
+        out = args.out or Path(tmp)
+        out.mkdir(parents=True, exist_ok=True)
         for stream in args.streams:
-            a = instructions(stream, lo, hi, args.seed, Path(tmp))
-            b = instructions(stream, hi, hi, args.seed, Path(tmp))
+            a = instructions(stream, lo, hi, args.seed, out)
+            b = instructions(stream, hi, hi, args.seed, out)
             print(f"{stream:7} {(b - a) / (hi - lo):12,.0f} instructions per sample")
             sys.stdout.flush()
     return 0
