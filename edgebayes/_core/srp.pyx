@@ -3,7 +3,8 @@
 two hot methods, ``vote`` and ``train``, over the compiled tree's C entry points, and
 :class:`Sample` the sample they read (its values as doubles, read once for every member,
 scratch for class probabilities, the votes' sums). :class:`SRPClassifier` is
-`edgebayes.ensemble.SRPClassifier` with these members.
+`edgebayes.ensemble.SRPClassifier` with these members, reading each ``x`` once in C
+(``_check_x``, by `edgebayes._core.inputs.read_x`).
 
 A member whose learner is the compiled tree (`edgebayes._core.tree`) and sees the whole ``x``
 is tested, trained and polled in C; any other learner through its Python methods. A signal
@@ -12,12 +13,17 @@ applied by `ErrorDetector.judge`. The steps are the reference's, in the same ord
 ``state()`` and every probability are bit-identical to the reference's.
 """
 
+from libc.math cimport INFINITY
 from libc.stdlib cimport free, malloc
 
 from edgebayes._core.adwin cimport Window, window_update
+from edgebayes._core.inputs cimport read_x
 from edgebayes._core.tree cimport Codes, Fields, learn_codes, predict_index, predict_proba, value_codes
 
+import numpy as np
+
 from edgebayes._core.adwin import ADWIN as _ADWIN
+from edgebayes.base import MAX_ABS_X
 from edgebayes.drift.base import ErrorDetector
 from edgebayes.ensemble.srp import SRPClassifier as _Reference
 from edgebayes.ensemble.srp_member import DRIFT, UNKNOWN_ACCURACY_WEIGHT, WARNING
@@ -198,6 +204,22 @@ class Member(_ReferenceMember):
         return signals
 
 
+cdef double LIMIT = MAX_ABS_X
+
+
 class SRPClassifier(_Reference):
     __doc__ = _Reference.__doc__
     _member_type = Member
+
+    def _check_x(self, x, learning=False):
+        """The reference's ``_check_x``, ``x`` read by `edgebayes._core.inputs.read_x` (the
+        reference's rule and errors, the common cases without a Python float per check)."""
+        cdef Py_ssize_t j, n
+        d = self.n_features_
+        cdef double* xd = read_x(x, -1 if d is None else <Py_ssize_t>d, LIMIT if learning else INFINITY,
+                                 learning, &n)
+        try:
+            xs = [xd[j] for j in range(n)]
+        finally:
+            free(xd)
+        return xs, None if self._has_features else np.array(xs, dtype=np.float64)
