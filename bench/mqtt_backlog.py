@@ -1,7 +1,7 @@
 """What one queued outgoing message costs in memory: paho's objects besides topic and payload.
 
 ``MqttClient`` counts each message of its outgoing backlog as topic + payload +
-``edgebayes.runtime.mqtt.PAHO_MESSAGE_BYTES``; this measures topic + the last term with
+``edgebayes.runtime.backlog.PAHO_MESSAGE_BYTES``; this measures topic + the last term with
 tracemalloc: ``--n`` QoS 1 messages published on a paho 2.x client that is not connected
 (they stay in its queue, as during a broker outage).
 
@@ -17,7 +17,7 @@ import paho.mqtt.client as paho
 from paho.mqtt import __version__ as PAHO_VERSION
 from paho.mqtt.enums import CallbackAPIVersion
 
-from edgebayes.runtime.mqtt import PAHO_MESSAGE_BYTES
+from edgebayes.runtime.backlog import PAHO_MESSAGE_BYTES
 
 TOPIC = "edgebayes/sim-0/prediction"
 

@@ -75,7 +75,7 @@ def _first_failure(caplog, port: int, **broker) -> str:
     with caplog.at_level(logging.INFO, logger="edgebayes.runtime.mqtt"):
         c.start()
         try:
-            wait_for(lambda: c.n_connect_failures >= 1, what="a failed connect")
+            wait_for(lambda: c.watch.n_connect_failures >= 1, what="a failed connect")
         finally:
             c.stop()
     lines = [r.getMessage() for r in caplog.records if r.name == "edgebayes.runtime.mqtt"]
@@ -88,7 +88,7 @@ def _connects(port: int, **broker) -> bool:
     c.start()
     try:
         wait_for(c.subscribed.is_set, what="connection and subscription")
-        return c.n_connect_failures == 0
+        return c.watch.n_connect_failures == 0
     finally:
         c.stop()
 

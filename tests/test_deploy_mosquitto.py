@@ -402,7 +402,7 @@ def test_no_client_can_take_over_the_runtimes_session(secure_broker, tmp_path):
             assert sim0.publish("edgebayes/sim-0/reading", _reading(seq)) == 0
         wait_for(lambda: runtime.worker.serving.n_readings == 50, what="50 readings served")
         time.sleep(0.5)
-        assert (runtime.client.n_connects, runtime.client.n_takeovers) == (1, 0)
+        assert (runtime.client.n_connects, runtime.client.watch.n_takeovers) == (1, 0)
         assert runtime.client.connected.is_set() and intruder.client.is_connected()
     finally:
         for c in clients:

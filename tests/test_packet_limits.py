@@ -98,6 +98,6 @@ def test_broker_restarts_in_a_row_are_no_session_takeover(broker, tmp_path, prot
             broker.start()
             wait_for(lambda i=i: rt.client.subscribed.is_set() and rt.client.n_connects == i + 2,
                      timeout_s=10, what=f"the runtime back after restart {i + 1}")
-        assert (rt.client.n_takeovers, rt.client.n_connect_failures) == (0, 0)  # no alert: none taken over
+        assert (rt.client.watch.n_takeovers, rt.client.watch.n_connect_failures) == (0, 0)  # no alert: none taken over
     finally:
         rt.stop(timeout_s=5)

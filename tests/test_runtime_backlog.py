@@ -76,8 +76,8 @@ def test_a_burst_of_qos1_predictions_waiting_for_their_acknowledgement_is_delive
             broker.proc.send_signal(signal.SIGCONT)
         wait_for(lambda: len(dev.predictions()) == 3000, timeout_s=30, what="3000 predictions")
         assert sorted(dev.predictions()) == list(range(3000))
-        wait_for(lambda: rt.client.backlog_messages == 0, what="the backlog acknowledged")
-        assert rt.client.backlog_bytes == 0 and rt.client.n_publish_failed == 0
+        wait_for(lambda: len(rt.client.backlog) == 0, what="the backlog acknowledged")
+        assert rt.client.backlog.bytes == 0 and rt.client.n_publish_failed == 0
     finally:
         rt.stop(timeout_s=5)
 
@@ -110,7 +110,7 @@ def test_the_worker_waits_at_the_byte_bound_and_every_prediction_arrives(broker,
     again, readings wait at the broker, nothing is refused."""
     peak, clients = [], []
     rt = _runtime(broker, tmp_path, extra="[output]\nprediction_qos = 1\nmax_backlog_bytes = 65536\n",
-                  tick_hooks=[lambda: peak.extend(c.backlog_bytes for c in clients)])
+                  tick_hooks=[lambda: peak.extend(c.backlog.bytes for c in clients)])
     clients.append(rt.client)
     try:
         dev = Device(broker)
@@ -148,7 +148,7 @@ def test_a_session_takeover_is_logged_alerted_and_backed_off(broker, tmp_path, c
     try:
         with caplog.at_level(logging.ERROR, logger="edgebayes.runtime.mqtt"):
             intruder = _intruder(broker, "rt-test")
-            wait_for(lambda: rt.client.n_takeovers >= 1, timeout_s=15, what="the takeover noticed")
+            wait_for(lambda: rt.client.watch.n_takeovers >= 1, timeout_s=15, what="the takeover noticed")
         errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
         assert ("another process connected with client id rt-test (the broker closed 3 connections in a "
                 "row within 10 s of their start): a second runtime with the same [broker] client_id?") in errors[0]
@@ -178,7 +178,7 @@ def test_a_broker_restart_is_not_a_takeover(broker, tmp_path, protocol):
             time.sleep(1.0)
             broker.start()
             wait_for(rt.client.subscribed.is_set, timeout_s=10, what="the runtime back")
-        assert rt.client.n_takeovers == 0 and rt.client.n_connects == 4
+        assert rt.client.watch.n_takeovers == 0 and rt.client.n_connects == 4
     finally:
         rt.stop(timeout_s=5)
 

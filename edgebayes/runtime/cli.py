@@ -72,9 +72,9 @@ def main(args: argparse.Namespace) -> int:
             log.critical("%s; exiting", runtime.worker.stop_reason or "the worker thread died")
             runtime.client.stop()
             return 1
-        if runtime.client.fatal is not None:
+        if runtime.client.watch.fatal is not None:
             runtime.stop()
-            log.critical("%s; exiting", runtime.client.fatal)
+            log.critical("%s; exiting", runtime.client.watch.fatal)
             return 3
     log.info("stopping: processing what is queued (up to 5 s)%s", "" if where is None else ", checkpointing")
     notifier.stopping()

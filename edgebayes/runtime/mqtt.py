@@ -31,7 +31,7 @@
   retained as the last will and on ``stop``.
 - A refused login (CONNACK "Bad user name or password" or "Not authorized", MQTT 3.1.1's
   return codes 4 and 5) is tried ``LOGIN_TRIES`` times in a row, then the client gives up:
-  ``fatal`` says why and the network thread ends (``edgebayes run`` exits with status 3).
+  ``watch.fatal`` says why and the network thread ends (``edgebayes run`` exits with status 3).
 - Transport TCP or websockets (``[broker] transport``, ``ws_path``), either with TLS.
 - Every callback catches and logs its exceptions with traceback at ERROR and counts them
   (docs/cases.md C31): one bad message never kills the network thread, and is never silent.
@@ -71,9 +71,7 @@ import inspect
 import logging
 import select
 import socket
-import ssl
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -83,11 +81,13 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
+from edgebayes.runtime.backlog import Backlog
+from edgebayes.runtime.broker_watch import LOGIN_REFUSED, ConnectionWatch
 from edgebayes.runtime.config import BrokerConfig
 from edgebayes.runtime.messages import Retained
 from edgebayes.runtime.paho_client import BufferedClient
-from edgebayes.runtime.payloads import OFFLINE, ONLINE, session_alert
-from edgebayes.runtime.tls import describe_tls_error, tls_context
+from edgebayes.runtime.payloads import OFFLINE, ONLINE
+from edgebayes.runtime.tls import tls_context
 
 log = logging.getLogger(__name__)
 
@@ -95,27 +95,10 @@ log = logging.getLogger(__name__)
 #: A payload the broker sent as retained is a ``messages.Retained`` (a bytes subclass).
 MessageHandler = Callable[[str, bytes, int, int], None]
 
-#: What paho keeps per queued message besides its topic and payload (``MQTTMessage``, its
-#: ``MQTTMessageInfo`` and their lock and condition), from tracemalloc around paho 2.2 publishes
-#: (``python -m bench.mqtt_backlog``).
-PAHO_MESSAGE_BYTES = 1700
-#: Messages published and not yet done with, at most: paho's packet ids are 16 bits (65,535
-#: unacknowledged QoS 1 messages), and ids of QoS 0 messages come from the same counter.
-MAX_OUT_MESSAGES = 32768
-#: MQTT 5 DISCONNECT reason "Session taken over".
-SESSION_TAKEN_OVER = 142
-#: Connections lost this soon after being made, this many times in a row, are a takeover.
-TAKEOVER_WINDOW_S = 10.0
-TAKEOVER_LOSSES = 3
 #: Mosquitto's retained "<seconds> seconds" since it started (updated every sys_interval, 10 s)
 UPTIME_TOPIC = "$SYS/broker/uptime"
 #: room in a packet besides the payload: fixed header, topic, packet id, properties (bytes)
 PACKET_ROOM = 4096
-#: CONNACK reasons of a refused login: "Bad user name or password", "Not authorized" (paho
-#: gives MQTT 3.1.1's return codes 4 and 5 these MQTT 5 values)
-LOGIN_REFUSED = (134, 135)
-#: refused logins in a row before the client gives up (``MqttClient.fatal``)
-LOGIN_TRIES = 3
 
 
 class MqttClient:
@@ -166,40 +149,25 @@ class MqttClient:
         self.cfg = cfg
         self.subscriptions = list(subscriptions)
         self.status_topic = status_topic
-        self.max_backlog_bytes = max_backlog_bytes
         self._handler = on_message
         self._on_connected = on_connected
         self._can_take = can_take
         self._on_round = on_round
-        self._alert = alert
+        self.watch = ConnectionWatch(cfg, alert)
         self.v5 = cfg.protocol == "mqttv5"
         self.connected = threading.Event()
         self.subscribed = threading.Event()  # set once the broker granted every subscription
         self.n_connects = 0
-        self.n_connect_failures = 0  # in a row, since the last connect
         self.n_callback_errors = 0
         self.n_publish_failed = 0
-        self.n_takeovers = 0
-        self.n_login_refusals = 0  # in a row, since the last connect
-        self.fatal: str | None = None  # why the client gave up (a refused login); set once
         self.last_disconnect_reason: paho.ReasonCode | None = None
-        # outgoing backlog: mid -> (bytes, qos) of each message not yet written (QoS 0) or
-        # acknowledged (QoS 1); mids paho finished before publish returned them
-        self._out_lock = threading.Lock()
-        self._out: dict[int, tuple[int, int]] = {}
-        self._out_done_early: set[int] = set()
-        self._n_out_qos1 = 0  # entries of _out waiting for the broker's acknowledgement
-        self.backlog_bytes = 0
+        self.backlog = Backlog(max_backlog_bytes)
         self._room = threading.Event()  # set by the network thread when room is made
         self._waiting = False  # the consumer waits in wait_for_room
         # (topic, payload, mid, qos) of messages the consumer could not take, at most _max_held
         self._held: collections.deque = collections.deque()
         self._max_held = max(1, min(receive_maximum, 65535))
-        self._connected_at: float | None = None
-        self._lost_conn_at: float | None = None  # when the connection lost last was made (monotonic)
         self._uptime_mid: int | None = None  # packet id of the UPTIME_TOPIC subscription
-        self._n_quick_losses = 0  # connections in a row lost within TAKEOVER_WINDOW_S
-        self._hold_off = False  # a takeover: the next reconnect waits reconnect_max_s
         self._stopping = False
         self._halt = threading.Event()  # ends the network thread (and any backoff wait)
         self._thread: threading.Thread | None = None
@@ -207,20 +175,10 @@ class MqttClient:
         self._wake_w.setblocking(False)
         self._idle = False  # the network thread is (about to be) asleep in select
         self._wake_sent = False
-        self._backoff_s: float | None = None  # reconnect delay; None after a connect
         self._awaiting_connack = False  # a socket is open, the broker has not answered yet
         self._refused = False  # the broker's CONNACK refused it (paho then reports a disconnect)
 
-        c = BufferedClient(
-            callback_api_version=CallbackAPIVersion.VERSION2,
-            client_id=cfg.client_id,
-            protocol=MQTTProtocolVersion.MQTTv5 if self.v5 else MQTTProtocolVersion.MQTTv311,
-            clean_session=None if self.v5 else False,
-            transport=cfg.transport,
-            manual_ack=True,
-        )
-        if cfg.transport == "websockets":
-            c.ws_set_options(path=cfg.ws_path)
+        c = self._client = _paho_client(cfg, status_topic)
         c.on_connect = self._on_connect
         c.on_disconnect = self._on_disconnect
         c.on_message = self._on_message
@@ -229,26 +187,8 @@ class MqttClient:
         # Not None, so paho never writes to the socket from the worker's thread (it would without
         # a loop thread of its own); queued packets are written by the network thread.
         c.on_socket_register_write = lambda client, userdata, sock: self._wake()
-        c.will_set(status_topic, OFFLINE, qos=1, retain=True)
-        c.max_queued_messages_set(0)  # no count limit: the backlog is bounded in bytes here
-        c.max_inflight_messages_set(100)
-        if cfg.username is not None:
-            password = None
-            if cfg.password_file is not None:  # first line; a file keeps it out of the config
-                password = (Path(cfg.password_file).read_text().splitlines() or [""])[0]
-            c.username_pw_set(cfg.username, password)
-        context = tls_context(cfg)
-        if context is not None:
-            c.tls_set_context(context)
-        self._client = c
-        self._connect_properties = None
-        if self.v5:
-            props = Properties(PacketTypes.CONNECT)
-            props.SessionExpiryInterval = cfg.session_expiry_s
-            props.ReceiveMaximum = max(1, min(receive_maximum, 65535))
-            if max_packet_bytes is not None:
-                props.MaximumPacketSize = max_packet_bytes
-            self._connect_properties = props
+        self._connect_properties = (_connect_properties(cfg, receive_maximum, max_packet_bytes)
+                                    if self.v5 else None)
 
     # --- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -291,22 +231,16 @@ class MqttClient:
             if c.socket() is None:
                 if self._stopping:
                     return
-                if not first:  # after a failed attempt or a lost connection, as paho does
-                    cfg = self.cfg
-                    self._backoff_s = (cfg.reconnect_max_s if self._hold_off
-                                       else cfg.reconnect_min_s if self._backoff_s is None
-                                       else min(2 * self._backoff_s, cfg.reconnect_max_s))
-                    self._hold_off = False
-                    if self._halt.wait(self._backoff_s):
-                        return
+                if not first and self._halt.wait(self.watch.next_delay_s()):  # as paho does
+                    return
                 first = False
-                self._forget_qos0()  # paho drops the QoS 0 packets it did not write
+                self.backlog.forget_qos0()  # paho drops the QoS 0 packets it did not write
                 self._refused = False
                 try:
                     c.reconnect()
                     self._awaiting_connack = True
                 except OSError as exc:  # ssl.SSLError included
-                    self._connect_failed(_why(exc, self.cfg))
+                    self.watch.connect_error(exc)
                 except Exception:  # noqa: BLE001 (e.g. a TLS setting paho rejects: logged, retried with backoff)
                     self._callback_error("connect")
                 continue
@@ -355,7 +289,7 @@ class MqttClient:
         acknowledgements that free the backlog (what it cannot take is then held). With
         ``_max_held`` messages held, only while it waits for an acknowledgement of ours."""
         if len(self._held) >= self._max_held:
-            return self._waiting and self._n_out_qos1 > 0
+            return self._waiting and self.backlog.n_qos1 > 0
         return self._waiting or self._can_take()
 
     def _deliver_held(self) -> None:
@@ -380,37 +314,15 @@ class MqttClient:
         self._wake()  # paho calls on_socket_register_write only on the first of a run of packets
         rc = info.rc
         if rc == MQTTErrorCode.MQTT_ERR_SUCCESS or (qos > 0 and rc == MQTTErrorCode.MQTT_ERR_NO_CONN):
-            self._count_out(info.mid, len(topic) + len(payload) + PAHO_MESSAGE_BYTES, qos)
+            self.backlog.add(info.mid, topic, payload, qos)
             return info
         self.n_publish_failed += 1
         return None
 
-    def _count_out(self, mid: int, nbytes: int, qos: int) -> None:
-        with self._out_lock:
-            if mid in self._out_done_early:  # written (or acknowledged) before publish returned
-                self._out_done_early.discard(mid)
-                return
-            self._out[mid] = (nbytes, qos)
-            self._n_out_qos1 += qos > 0
-            self.backlog_bytes += nbytes
-
     def _done_out(self, mid: int) -> None:
-        with self._out_lock:
-            entry = self._out.pop(mid, None)
-            if entry is None:
-                self._out_done_early.add(mid)
-                return
-            self.backlog_bytes -= entry[0]
-            self._n_out_qos1 -= entry[1] > 0
+        self.backlog.done(mid)
         if self._waiting and self.has_room():
             self._room.set()
-
-    def _forget_qos0(self) -> None:
-        """Drop the QoS 0 messages from the backlog (network thread, before a reconnect: paho
-        discards the QoS 0 packets it had not written, without an on_publish)."""
-        with self._out_lock:
-            for mid in [m for m, (_, qos) in self._out.items() if qos == 0]:
-                self.backlog_bytes -= self._out.pop(mid)[0]
 
     @property
     def n_held(self) -> int:
@@ -418,16 +330,10 @@ class MqttClient:
         the Receive Maximum, unless reading must go on for an acknowledgement: module docstring)."""
         return len(self._held)
 
-    @property
-    def backlog_messages(self) -> int:
-        """Messages published and not yet written (QoS 0) or acknowledged (QoS 1)."""
-        return len(self._out)
-
     def has_room(self) -> bool:
         """Whether the consumer may process a message now: the broker is connected and the
         backlog is under ``max_backlog_bytes`` and ``MAX_OUT_MESSAGES``."""
-        return (self.connected.is_set() and self.backlog_bytes < self.max_backlog_bytes
-                and len(self._out) < MAX_OUT_MESSAGES)
+        return self.connected.is_set() and self.backlog.under_bounds()
 
     def wait_for_room(self, timeout_s: float) -> bool:
         """Wait (the consumer, before each message) until ``has_room``, at most ``timeout_s``
@@ -478,9 +384,10 @@ class MqttClient:
             if reason_code.is_failure:
                 self._refused = True
                 if reason_code.value in LOGIN_REFUSED:
-                    self._login_refused(reason_code)
+                    if self.watch.login_refused(reason_code):
+                        self._halt.set()
                 else:
-                    self._connect_failed(f"the broker refused the connection: {reason_code.getName()} "
+                    self.watch.connect_failed(f"the broker refused the connection: {reason_code.getName()} "
                                          f"({reason_code.value})")
                 return
             log.info("connected to %s:%d (session present: %s)", self.cfg.host, self.cfg.port,
@@ -494,41 +401,11 @@ class MqttClient:
             self._uptime_mid = client.subscribe(UPTIME_TOPIC, 0)[1]  # its own SUBACK, granted or not
             self.publish(self.status_topic, ONLINE, qos=1, retain=True)
             self.n_connects += 1
-            self.n_connect_failures = 0
-            self.n_login_refusals = 0
-            self._backoff_s = None
-            self._connected_at = time.monotonic()
+            self.watch.connected()
             self.connected.set()
             self._room.set()
         except Exception:  # noqa: BLE001 (counted and logged: docs/cases.md C31)
             self._callback_error("on_connect")
-
-    def _connect_failed(self, why: str) -> None:
-        """Count and log a failed connection attempt (network thread), saying why."""
-        self.n_connect_failures += 1
-        self._n_quick_losses = 0  # the broker away (a restart), not a takeover
-        # WARNING for the first failures, then INFO: a broker down for hours is not a flood
-        level = logging.WARNING if self.n_connect_failures <= 3 else logging.INFO
-        cfg = self.cfg
-        log.log(level, "cannot connect to the broker %s:%d: %s (attempt %d); retrying with backoff "
-                "(%g s up to %g s)", cfg.host, cfg.port, why, self.n_connect_failures,
-                cfg.reconnect_min_s, cfg.reconnect_max_s)
-
-    def _login_refused(self, reason_code: paho.ReasonCode) -> None:
-        """A refused login: retried up to ``LOGIN_TRIES`` times in a row, then ``fatal``."""
-        self.n_connect_failures += 1
-        self.n_login_refusals += 1
-        cfg = self.cfg
-        who = f"user {cfg.username!r}" if cfg.username is not None else "an anonymous client (no [broker] username)"
-        why = (f"the broker {cfg.host}:{cfg.port} refused the login of {who}: {reason_code.getName()} "
-               f"({reason_code.value})")
-        if self.n_login_refusals < LOGIN_TRIES:
-            log.warning("%s (attempt %d of %d)", why, self.n_login_refusals, LOGIN_TRIES)
-            return
-        self.fatal = (f"{why}, {LOGIN_TRIES} times in a row; check [broker] username and password_file "
-                      "against the broker's password file and ACL")
-        log.error("%s; giving up", self.fatal)
-        self._halt.set()
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         try:
@@ -543,37 +420,14 @@ class MqttClient:
                 return
             if self._awaiting_connack:  # closed before the broker answered: a failed connect
                 self._awaiting_connack = False
-                error = self._client.last_error
-                self._connect_failed(_why(error, self.cfg) if error is not None else _ended(self.cfg))
+                self.watch.connect_error(self._client.last_error)
                 return
             log.warning("disconnected from the broker: %s (%d); reconnecting with backoff",
                         reason_code.getName(), reason_code.value)
-            if self._connected_at is not None and not self._stopping:
-                quick = time.monotonic() - self._connected_at < TAKEOVER_WINDOW_S
-                self._n_quick_losses = self._n_quick_losses + 1 if quick else 0
-                self._lost_conn_at, self._connected_at = self._connected_at, None
-                if reason_code.value == SESSION_TAKEN_OVER or self._n_quick_losses >= TAKEOVER_LOSSES:
-                    self._taken_over(reason_code)
+            if not self._stopping:
+                self.watch.lost(reason_code)
         except Exception:  # noqa: BLE001 (counted and logged: docs/cases.md C31)
             self._callback_error("on_disconnect")
-
-    def _taken_over(self, reason_code: paho.ReasonCode) -> None:
-        """Another client took our session: say so (log, alert) and back off."""
-        self.n_takeovers += 1
-        self._hold_off = True
-        cid, wait_s = self.cfg.client_id, self.cfg.reconnect_max_s
-        if reason_code.value == SESSION_TAKEN_OVER:
-            why = f"the broker says {reason_code.getName()}"
-        else:
-            why = (f"the broker closed {self._n_quick_losses} connections in a row within "
-                   f"{TAKEOVER_WINDOW_S:g} s of their start")
-        log.error("session taken over: another process connected with client id %s (%s): a second "
-                  "runtime with the same [broker] client_id? Reconnecting in %g s (reconnect_max_s), "
-                  "not at once, so the two do not take the session from each other every second. "
-                  "Give each client its own client id (with deploy/mosquitto/edgebayes.conf the "
-                  "broker uses the user name)", cid, why, wait_s)
-        if self._alert is not None:
-            self._alert(session_alert(cid, why, self.n_takeovers, wait_s))
 
     def _on_subscribe(self, client, userdata, mid, reason_code_list, properties) -> None:
         try:
@@ -605,25 +459,13 @@ class MqttClient:
             self.ack(msg.mid, msg.qos)
             return
         if topic == UPTIME_TOPIC:
-            self._on_uptime(msg.payload)
+            self.watch.uptime(msg.payload)
             return
         item = (topic, Retained(msg.payload) if msg.retain else msg.payload, msg.mid, msg.qos)
         if self._held or not self._can_take():  # in order, after the ones held before it
             self._held.append(item)
         else:
             self._deliver(*item)
-
-    def _on_uptime(self, payload: bytes) -> None:
-        """The broker's uptime: shorter than the time since the connection lost last was made,
-        the broker was restarted since, and that loss was no takeover."""
-        try:
-            uptime_s = float(payload.split()[0])
-        except (IndexError, ValueError):
-            return
-        lost = self._lost_conn_at
-        if lost is not None and uptime_s < time.monotonic() - lost and self._n_quick_losses:
-            log.info("the broker was restarted (up %g s): the connection lost was no session takeover", uptime_s)
-            self._n_quick_losses = 0
 
     def _deliver(self, topic: str, payload: bytes, mid: int, qos: int) -> None:
         try:
@@ -637,29 +479,42 @@ class MqttClient:
         log.exception("error in MQTT %s callback (counted: %d so far)", where, self.n_callback_errors)
 
 
-def _why(exc: OSError, cfg: BrokerConfig) -> str:
-    """Why a connection attempt failed, in one line (the ``[broker]`` key to set when one does)."""
-    if isinstance(exc, ssl.SSLError):
-        return describe_tls_error(exc, cfg)
-    if isinstance(exc, paho.WebsocketConnectionError):
-        return f"websockets: {exc} (is port {cfg.port} a websockets listener, with path {cfg.ws_path}?)"
-    if isinstance(exc, ConnectionResetError) and cfg.tls:
-        return f"the connection was reset during the TLS handshake (is port {cfg.port} a TLS listener?)"
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused (no broker listening on this port)"
-    if isinstance(exc, socket.gaierror):
-        return f"cannot resolve the host name {cfg.host!r} ({exc.strerror})"
-    if isinstance(exc, TimeoutError):
-        return "no answer (timed out)"
-    return f"{type(exc).__name__}: {exc}"
+def _paho_client(cfg: BrokerConfig, status_topic: str) -> BufferedClient:
+    """paho's client for ``cfg``: manual acknowledgements, the ``offline`` will, no message-count
+    limit (the backlog is bounded in bytes), the login and TLS of ``[broker]``."""
+    v5 = cfg.protocol == "mqttv5"
+    c = BufferedClient(
+        callback_api_version=CallbackAPIVersion.VERSION2,
+        client_id=cfg.client_id,
+        protocol=MQTTProtocolVersion.MQTTv5 if v5 else MQTTProtocolVersion.MQTTv311,
+        clean_session=None if v5 else False,
+        transport=cfg.transport,
+        manual_ack=True,
+    )
+    if cfg.transport == "websockets":
+        c.ws_set_options(path=cfg.ws_path)
+    c.will_set(status_topic, OFFLINE, qos=1, retain=True)
+    c.max_queued_messages_set(0)
+    c.max_inflight_messages_set(100)
+    if cfg.username is not None:
+        password = None
+        if cfg.password_file is not None:  # first line; a file keeps it out of the config
+            password = (Path(cfg.password_file).read_text().splitlines() or [""])[0]
+        c.username_pw_set(cfg.username, password)
+    context = tls_context(cfg)
+    if context is not None:
+        c.tls_set_context(context)
+    return c
 
 
-def _ended(cfg: BrokerConfig) -> str:
-    """Why a connection ended before the broker's CONNACK, with no socket error to tell."""
-    if cfg.transport == "tcp" and not cfg.tls:  # a websockets or TLS listener closes plain MQTT
-        return (f"the connection ended before the broker accepted it (is port {cfg.port} a websockets "
-                "or TLS listener? see [broker] transport and tls_ca_file)")
-    return "the connection ended before the broker accepted it"
+def _connect_properties(cfg: BrokerConfig, receive_maximum: int, max_packet_bytes: int | None) -> Properties:
+    """The MQTT 5 CONNECT's properties: session expiry, Receive Maximum, Maximum Packet Size."""
+    props = Properties(PacketTypes.CONNECT)
+    props.SessionExpiryInterval = cfg.session_expiry_s
+    props.ReceiveMaximum = max(1, min(receive_maximum, 65535))
+    if max_packet_bytes is not None:
+        props.MaximumPacketSize = max_packet_bytes
+    return props
 
 
 def _no_delay(sock) -> None:
