@@ -435,3 +435,25 @@ def test_a_full_disk_is_one_error_however_many_writes_it_fails(caplog):
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("not durable: journal append" in m for m in warned)
     assert any("checkpoint of device d2 failed" in m for m in warned)
+
+
+def test_readings_refused_while_a_removed_feature_is_missing_are_learned_once_it_is_back(tmp_path):
+    """[schema] features lost one a restored tree takes: the device is refused (its checkpoint
+    kept), and its readings meanwhile were acknowledged and then dropped with the next journal,
+    so putting the feature back found them gone."""
+    models = {"models": [{"name": "ht", "kind": "hoeffding_tree"}]}
+    w = worker(tmp_path, **models)
+    data = blobs(12, seed=16)
+    readings(w, data[:10])
+    w.checkpoint()  # d1 at seq 9
+    edited = FEATURES[:-1]
+    again = worker(tmp_path, edited, **models)
+    for i, (x, y) in enumerate(data[10:], start=10):  # readings of the edited schema, by name
+        again.acks.handle("eb/d1/reading", json.dumps({"seq": i, "ts": 1000.0 + i, "x": dict(zip(edited, x)),
+                                                       "y": y}).encode(), i + 1, 1, 0.0, 0)
+    again.checkpoint(all_devices=True)  # a clean stop: the journal starts over
+    assert again.reports.errors == {"checkpoint_refused": 2} and "d1" not in again.devices
+    assert len(list(journal(tmp_path, edited).recover()[1])) == 2  # kept, with the checkpoint
+    third = worker(tmp_path)  # the feature put back
+    assert third.replay.n_replayed == 2
+    assert third.devices["d1"].last_seq == 11

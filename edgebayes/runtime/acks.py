@@ -183,7 +183,7 @@ class Acks:
         if journal is None or (dirty and (self.failed or self.off)):
             return n
         # their entries are in no checkpoint (an open journal only: none is open while it is off)
-        held = dirty | self.registry.unreadable() if not self.off else set()
+        held = dirty | self.registry.not_restored() if not self.off else set()
         try:
             if held:
                 self._rotate_keeping(held)

@@ -71,6 +71,7 @@ class DeviceRegistry:
         self.n_evicted = 0
         self.sizes = ModelBytes(memory.device_bytes or 0)
         self._unreadable: dict[str, tuple[float, str]] = {}  # device -> (next read attempt, why)
+        self._refused: set[str] = set()  # checkpoints of another version or of removed features
 
     def check_new(self, device: str, topic: str, seq: int) -> None:
         """A reading of a device not in memory: unless it has a checkpoint, it counts against
@@ -186,9 +187,10 @@ class DeviceRegistry:
             self.readable_again(device)
         return dev
 
-    def unreadable(self) -> set[str]:
-        """The devices refused because their checkpoint cannot be read (yet)."""
-        return set(self._unreadable)
+    def not_restored(self) -> set[str]:
+        """The devices refused because their checkpoint cannot be read (yet) or restored under
+        this config: the journal keeps their entries until it can."""
+        return set(self._unreadable) | self._refused
 
     def _restore(self, device: str) -> Device | None:
         """The device restored from the newest checkpoint generation that reads back intact and
@@ -211,6 +213,7 @@ class DeviceRegistry:
                 self._unreadable[device] = (now + READ_RETRY_S, why)
                 raise ProtocolError("checkpoint_unreadable", why) from None
             except CheckpointForeign as exc:
+                self._refused.add(device)
                 raise ProtocolError("checkpoint_refused", f"{exc}; the device is not served") from None
             except CheckpointError as exc:
                 self.store.move_aside(device, f"{exc}; the device starts fresh", (0, 1))
@@ -224,13 +227,17 @@ class DeviceRegistry:
             try:
                 dev.load_state(saved.state, len(features), saved.features)
             except SchemaChange as exc:
-                log.error("device %s: %s; its checkpoint is left as it is and the device is not served", device, exc)
+                if device not in self._refused:
+                    log.error("device %s: %s; its checkpoint and the readings it is sent meanwhile are kept, "
+                              "and the device is not served", device, exc)
+                self._refused.add(device)
                 raise ProtocolError("checkpoint_refused", f"{exc}") from None
             except Exception as exc:  # noqa: BLE001 (any unusable state: the next generation, else fresh)
                 damaged.append(f"{saved.path.name}: {type(exc).__name__}: {exc}")
                 log.error("checkpoint of device %s cannot be restored (%s)", device, damaged[-1])
                 generation = saved.generation + 1
                 continue
+            self._refused.discard(device)
             if saved.generation or damaged:
                 self.store.move_aside(device, "; ".join(damaged) or "the newest generation is damaged",
                                       tuple(range(saved.generation)))
