@@ -457,3 +457,24 @@ def test_readings_refused_while_a_removed_feature_is_missing_are_learned_once_it
     third = worker(tmp_path)  # the feature put back
     assert third.replay.n_replayed == 2
     assert third.devices["d1"].last_seq == 11
+
+
+@pytest.mark.parametrize("kinds", [("gaussian_nb",), ("gaussian_nb", "hoeffding_tree")])
+def test_a_removed_feature_is_told_dropped_only_when_the_device_is_served(tmp_path, caplog, kinds):
+    """naive Bayes drops a removed feature; a tree beside it refuses the device. The WARNING
+    that naive Bayes dropped what it learned came before the refusal, though nothing was."""
+    models = {"models": [{"name": k, "kind": k} for k in kinds]}
+    w = worker(tmp_path, **models)
+    readings(w, blobs(10, seed=17))
+    w.checkpoint()
+    edited = FEATURES[:-1]
+    again = worker(tmp_path, edited, **models)
+    with caplog.at_level(logging.WARNING, logger="edgebayes.runtime"):
+        again.acks.handle("eb/d1/reading", json.dumps({"seq": 10, "ts": 1010.0, "x": [0.5, 0.5], "y": "a"}).encode(),
+                          11, 1, 0.0, 0)
+    told = [r.getMessage() for r in caplog.records if "drops what it learned" in r.getMessage()]
+    refused = [r.getMessage() for r in caplog.records if "is not served" in r.getMessage()]
+    if len(kinds) == 1:
+        assert len(told) == 1 and not refused and "d1" in again.devices
+    else:
+        assert not told and len(refused) == 1 and "d1" not in again.devices

@@ -148,19 +148,16 @@ class ModelSlot:
         self.n_window_correct = sum(self.window)
         self.n_labels, self.n_correct = n_labels, n_correct
 
-    def restore(self, state: dict, takes: Sequence, features: Sequence, device: str) -> None:
+    def restore(self, state: dict, takes: Sequence, features: Sequence, device: str) -> list[str]:
         """Restore ``state()`` of a learner that was fed the features ``takes``, fitted to the
         configured ``features`` (``remap.model_inputs``); a removed feature a ``gaussian_nb``
-        takes is dropped from it (logged), an added one it cannot hold within its
-        ``max_size_bytes`` is ignored by it (logged).
+        takes is dropped from it (returned: the caller tells it once every model is restored),
+        an added one it cannot hold within its ``max_size_bytes`` is ignored by it (logged).
 
         Raises:
             SchemaChange: ``takes`` has a feature ``features`` lacks; ValueError: as ``load_state``.
         """
         learner, self.inputs, dropped = model_inputs(self.kind, state["learner"], takes, features)
-        if dropped:
-            log.warning("device %s: model %r drops what it learned of %s, no longer in [schema] features",
-                        device, self.name, ", ".join(map(repr, dropped)))
         self.load_state({**state, "learner": learner})
         bound = self.learner.max_size_bytes
         extended = len(self.view(list(features))) > len(takes) - len(dropped)
@@ -169,6 +166,7 @@ class ModelSlot:
                         "them", device, self.name, bound)
             learner, self.inputs, _ = model_inputs(self.kind, state["learner"], takes, features, extend=False)
             self.load_state({**state, "learner": learner})
+        return dropped
 
     def check(self, n_features: int) -> None:
         """A smoke prediction on an all-zero reading: finite probabilities in [0, 1] summing
@@ -481,6 +479,7 @@ class Device:
         saved models none takes in ``retired``. Returns, per slot, its saved model's index."""
         index = {(m["name"], m["kind"]): i for i, m in enumerate(saved)}
         sources: list[int | None] = []
+        dropped: list[tuple[str, list[str]]] = []  # told once every model is restored: not for a refused device
         for slot, model in zip(self.slots, self.models):
             i = index.get((slot.name, slot.kind))
             if i is None and model.previous_name is not None:
@@ -493,9 +492,14 @@ class Device:
                 log.warning("device %s: model %r has no checkpoint; it starts fresh", self.device, slot.name)
                 continue
             fresh = slot.learner
-            slot.restore(saved[i], saved[i].get("features", saved_features), features, self.device)
+            dropped.append((slot.name, slot.restore(saved[i], saved[i].get("features", saved_features), features,
+                                                    self.device)))
             slot.check(n_features)
             _report_parameters(self.device, model, fresh, slot.learner)
+        for name, gone in dropped:
+            if gone:
+                log.warning("device %s: model %r drops what it learned of %s, no longer in [schema] features",
+                            self.device, name, ", ".join(map(repr, gone)))
         self.retired = [m if "features" in m or not self.features else {**m, "features": saved_features}
                         for i, m in enumerate(saved) if i not in sources]
         for m in self.retired:
