@@ -1,6 +1,7 @@
 """``edgebayes run`` as a real process: SIGKILL then restart resumes from the checkpoint;
 SIGTERM drains, checkpoints, leaves ``offline`` retained and exits 0."""
 
+import logging
 import os
 import signal
 import subprocess
@@ -203,3 +204,17 @@ def test_a_runtime_stopped_by_its_memory_guard_says_why_and_exits_1(broker, tmp_
                          "exiting"), last
     assert "the worker thread died" not in log.read_text()
     assert [a["action"] for a in dev.got("alert")][-1] == "exit"
+
+
+def test_a_checkpoint_folder_that_cannot_be_made_is_not_said_to_keep_learning(tmp_path, caplog):
+    """The start log said ERROR "cannot create it", then INFO "learning is kept across restarts"."""
+    from edgebayes.runtime.cli import _say_where
+    from edgebayes.runtime.config import parse_config
+    (tmp_path / "a-file").write_text("")
+    where = tmp_path / "a-file" / "ckpt"
+    config = parse_config({"schema": {"features": list(FEATURES)}, "checkpoint": {"dir": str(where)},
+                           "models": [{"name": "nb", "kind": "gaussian_nb"}]})
+    with caplog.at_level(logging.INFO, logger="edgebayes"):
+        _say_where(config, CheckpointStore(where, FEATURES))
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert [level for level, _ in said] == ["ERROR"] and "cannot create it" in said[0][1]

@@ -95,6 +95,8 @@ def _say_where(config, store) -> None:
         log.warning("checkpoints are off ([checkpoint] enabled = false): everything learned is lost "
                     "when the runtime stops; remove that line to keep learning across restarts")
         return
+    if not store.dir.is_dir():  # told at ERROR by the store: nothing is kept until it can be made
+        return
     saved = store.saved_devices()
     names = ", ".join(saved[:8]) + (", ..." if len(saved) > 8 else "")
     log.info("checkpoints and journal in %s: learning is kept across restarts; devices saved there: %d%s "
