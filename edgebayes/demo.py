@@ -27,7 +27,8 @@ Prints the monitor's live table, then a summary: accuracy per phase (with labels
 removed) of the prediction served, of each model and of the no-change and majority baselines
 (each using only the labels the device sent), drift alerts, readings/s, the latencies named
 for what they measure, the runtime's memory; writes it as JSON and, with matplotlib, a PNG of
-accuracy over the run per device, the baselines beside the models, drift alerts marked.
+accuracy over the run per device, the baselines beside the models, drift alerts marked
+(`edgebayes.demo_report`).
 """
 
 from __future__ import annotations
@@ -43,12 +44,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+
+from edgebayes.demo_report import format_summary, plot, summarise
 
 #: the real sensor set replayed by default (the shared data folder next to the checkout)
 DEFAULT_DATA = (
@@ -62,7 +64,6 @@ DEFAULT_DROP = ("date",)  # occupancy's timestamp column is not a feature
 FALLBACK_SOURCE = "synth:AGRAWAL"  # when the shared data is not there (an installed package)
 LABELS_UNTIL = 0.5  # the fraction of each device's readings sent with their label
 CHANGE_AT = 0.2  # the last device's concept change, as a fraction of its readings
-PLOT_POINTS = 25  # accuracy points per device in the plot (each over n / 25 readings)
 MODELS = """
 [[models]]
 name = "nb"
@@ -549,17 +550,15 @@ def _shown(path: Path) -> str:
     return str(path)
 
 
-def run_demo(args, out: Path, workdir: Path, say=print) -> dict:
-    """Run everything; return the summary (see the module docstring)."""
-    from firmware_sim import Monitor, SimConfig, Simulator
-
-    t_start = time.monotonic()
+def _demo_data(args, workdir: Path, say) -> DemoData:
+    """The rows the devices replay: ``--data`` (or the default set, or the synthetic
+    fallback), ``--duration`` times ``--rate`` readings per device."""
     n_per_device = max(2, round(args.rate * args.duration))
     source = choose_source(args.data, DEFAULT_DATA, say)
     drop = (
         tuple(args.drop) if args.drop is not None else (DEFAULT_DROP if args.data is None else ())
     )
-    data = prepare_data(
+    return prepare_data(
         source,
         args.target,
         drop if not source.startswith("synth:") else (),
@@ -569,6 +568,62 @@ def run_demo(args, out: Path, workdir: Path, say=print) -> dict:
         workdir,
         labels_until=args.labels_until,
     )
+
+
+def _simulator(args, data: DemoData, broker: DemoBroker):
+    """The simulated devices, each replaying its rows with its label sensor."""
+    from firmware_sim import SimConfig, Simulator
+
+    return Simulator(
+        SimConfig(
+            str(data.csv_path),
+            n_devices=args.devices,
+            rate_hz=args.rate,
+            limit=data.n_per_device,
+            seed=args.seed,
+            labels="inline",
+            label_until=data.labels_until,
+            target="class",
+        ),
+        broker.options,
+        client_id="edgebayes-demo-{device}",
+    )
+
+
+def _announce(args, data: DemoData, broker: DemoBroker, changed: str, say) -> None:
+    """Say what runs: devices, readings, rate, data, broker; when the labels stop; the change."""
+    say(
+        f"edgebayes demo: {args.devices} devices x {data.n_per_device} readings "
+        f"at {args.rate:g}/s each "
+        f"from {Path(data.source).name}, broker {broker.kind} on {broker.address}, models nb + srp"
+    )
+    say(
+        f"labels: each device's label sensor reports with its first {data.labels_until} "
+        f"readings (t < {data.labels_until / args.rate:.1f} s), then it is taken away\n"
+        f"concept change: {changed}'s labels switch class from its reading "
+        f"{data.change_index} (t = {data.change_index / args.rate:.1f} s)\n"
+    )
+
+
+def _drain(monitor, collector, published: int, labels: int) -> dict:
+    """Wait (bounded) until the monitor has every prediction and score, the collector every
+    prediction and the runtime's metrics count them; the monitor's summary."""
+    monitor.wait_until(
+        lambda t: t["predictions"] >= published and t["scored"] >= labels, timeout_s=15
+    )
+    deadline = time.monotonic() + 5
+    while collector.n < published and time.monotonic() < deadline:
+        time.sleep(0.02)
+    monitor.wait_until(lambda t: _metrics_caught_up(monitor, published), timeout_s=5)
+    return monitor.summary()
+
+
+def run_demo(args, out: Path, workdir: Path, say=print) -> dict:
+    """Run everything; return the summary (see the module docstring)."""
+    from firmware_sim import Monitor
+
+    t_start = time.monotonic()
+    data = _demo_data(args, workdir, say)
     broker = DemoBroker(args.broker, workdir)
     runtime = monitor = collector = None
     try:
@@ -578,47 +633,15 @@ def run_demo(args, out: Path, workdir: Path, say=print) -> dict:
         runtime.wait_ready()
         monitor = Monitor(broker.options, client_id="edgebayes-demo-monitor").start()
         collector = Predictions(broker.options).start()
-        sim = Simulator(
-            SimConfig(
-                str(data.csv_path),
-                n_devices=args.devices,
-                rate_hz=args.rate,
-                limit=n_per_device,
-                seed=args.seed,
-                labels="inline",
-                label_until=data.labels_until,
-                target="class",
-            ),
-            broker.options,
-            client_id="edgebayes-demo-{device}",
-        )
+        sim = _simulator(args, data, broker)
         devices = [d.device_id for d in sim.devices]
         changed = devices[-1]
-        say(
-            f"edgebayes demo: {args.devices} devices x {n_per_device} readings "
-            f"at {args.rate:g}/s each "
-            f"from {Path(source).name}, broker {broker.kind} on {broker.address}, models nb + srp"
-        )
-        say(
-            f"labels: each device's label sensor reports with its first {data.labels_until} "
-            f"readings (t < {data.labels_until / args.rate:.1f} s), then it is taken away\n"
-            f"concept change: {changed}'s labels switch class from its reading "
-            f"{data.change_index} (t = {data.change_index / args.rate:.1f} s)\n"
-        )
+        _announce(args, data, broker, changed, say)
         sim.start()
-        t_sim = time.monotonic()
-        _follow(sim, monitor, t_sim, args.refresh_s, say)
+        _follow(sim, monitor, time.monotonic(), args.refresh_s, say)
         stats = sim.join()
-        published = stats.totals()["readings_published"]
-        labels = stats.totals()["labels_inline"]
-        monitor.wait_until(
-            lambda t: t["predictions"] >= published and t["scored"] >= labels, timeout_s=15
-        )
-        deadline = time.monotonic() + 5
-        while collector.n < published and time.monotonic() < deadline:
-            time.sleep(0.02)
-        monitor.wait_until(lambda t: _metrics_caught_up(monitor, published), timeout_s=5)
-        summary = monitor.summary()
+        summary = _drain(monitor, collector, stats.totals()["readings_published"],
+                         stats.totals()["labels_inline"])
         exit_code = runtime.stop()
         runtime = None
     finally:
@@ -629,8 +652,8 @@ def run_demo(args, out: Path, workdir: Path, say=print) -> dict:
                 client.stop()
         broker.stop()
     scores = score(data, devices, collector.by_device, ["nb", "srp"])
-    result = _summary(args, data, broker, stats, summary, scores, changed, exit_code)
-    result["png"] = _plot(data, scores, result, summary, args.rate, out / "edgebayes-demo.png")
+    result = summarise(args, data, broker, stats, summary, scores, changed, exit_code)
+    result["png"] = plot(data, scores, result, summary, args.rate, out / "edgebayes-demo.png")
     result["wall_s"] = time.monotonic() - t_start
     return result
 
@@ -657,274 +680,6 @@ def _metrics_caught_up(monitor, published: int) -> bool:
         if rt.get("metrics") and rt["metrics"]["n_predictions"] >= published:
             return True
     return False
-
-
-def _summary(
-    args,
-    data: DemoData,
-    broker: DemoBroker,
-    stats,
-    summary: dict,
-    scores: dict,
-    changed: str,
-    exit_code: int,
-) -> dict:
-    totals = summary["totals"]
-    metrics = (
-        next((rt["metrics"] for rt in summary["runtimes"].values() if rt.get("metrics")), {}) or {}
-    )
-    alerts = summary["drift_alerts"]
-    by_model: dict = {}
-    for a in alerts:
-        by_model.setdefault(a["model"], Counter())[a["level"]] += 1
-    after = [  # by the readings' schedule: the alert's seq against the change's
-        (a["seq"] - data.change_index) / args.rate
-        for a in alerts
-        if a["device"] == changed
-        and a["level"] == "drift"
-        and isinstance(a["seq"], int)
-        and a["seq"] >= data.change_index
-    ]
-    models = {
-        name: {
-            "accuracy": scores["overall"][name],
-            "accuracy_labelled_readings": m["accuracy"],
-            "drift_alerts": by_model.get(name, {}).get("drift", 0),
-            "warnings": by_model.get(name, {}).get("warning", 0),
-            "bytes": (metrics.get("models", {}).get(name) or {}).get("bytes"),
-        }
-        for name, m in summary["models"].items()
-    }
-    phases = scores["phases"]
-    removed = phases["removed"]
-    return {
-        "source": data.source,
-        "broker": broker.kind,
-        "devices": args.devices,
-        "rate_hz": args.rate,
-        "duration_s": stats.elapsed_s,
-        "readings_per_device": data.n_per_device,
-        "label_sensor_removed": {
-            "from_reading": data.labels_until,
-            "t_s": data.labels_until / args.rate,
-        },
-        "concept_change": {
-            "device": changed,
-            "from_reading": data.change_index,
-            "t_s": data.change_index / args.rate,
-        },
-        "readings": stats.totals()["readings_published"],
-        "predictions": totals["predictions"],
-        "labels": stats.totals()["labels_inline"],
-        "scored": totals["scored"],
-        "readings_per_s": totals["readings"] / stats.elapsed_s if stats.elapsed_s else None,
-        "accuracy": scores["overall"]["served"],
-        "models": models,
-        "phases": phases,
-        "baselines": {k: scores["overall"][k] for k in ("no_change", "majority")},
-        "learning_gain": (
-            removed["served"] - removed["no_change"] if removed["readings"] else None
-        ),
-        "drift_alerts": sum(m["drift_alerts"] for m in models.values()),
-        "warnings": sum(m["warnings"] for m in models.values()),
-        "first_drift_after_change_s": min(after) if after else None,
-        "errors": totals["errors"],
-        "latency_ms": {
-            # the monitor's: the reading's arrival to its prediction's, both through the
-            # broker (the runtime's time, then the prediction's trip through the broker)
-            "through_broker": totals["latency_ms"],
-            # the runtime's own latency_ms: reading received -> prediction ready
-            "in_runtime": totals["runtime_latency_ms"],
-        },
-        "runtime": {
-            "rss_bytes": metrics.get("rss_bytes"),
-            "n_malformed": metrics.get("n_malformed"),
-            "n_dropped": metrics.get("n_dropped"),
-            "n_internal_errors": metrics.get("n_internal_errors"),
-            "exit_code": exit_code,
-        },
-        "per_device": {
-            d: {
-                **scores["per_device"].get(d, {}),
-                "drift_alerts": v["drift_alerts"],
-                "warnings": v["warnings"],
-            }
-            for d, v in summary["devices"].items()
-        },
-    }
-
-
-def _plot(data: DemoData, scores: dict, result: dict, summary: dict, rate: float, path: Path):
-    """Accuracy over the run per device: the prediction served, each model and the two
-    baselines, each over windows of n / `PLOT_POINTS` readings; the label sensor's removal
-    shaded, the concept change and drift alerts as vertical lines. None without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    devices = list(scores["hits"])
-    window = max(1, data.n_per_device // PLOT_POINTS)
-    styles = {
-        "served": {"color": "black", "lw": 2.0, "label": "served"},
-        "nb": {"color": "tab:blue", "lw": 1.0, "label": "nb"},
-        "srp": {"color": "tab:orange", "lw": 1.0, "label": "srp"},
-        "no_change": {"color": "tab:red", "lw": 1.2, "ls": "--", "label": "no change (baseline)"},
-        "majority": {"color": "tab:gray", "lw": 1.2, "ls": ":", "label": "majority (baseline)"},
-    }
-    colors = {m: styles[m]["color"] for m in ("nb", "srp")}
-    t_removed = result["label_sensor_removed"]["t_s"]
-    t_end = data.n_per_device / rate
-    fig, axes = plt.subplots(
-        len(devices), 1, figsize=(9, 2.3 * len(devices) + 1.2), sharex=True, squeeze=False
-    )
-    for ax, device in zip(axes[:, 0], devices):
-        hits = scores["hits"][device]
-        starts = range(0, data.n_per_device - window + 1, window)
-        ts = [(i + window) / rate for i in starts]
-        for name, style in styles.items():
-            acc = [sum(hits[name][i : i + window]) / window for i in starts]
-            ax.plot(ts, acc, drawstyle="steps-pre", **style)
-        if t_removed < t_end:
-            ax.axvspan(t_removed, t_end, color="tab:green", alpha=0.08, label="no labels")
-        for a in summary["drift_alerts"]:
-            if a["device"] == device and a["level"] == "drift" and isinstance(a["seq"], int):
-                ax.axvline(a["seq"] / rate, color=colors.get(a["model"]), alpha=0.5, lw=1)
-        if device == result["concept_change"]["device"]:
-            ax.axvline(
-                result["concept_change"]["t_s"], color="black", ls="--", lw=1.2,
-                label="concept change",
-            )
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_ylabel(f"{device}\naccuracy")
-    handles = {}
-    for ax in axes[:, 0]:
-        for h, label in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(label, h)
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=4, fontsize=8)
-    axes[-1, 0].set_xlabel(
-        f"seconds of readings (accuracy over {window} readings; thin vertical lines: drift alerts; "
-        "shaded: label sensor removed)", fontsize=8,
-    )
-    gain = result["learning_gain"]
-    fig.suptitle(
-        f"edgebayes demo: {Path(result['source']).name}, NB and SRP over MQTT"
-        + ("" if gain is None else f"; without labels, served {gain:+.3f} over no change"),
-        fontsize=10,
-    )
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return str(path)
-
-
-def _ms(lat: dict) -> str:
-    if lat.get("p50") is None:
-        return "-"
-    return f"p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms"
-
-
-def format_summary(r: dict) -> str:
-    """The summary printed at the end."""
-
-    def pct(v):
-        return "-" if v is None else f"{v:.3f}"
-
-    until = r["label_sensor_removed"]["from_reading"]
-    n = r["readings_per_device"]
-    models = list(r["models"])
-    cols = ["served", *models, "no_change", "majority"]
-    heads = {"served": "served", "no_change": "no change", "majority": "majority"}
-    lines = [
-        "",
-        (
-            f"summary ({r['readings']} readings from {r['devices']} devices "
-            f"in {r['duration_s']:.1f} s, broker {r['broker']})"
-        ),
-        "accuracy on every reading against its true label (predicted before it is learned):",
-        f"{'':<36}{'readings':>9}" + "".join(f"{heads.get(c, c):>10}" for c in cols),
-    ]
-    rows = [("labelled", f"with labels (readings 0-{until - 1})")]
-    if until < n:
-        rows.append(("removed", f"label sensor removed ({until}-{n - 1})"))
-    for phase, title in rows:
-        p = r["phases"][phase]
-        lines.append(
-            f"{title:<36}{p['readings']:>9}" + "".join(f"{pct(p[c]):>10}" for c in cols)
-        )
-    note = [
-        (
-            "served: the model with the best recent accuracy when the reading came; no change: "
-            "the device's last label sent; majority: its most frequent label sent"
-        )
-    ]
-    lab = r["phases"]["labelled"]
-    if lab["served"] is not None and lab["no_change"] is not None:
-        if lab["served"] < lab["no_change"]:
-            note.append(
-                f"with every label at hand, repeating the previous one is hard to beat "
-                f"({pct(lab['no_change'])} against the served {pct(lab['served'])}): the class "
-                "changes seldom between readings"
-            )
-        else:
-            note.append(
-                f"with labels: served {lab['served'] - lab['no_change']:+.3f} against no change"
-            )
-    gain = r["learning_gain"]
-    if gain is not None:
-        rem = r["phases"]["removed"]
-        verdict = "learning pays" if gain > 0 else "learning does not pay here"
-        note.append(
-            f"without labels, no change can only repeat the last label it saw "
-            f"({pct(rem['no_change'])}); the models predict from the features "
-            f"({pct(rem['served'])}): {verdict}, {gain:+.3f}"
-        )
-    lines += [textwrap.fill(t, 100, initial_indent="  ", subsequent_indent="    ") for t in note]
-    lines.append(
-        f"{'model bytes':<55}"
-        + "".join(
-            f"{('-' if r['models'][m]['bytes'] is None else format(r['models'][m]['bytes'], ',')):>10}"
-            for m in models
-        )
-    )
-    first = r["first_drift_after_change_s"]
-    alerts = ", ".join(f"{m} {v['drift_alerts']}" for m, v in r["models"].items())
-    lines.append(
-        f"concept change on {r['concept_change']['device']} at {r['concept_change']['t_s']:.1f} s: "
-        + ("no drift alert after it" if first is None else f"first drift alert {first:.1f} s later")
-        + f" (drift alerts: {alerts}; {r['warnings']} warnings)"
-    )
-    lat = r["latency_ms"]
-    rss = r["runtime"]["rss_bytes"]
-    lines.append(
-        f"predictions {r['predictions']} / readings {r['readings']}, "
-        f"{r['readings_per_s']:.0f} readings/s, runtime RSS "
-        + ("-" if rss is None else f"{rss / 2**20:.1f} MB")
-    )
-    for text in (
-        (
-            f"latency through the broker, {_ms(lat['through_broker'])}: a reading -> its "
-            "prediction, as the monitor receives both from the broker: the runtime's time and "
-            "the prediction's trip; the monitor shares one Python process with the simulated "
-            "devices, and the broker and runtime the same cores"
-        ),
-        (
-            f"latency in the runtime, {_ms(lat['in_runtime'])}: reading received -> prediction "
-            f"ready (its queue, then {' and '.join(models)} predict; each learns after the "
-            "publish). The figures of bench/runtime.py (docs/results.md, section 5) are through "
-            "the broker, one device, no monitor"
-        ),
-    ):
-        lines.append(textwrap.fill(text, 100, subsequent_indent="    "))
-    if r["runtime"]["n_internal_errors"]:
-        lines.append(f"runtime internal errors: {r['runtime']['n_internal_errors']} (see its log)")
-    lines.append(
-        f"wall time {r['wall_s']:.1f} s"
-        + (f", plot: {r['png']}" if r["png"] else ", no plot (pip install matplotlib)")
-    )
-    return "\n".join(lines)
 
 
 def main(args: argparse.Namespace) -> int:
