@@ -5,8 +5,8 @@
 methods, state, memory) with those two methods replaced, over the reference's own fields and
 ``array("d")`` buffers, so ``state()`` and ``memory_bytes()`` are the reference's code. ``x``
 is read into doubles once (`edgebayes._core.inputs`), with the reference's errors. Each function
-below is the reference function or method of the same name, loop for loop and in the same
-operation order (built with ``-ffp-contract=off`` so that no multiply-add is fused): every
+below is the `edgebayes.naive_bayes_kernel` function (or reference method) its docstring names,
+loop for loop and in the same operation order (built with ``-ffp-contract=off`` so that no multiply-add is fused): every
 float of ``state()`` and every probability is bit-identical to the reference's.
 
 The three modes of the reference (exact, Algorithm 1; learning rate with the warm-up; the
@@ -104,7 +104,7 @@ cdef double* _read_x(Estimates self, object x, double limit, Py_ssize_t* n,
 
 
 cdef inline double update_rate(double m, double w, double top, double log_keep):
-    """The reference's `edgebayes.naive_bayes.update_rate`: rate w/n while the count stays
+    """`edgebayes.naive_bayes_kernel.update_rate`: rate w/n while the count stays
     within ``top`` (inf: exact, Algorithm 1 Eqs. (8)-(10); floor(1/alpha): the warm-up; 1: the
     first sample of Algorithm 2 as written), 1 - (1-alpha)^w past it (Eqs. (12)-(14)), and the
     telescoped mix of both when the weight straddles it."""
@@ -119,7 +119,7 @@ cdef inline double update_rate(double m, double w, double top, double log_keep):
 
 cdef void _update(double* counts, double* means, double* variances, Py_ssize_t base,
                   const double* xs, Py_ssize_t d, double w, double top, double log_keep):
-    """The reference's ``_update``: one sample into the row at ``base``, feature by feature."""
+    """`edgebayes.naive_bayes_kernel.update`: one sample into the row at ``base``, feature by feature."""
     cdef double last = -1.0, r = -1.0, a, m, e
     cdef Py_ssize_t j, i
     for j in range(d):
@@ -164,7 +164,7 @@ cdef int _learn(Estimates self, const double* xs, Py_ssize_t d, Py_ssize_t k, do
 
 
 cdef void _terms(Estimates self, const double* xs, bint has_nan, double* cs, double* qs):
-    """The reference's ``_terms``: per class c (log prior minus the normaliser) into ``cs``
+    """`edgebayes.naive_bayes_kernel.terms`: per class c (log prior minus the normaliser) into ``cs``
     and q (the scaled squared distance) into ``qs``."""
     cdef Py_ssize_t d = self.n_features_in_, K = len(self._priors), k, j, i, base
     cdef double eps = self._eps, p, log_p, q, prod, v, e, log_det, c, a
@@ -213,7 +213,7 @@ cdef void _terms(Estimates self, const double* xs, bint has_nan, double* cs, dou
 
 
 cdef void _far(Estimates self, const double* xs, double* out, double* u, double* c):
-    """The reference's ``_far``: probabilities into ``out`` when every log-likelihood is -inf;
+    """`edgebayes.naive_bayes_kernel.far_proba`: probabilities into ``out`` when every log-likelihood is -inf;
     ``u`` and ``c`` are scratch of n_classes doubles."""
     cdef Py_ssize_t d = self.n_features_in_, K = len(self._priors), k, j, i, base
     cdef double eps = self._eps, p, uk, ck, v, e, a, best, top
@@ -250,7 +250,7 @@ cdef void _far(Estimates self, const double* xs, double* out, double* u, double*
 
 
 cdef void _proba(Estimates self, const double* xs, bint has_nan, double* out):
-    """The reference's ``_proba``: probabilities into ``out[:K]``; ``out[K:3K]`` is scratch."""
+    """`edgebayes.naive_bayes_kernel.proba`: probabilities into ``out[:K]``; ``out[K:3K]`` is scratch."""
     cdef Py_ssize_t K = len(self._priors), k
     cdef double* cs = out + K
     cdef double* qs = out + 2 * K
@@ -277,7 +277,7 @@ cdef void _proba(Estimates self, const double* xs, bint has_nan, double* out):
 
 
 cdef inline void _normalise(double* e, Py_ssize_t K):
-    """The reference's ``_normalised``: ``e`` divided by its sum, added left to right."""
+    """`edgebayes.naive_bayes_kernel.normalised`: ``e`` divided by its sum, added left to right."""
     cdef double s = 0.0
     cdef Py_ssize_t k
     for k in range(K):
