@@ -112,32 +112,14 @@ class SourceRouter:
         return out
 
     def _one(self, adapter: Adapter, topic: str, payload: bytes, now: float) -> None:
-        kind = adapter.classify(topic)
-        if kind == "data" and type(payload) is Retained and not self.acfg.accept_retained:
-            self.counts["retained"] += 1  # stale: no way to tell how old
+        if adapter.classify(topic) == "data" and self._skipped(adapter, topic, payload, now):
             return
-        if kind == "data" and self.acfg.dedupe_s > 0:
-            key = f"{adapter.index}\0{topic}"
-            last = self._last_payload.get(key)
-            if last is not None and last[0] == payload and now - last[1] < self.acfg.dedupe_s:
-                self.counts["repeated"] += 1
-                return
-            if len(self._last_payload) >= 4096:
-                self._last_payload.clear()
-            self._last_payload[key] = (bytes(payload), now)
         if adapter.cfg.kind == "edgebayes":
             self._protocol(topic, payload)
             return
         ex = adapter.extract(topic, payload)
         if ex.kind == "availability":
-            self.counts["online" if ex.online else "offline"] += 1
-            if not ex.online:
-                devices = self.assembler.offline(ex.origin, now)
-                adapter.offline(ex.origin[1])
-                self._forget_mapped(ex.origin)
-                if self.on_offline is not None:
-                    for device, seq in devices:
-                        self.on_offline(device, seq)
+            self._availability(adapter, ex, now)
             return
         if ex.kind == "ignored" or ex.reason == "no_feature":
             self.counts[ex.kind if ex.kind == "ignored" else "no_feature"] += 1
@@ -176,6 +158,34 @@ class SourceRouter:
                              f"min_features = {self.acfg.min_features} present, no reading")
             elif out is not None:
                 self._deliver(out, topic)
+
+    def _skipped(self, adapter: Adapter, topic: str, payload: bytes, now: float) -> bool:
+        """Whether a data message is skipped (counted): retained, or the same payload on the
+        same topic within ``[assembler] dedupe_s``."""
+        if type(payload) is Retained and not self.acfg.accept_retained:
+            self.counts["retained"] += 1  # stale: no way to tell how old
+            return True
+        if self.acfg.dedupe_s > 0:
+            key = f"{adapter.index}\0{topic}"
+            last = self._last_payload.get(key)
+            if last is not None and last[0] == payload and now - last[1] < self.acfg.dedupe_s:
+                self.counts["repeated"] += 1
+                return True
+            if len(self._last_payload) >= 4096:
+                self._last_payload.clear()
+            self._last_payload[key] = (bytes(payload), now)
+        return False
+
+    def _availability(self, adapter: Adapter, ex: Extract, now: float) -> None:
+        """A device's online/offline message: offline ends its pending readings."""
+        self.counts["online" if ex.online else "offline"] += 1
+        if not ex.online:
+            devices = self.assembler.offline(ex.origin, now)
+            adapter.offline(ex.origin[1])
+            self._forget_mapped(ex.origin)
+            if self.on_offline is not None:
+                for device, seq in devices:
+                    self.on_offline(device, seq)
 
     def _tell_waiting(self, device: str) -> None:
         """Log once per device what its first reading waits for: the features none of its
