@@ -15,6 +15,8 @@ GATEWAY_SUBJECT = "ebin"
 MQTT_STORE_PREFIX = "$MQTT.msgs"
 #: JetStream names: the stream of partition subjects, the lease bucket, the checkpoint store
 STREAM, LEASES, CHECKPOINTS = "EDGEBAYES_PARTITIONS", "edgebayes_leases", "edgebayes_checkpoints"
+#: the key-value bucket naming each partition's current checkpoint object (its head)
+HEADS = "edgebayes_checkpoint_heads"
 
-__all__ = ["CHECKPOINTS", "GATEWAY_SUBJECT", "LEASES", "MQTT_STORE_PREFIX", "PARTITION_SUBJECT", "STREAM",
+__all__ = ["CHECKPOINTS", "GATEWAY_SUBJECT", "HEADS", "LEASES", "MQTT_STORE_PREFIX", "PARTITION_SUBJECT", "STREAM",
            "ClusterConfig"]

@@ -11,7 +11,7 @@ It holds, made from the runtime config's ``[topics] prefix`` and ``[cluster] par
   messages on one partition subject, always the same, acknowledged once the stream holds them;
 - ``authorization``: the users of the Mosquitto ACL (``edgebayes acl``), as NATS permissions on
   the same topics as subjects. The runtime (``[cluster] username``, else ``[broker] username``)
-  may use JetStream's API, its lease bucket and checkpoint store, and publish every device's
+  may use JetStream's API, its lease bucket, checkpoint heads and checkpoint store, and publish every device's
   ``prediction``, ``drift``, ``error`` and its own ``<prefix>.runtime.>``; Home Assistant
   (``--ha-user``) and ``monitor`` read the outputs; each ``--device`` writes its own readings and labels
   (the server checks the mapped subject: its partition's) and reads its own outputs (a static
@@ -32,7 +32,7 @@ import re
 import sys
 
 from edgebayes.acl import HA_USER, MONITOR_USER, OUTPUTS
-from edgebayes.cluster.config import CHECKPOINTS, GATEWAY_SUBJECT, LEASES, PARTITION_SUBJECT, ClusterConfig
+from edgebayes.cluster.config import CHECKPOINTS, GATEWAY_SUBJECT, HEADS, LEASES, PARTITION_SUBJECT, ClusterConfig
 from edgebayes.cluster.subjects import KINDS, mappings, partition_of, subject
 from edgebayes.runtime.config import Config, ConfigError, load_config
 from edgebayes.runtime.names import NAME_RE
@@ -93,8 +93,9 @@ def nats_config_text(config: Config, cluster: ClusterConfig, devices: list[str] 
                mappings(config.topics.prefix, cluster.partitions).items()), "}", "",
              "authorization {", "  users = ["]
     users = [(runtime, [f"{pre}.*.{k}" for k in ("prediction", "drift", "error")]
-              + [f"{pre}.runtime.>", "$JS.API.>", "$JS.ACK.>", f"$KV.{LEASES}.>", f"$O.{CHECKPOINTS}.>"],
-              ["_INBOX.>", f"$KV.{LEASES}.>", f"$O.{CHECKPOINTS}.>"])]
+              + [f"{pre}.runtime.>", "$JS.API.>", "$JS.ACK.>", f"$KV.{LEASES}.>", f"$KV.{HEADS}.>",
+                 f"$O.{CHECKPOINTS}.>"],
+              ["_INBOX.>", f"$KV.{LEASES}.>", f"$KV.{HEADS}.>", f"$O.{CHECKPOINTS}.>"])]
     if ha_user is not None:
         users.append((ha_user, [], [f"{pre}.*.{k}" for k in OUTPUTS] + [f"{pre}.runtime.>"]))
     users.append((MONITOR_USER, [], [f"{pre}.>"]))

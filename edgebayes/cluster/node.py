@@ -6,7 +6,8 @@ Two threads: nats-py's event loop (``_main``: leases every third of ``lease_ttl_
 partition feed, publishing) and the worker's. Every lease round the runtime renews its leases,
 writes its heartbeat, and takes free partitions it may own up to its fair share,
 ceil(P / live runtimes); past it (a runtime joined) it hands one partition over per round.
-Taking partition p: acquire its lease (``Leases``), read its checkpoint (``PartitionStore``),
+Taking partition p: acquire its lease (``Leases``), claim and read its checkpoint (``PartitionStore``;
+uploads of a previous owner are refused from then on),
 write its devices' checkpoint files into the local ``[checkpoint] dir`` (the worker restores
 each device from there at its first message), feed the stream from the stored sequence + 1
 (``PartitionFeed``). Every ``checkpoint_interval_s``, from the worker's tick (between two
@@ -217,11 +218,16 @@ class ClusterRuntime:
             if not self._fresh(p):
                 log.error("partition %d: lease not renewed for %.1f s; serving it stops", p,
                           now - self.renewed_at[p])
-                self.leases.held.pop(p, None)
-                self._lose(p)
+                self._fenced(p)
+
+    def _fenced(self, p: int) -> None:
+        """Stop serving ``p``, whose lease another runtime may hold now."""
+        self.leases.held.pop(p, None)
+        self.releasing.discard(p)
+        self._lose(p)
 
     async def _take(self, p: int) -> None:
-        seq, files = await self.pstore.load(p)
+        seq, files = await self.pstore.take(p)
         self._write_local(p, files)
         self.uploaded[p] = seq
         self.renewed_at[p] = self.taken_at[p] = time.monotonic()
@@ -295,14 +301,28 @@ class ClusterRuntime:
                 files = {d: path.read_bytes() for d in sorted(devices) if (path := self.store.path(d)).exists()}
                 uploads[p] = (seq, files)
         if uploads:
-            asyncio.run_coroutine_threadsafe(self._save_all(uploads), self.loop).result(30)
+            for p in asyncio.run_coroutine_threadsafe(self._save_all(uploads), self.loop).result(30):
+                del uploads[p]
+                self.loop.call_soon_threadsafe(self._fenced, p)
             for p, (seq, _) in uploads.items():
                 self.uploaded[p] = seq
             self.n_uploads += len(uploads)
         return done | set(uploads)
 
-    async def _save_all(self, uploads: dict[int, tuple[int, dict[str, bytes]]]) -> None:
-        await asyncio.gather(*(self.pstore.save(p, seq, files) for p, (seq, files) in uploads.items()))
+    async def _save_all(self, uploads: dict[int, tuple[int, dict[str, bytes]]]) -> set[int]:
+        """Save every upload; the partitions whose save was refused (another runtime took them)."""
+        from edgebayes.cluster.store import Fenced
+
+        results = await asyncio.gather(*(self.pstore.save(p, seq, files) for p, (seq, files) in uploads.items()),
+                                       return_exceptions=True)
+        refused = set()
+        for p, res in zip(uploads, results):
+            if isinstance(res, Fenced):
+                log.error("%s; serving it stops", res)
+                refused.add(p)
+            elif isinstance(res, BaseException):
+                raise res
+        return refused
 
     def _forget(self, p: int) -> None:
         """Drop partition ``p``'s devices from memory and from the local folder."""
