@@ -11,7 +11,7 @@ import pytest
 from edgebayes.runtime.checkpoint import MIGRATIONS, STATE_VERSION, CheckpointStore, migrate_device_state
 from edgebayes.runtime.config import ModelConfig
 from edgebayes.runtime.device import Device
-from edgebayes.runtime.pending import Pending, PendingLabels
+from edgebayes.runtime.pending import Early, Pending, PendingLabels
 
 #: what each version added to the one before (version 1: device, last_seq, models, pending)
 ADDED = {
@@ -20,6 +20,7 @@ ADDED = {
     4: ("journal",),
     5: ("last_recv",),
     6: ("accepted",),
+    7: ("pending.early",),
 }
 #: the value each added key takes when migrated from a state without it, given the state
 MIGRATED = {
@@ -30,6 +31,7 @@ MIGRATED = {
     "journal": lambda s: None,
     "last_recv": lambda s: None,
     "accepted": lambda s: [0, s["last_seq"]],
+    "pending.early": lambda s: [],
 }
 
 
@@ -39,7 +41,8 @@ def _device() -> Device:
 
 def _state(labels) -> dict:
     """A device's current state as a checkpoint holds it (msgpack round trip): 12 readings
-    accepted, 9 learned with ``labels``, 3 pending, one reboot counted, a journal position."""
+    accepted, 9 learned with ``labels``, 3 pending, a label held for reading 13, one reboot
+    counted, a journal position."""
     dev = _device()
     for seq in range(12):
         x = [float(seq % 4), float(seq) / 3]
@@ -51,6 +54,7 @@ def _state(labels) -> dict:
             dev.pending.add(seq, Pending(1000.0 + seq, x, y_preds))
         dev.accept(seq, 500.0 + seq, 1000.0 + seq, "next")
     dev.n_reboots, dev.pending.n_rebooted = 1, 2
+    assert dev.pending.hold(13, Early(1011.5, labels[1], "eb/d1/label")) == []
     state = dev.state(["j1", 4096])
     return msgpack.unpackb(msgpack.packb(state, use_bin_type=True), raw=False, strict_map_key=False)
 
@@ -79,7 +83,7 @@ def _old_shape(state: dict, version: int) -> tuple[dict, dict]:
 
 
 def test_one_migration_per_old_version():
-    assert STATE_VERSION == 6 and len(MIGRATIONS) == STATE_VERSION - 1 == len(ADDED)
+    assert STATE_VERSION == 7 and len(MIGRATIONS) == STATE_VERSION - 1 == len(ADDED)
     assert _state(["a", "b"])["version"] == STATE_VERSION
 
 

@@ -245,20 +245,12 @@ def _kill_node_mid_stream(cluster, tmp_path, victim: str) -> None:
     _failover(cluster, tmp_path, lambda pool: cluster.kill(victim), sim_node, sub_node, node_lost=True)
 
 
-NODE_LOSS_LABEL_ORDER = pytest.mark.xfail(
-    strict=False, reason="a node killed mid-stream: a device can learn 59 of 60 labels, the runtime "
-    "saying 'no pending reading with seq N' for the label (likely stored before its reading's retried store); "
-    "about half the runs here (docs/scale-out.md, 'What it does not guarantee')")
-
-
-@NODE_LOSS_LABEL_ORDER
 def test_nats_node_killed_mid_stream_nothing_lost_or_learned_twice(cluster, tmp_path):
     # a node that does not lead the partition stream, with runtimes, ephemeral consumers and replicas on it
     leader = _stream_leader(cluster)
     _kill_node_mid_stream(cluster, tmp_path, next(n for n in ("b", "a", "c") if n != leader))
 
 
-@NODE_LOSS_LABEL_ORDER
 def test_stream_leader_node_killed_mid_stream_no_acknowledged_reading_lost(cluster, tmp_path):
     # the gateway's PUBACK follows the stream's own store acknowledgement (the store mapping):
     # readings published while a new leader is elected are resent by the devices, not lost

@@ -314,3 +314,24 @@ def fill(path: Path) -> None:
             while True:
                 os.write(fd, b"\0" * chunk)
     os.close(fd)
+
+
+@pytest.mark.parametrize("interval_s", [3600, 0.3], ids=["from-journal", "from-checkpoint"])
+def test_labels_that_came_before_their_readings_are_learned_across_a_kill(tmp_path, broker, interval_s):
+    """A label ahead of its reading (two topics; a failover resends the reading later) is
+    held for it, in the journal and in the checkpoint: readings sent while the runtime is
+    down, after the kill, are learned with the labels it had acknowledged."""
+    ck, log = tmp_path / "ck", tmp_path / "rt.log"
+    proc = _run(_config(tmp_path, broker, ck, interval_s), log)
+    dev = Device(broker)
+    data = blobs(14, seed=21)
+    publish(dev, "d1", data[:10])
+    predicted(dev, "d1", 10)
+    for seq in (10, 11, 12, 13):
+        dev.publish("d1", "label", {"seq": seq, "y": data[seq][1]})
+    time.sleep(1.0)  # acknowledged, and with interval_s 0.3 in a checkpoint
+    held = [{"seq": seq, "ts": 1.7e9 + seq, "x": data[seq][0]} for seq in (10, 11, 12, 13)]
+    learned = kill_and_count(proc, tmp_path, broker, ck, log, {"d1": 14},
+                             before_restart=lambda: [dev.publish("d1", "reading", r) for r in held])
+    assert learned == {"d1": 14}
+    assert "unknown_seq" not in log.read_text()

@@ -53,7 +53,7 @@ from edgebayes.runtime.ingest.adapter import Extract
 from edgebayes.runtime.ingest.adapters import make_adapter
 from edgebayes.runtime.ingest.native import Parser
 from edgebayes.runtime.messages import ERROR_KINDS, SEQ_LIMIT, Label, ProtocolError, Reading
-from edgebayes.runtime.pending import Pending, PendingLabels
+from edgebayes.runtime.pending import Early, Pending, PendingLabels
 from tests import test_runtime_robustness as robustness
 from tests import test_sources
 from tests.conftest import SHARED, needs_shared
@@ -515,6 +515,7 @@ def _device_state():
         else:
             dev.pending.add(seq, Pending(time.time(), xi, y_preds))
         dev.accept(seq, float(seq), 0.0, "next")
+    dev.pending.hold(61, Early(0.0, dev.check_label(Y_VALID[61])[0], "eb/d1/label"))
     return dev.state()
 
 

@@ -116,6 +116,35 @@ def test_delayed_labels_score_the_prediction_made_at_reading_time(broker, make_r
     assert (err["kind"], err["seq"], err["topic"]) == ("unknown_seq", 9999, "eb/d1/label")
 
 
+def test_labels_that_come_before_their_readings_are_held_and_learned_when_they_come(broker, make_runtime):
+    """docs/protocol.md "Label": a label ahead of its reading waits for it; learned then, as an
+    inline label would be; one whose reading comes with its own label is reported, not learned."""
+    rt = make_runtime(extra="[output]\nformat = \"json\"\nerror_interval_s = 0\n")
+    dev = Device(broker)
+    data = blobs(60, seed=8)
+    dev.publish("d1", "reading", {"seq": 0, "x": data[0][0], "y": data[0][1]}, fmt="json")
+    wait_for(lambda: 0 in dev.predictions(), what="the first reading")
+    for i in range(1, 60):
+        dev.publish("d1", "label", {"seq": i, "y": data[i][1]}, fmt="json")
+    dev.publish("d1", "label", {"seq": 7, "y": "b"}, fmt="json")  # a second label for a held seq
+    wait_for(lambda: len(dev.got("error")) == 1, what="the second label refused")
+    assert rt.worker.metrics()["early_labels"] == 59
+    for i in range(1, 60):
+        y = "b" if i == 30 else None  # came with its own label: the held one is reported
+        dev.publish("d1", "reading", {"seq": i, "x": data[i][0], "y": y}, fmt="json")
+    wait_for(lambda: len(dev.predictions()) == 60 and len(dev.got("error")) == 2, what="every reading predicted")
+    off = GaussianNB()
+    for i, (x, y) in enumerate(data):
+        off.learn_one(x, "b" if i == 30 else y)
+    assert rt.worker.devices["d1"].slots[0].learner.state() == off.state()
+    m = rt.worker.metrics()
+    assert (m["n_learned"], m["n_labels"], m["early_labels"], m["pending_labels"], m["n_unknown_labels"]) == (
+        60, 58, 0, 0, 2)
+    errs = dev.got("error")
+    assert [(e["kind"], e["seq"], e["topic"]) for e in errs] == [
+        ("unknown_seq", 7, "eb/d1/label"), ("unknown_seq", 30, "eb/d1/label")]
+    assert "its own label" in errs[1]["error"]
+
 @pytest.mark.parametrize("output", ["", '[output]\nformat = "msgpack"\n'], ids=["default", "msgpack"])
 def test_predictions_with_int_labels_decode_with_the_default_decoders(broker, make_runtime, output):
     """JSON by default; in either format ``proba`` has str keys (msgpack-python's default
@@ -176,7 +205,7 @@ def test_malformed_input_of_every_kind_is_survived_counted_and_reported(broker, 
     for payload, _ in bad:
         dev.publish("d1", "reading", payload)
     dev.publish("d1", "label", b'{"seq": 0}')
-    dev.publish("d1", "label", b'{"seq": 77, "y": "a"}')
+    dev.publish("d1", "label", b'{"seq": 5000, "y": "a"}')  # beyond max_pending ahead: no reading due
     dev.client.publish("eb/dev.ice/reading", msgpack.packb({"seq": 1, "x": [1, 2, 3]}), qos=1)
     dev.publish("d1", "reading", {"seq": 1, "x": [0.1, 0.0, 0.0], "y": "a"})
     wait_for(lambda: 1 in dev.predictions(), what="the valid reading after the bad ones")
@@ -271,13 +300,15 @@ def test_a_rebooted_device_that_counts_again_from_0_is_served(broker, make_runti
     for device, seq, ts, k, inline in sent:
         x, y = data[k]
         dev.publish(device, "reading", {"seq": seq, "ts": ts, "x": x, "y": y if inline else None})
-    dev.publish("d1", "label", {"seq": 21, "y": "a"})  # pending in the old epoch: dropped
+    dev.publish("d1", "label", {"seq": 21, "y": "a"})  # its old-epoch reading dropped: held for the new one's
+    dev.publish("d1", "label", {"seq": 1, "y": "a"})  # the new epoch's seq 1, labelled inline: unknown
     accepted = [s for i, s in enumerate(sent) if i not in (23, 26, 27, 34, 35)]
     wait_for(lambda: len(dev.got("prediction")) == len(accepted) and len(dev.got("error")) == 6,
              what="every accepted reading predicted, every refusal reported")
     m = rt.worker.metrics()
     assert (m["n_reboots"], m["n_duplicates"], m["n_pending_dropped"], m["n_unknown_labels"]) == (2, 5, 3, 1)
-    assert (m["n_readings"], m["n_learned"], m["pending_labels"]) == (len(accepted), len(accepted) - 3, 0)
+    assert (m["n_readings"], m["n_learned"], m["pending_labels"], m["early_labels"]) == (
+        len(accepted), len(accepted) - 3, 0, 1)
     assert [p["seq"] for p in dev.got("prediction")] == [s[1] for s in accepted]
     assert sorted(e["kind"] for e in dev.got("error")) == ["duplicate"] * 5 + ["unknown_seq"]
     for name in ("d1", "d2"):

@@ -16,7 +16,7 @@ from edgebayes.runtime.checkpoint import FRAME, CheckpointError, CheckpointForei
 from edgebayes.runtime.config import ConfigError, check_files, load_config, parse_config
 from edgebayes.runtime.ingest.native import Parser
 from edgebayes.runtime.messages import SEQ_JUMP, SEQ_PER_S, TS_AHEAD_S, ProtocolError
-from edgebayes.runtime.pending import Pending, PendingLabels
+from edgebayes.runtime.pending import EARLY_HOLD_S, Early, Pending, PendingLabels
 from edgebayes.runtime.seqs import MAX_RUNS, SeqRuns
 from edgebayes.runtime.topics import Topics
 
@@ -268,6 +268,27 @@ def test_pending_is_bounded_by_count_and_age():
     z.add(1, Pending(0.0, [], []))
     assert len(z) == 0 and z.n_overflow == 1
 
+
+
+def test_labels_held_for_their_readings_are_bounded_by_count_and_age_and_kept_in_the_state():
+    p = PendingLabels(max_pending=2, max_age_s=10.0)
+    assert p.hold(5, Early(100.0, "a", "eb/d1/label")) == []
+    assert p.hold(6, Early(101.0, "b", "eb/d1/label")) == []
+    assert p.hold(7, Early(102.0, "c", "eb/d1/label")) == [(5, Early(100.0, "a", "eb/d1/label"))]  # count
+    assert p.held(6) and not p.held(5) and p.n_early == 2
+    q = PendingLabels(2, 10.0)
+    q.load_state(json.loads(json.dumps(p.state())))
+    assert q.take(6) == Early(101.0, "b", "eb/d1/label") and q.take(6) is None
+    assert q.expire_early(102.0 + EARLY_HOLD_S) == [] and q.n_early == 1
+    assert q.expire_early(102.5 + EARLY_HOLD_S) == [(7, Early(102.0, "c", "eb/d1/label"))]  # age
+    assert p.drop_early() == [(6, Early(101.0, "b", "eb/d1/label")), (7, Early(102.0, "c", "eb/d1/label"))]
+    assert PendingLabels(0, 10.0).hold(1, Early(0.0, 1, "t")) == [(1, Early(0.0, 1, "t"))]  # none kept
+    small = PendingLabels(1, 10.0)
+    small.load_state(json.loads(json.dumps({**q.state(), "early": [[8, 1.0, "x", "t"], [9, 2.0, "y", "t"]]})))
+    assert small.take(9) == Early(2.0, "y", "t") and small.n_early == 0  # the newest kept
+    for bad in ([8, 1.0, 0.5, "t"], [8, float("nan"), "x", "t"], [-1, 1.0, "x", "t"], [8, 1.0, "x", 3]):
+        with pytest.raises(ValueError, match="held label"):
+            PendingLabels(2, 10.0).load_state({**q.state(), "early": [bad]})
 
 # --- checkpoints --------------------------------------------------------------------------
 

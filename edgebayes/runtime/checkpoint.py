@@ -54,7 +54,7 @@ MAGIC = b"EBCK"
 SUFFIXES = (".ckpt", ".ckpt.1")
 
 #: the shape of ``Device.state()`` this release writes (see `MIGRATIONS`)
-STATE_VERSION = 6
+STATE_VERSION = 7
 
 log = logging.getLogger(__name__)
 
@@ -295,8 +295,13 @@ def _v5_to_v6(state: dict) -> dict:
     return {"accepted": runs, **state, "version": 6}
 
 
+def _v6_to_v7(state: dict) -> dict:
+    """Labels held for their reading: none (before, a label ahead of its reading was refused)."""
+    return {**state, "pending": {"early": [], **state["pending"]}, "version": 7}
+
+
 #: ``MIGRATIONS[v - 1]`` takes a device state of version ``v`` to ``v + 1``
-MIGRATIONS = (_v1_to_v2, _v2_to_v3, _v3_to_v4, _v4_to_v5, _v5_to_v6)
+MIGRATIONS = (_v1_to_v2, _v2_to_v3, _v3_to_v4, _v4_to_v5, _v5_to_v6, _v6_to_v7)
 
 
 def migrate_device_state(state: dict) -> dict:

@@ -305,6 +305,11 @@ class Device:
             self.last_seq, self.last_ts, self.last_recv = seq, ts, now
             self._run = None
 
+    def may_come(self, seq: int) -> bool:
+        """Whether reading ``seq`` may still come, so a label for it can wait: not accepted
+        in this epoch, and at most ``max_pending`` above the last accepted seq."""
+        return seq not in self.accepted and seq <= self.last_seq + self.pending.max_pending
+
     def reboot(self) -> int:
         """Start a new seq epoch: pending readings of the old one are dropped (counted), since a
         label's ``seq`` now names a new reading. Returns how many were dropped."""

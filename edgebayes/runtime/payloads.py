@@ -145,7 +145,8 @@ def metrics(*, started_at: float, readings_per_s: float, queue_depth: int, count
         "durable": durable, "n_journal_errors": n_journal_errors,
         "n_checkpoints_failing": n_checkpoints_failing,
         "n_drift_alerts": counts["n_drift_alerts"], "errors": {str(k): n for k, n in errors.items()},
-        "pending_labels": sum(len(p) for p in pending), "n_devices": len(devices),
+        "pending_labels": sum(len(p) for p in pending), "early_labels": sum(p.n_early for p in pending),
+        "n_devices": len(devices),
         "rss_bytes": rss_bytes, "models": models,
         **sources,
     }

@@ -1,10 +1,15 @@
-"""Readings waiting for their delayed label, bounded by count and by age.
+"""Readings waiting for their delayed label, and labels waiting for their reading, bounded.
 
 Each device has one ``PendingLabels``: reading ``seq`` -> (arrival time, features, every
 model's prediction made at reading time). The stored predictions let the delayed label score
 the prediction the device actually received (prequential, test-then-train). The oldest entry
 falls out when the buffer is full or older than ``max_age_s``; both are counted, and so are
 the entries dropped by ``clear`` when the device restarts its ``seq`` (a reboot).
+
+A label can also arrive before its reading (they travel on two topics: a broker or a NATS
+node that fails over resends the reading after the label). Such a label is held for the
+reading, at most ``max_pending`` of them per device and none longer than `EARLY_HOLD_S`;
+those that fall out are returned to be reported, never learned.
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from typing import Any, NamedTuple
 from edgebayes.base import as_floats, check_count
 from edgebayes.runtime.messages import SEQ_LIMIT
 
+#: the longest a label waits for its reading, seconds (a resent reading comes within seconds)
+EARLY_HOLD_S = 60.0
+
 
 class Pending(NamedTuple):
     """One unlabelled reading. ``t`` is the arrival time in unix seconds (survives restarts)."""
@@ -23,6 +31,15 @@ class Pending(NamedTuple):
     t: float
     x: list[float]
     y_preds: list[Any]
+
+
+class Early(NamedTuple):
+    """A label held for its reading: arrival time (unix s), the label as the device learns
+    it, and the topic it came on (for the report if its reading never comes)."""
+
+    t: float
+    y: Any
+    topic: str
 
 
 class PendingLabels:
@@ -37,6 +54,7 @@ class PendingLabels:
         self.max_pending = max_pending
         self.max_age_s = max_age_s
         self._items: OrderedDict[int, Pending] = OrderedDict()
+        self._early: OrderedDict[int, Early] = OrderedDict()  # labels held for their reading
         self.n_overflow = 0  # fallen out because the buffer was full
         self.n_expired = 0  # fallen out because too old
         self.n_rebooted = 0  # dropped because the device restarted its seq
@@ -63,6 +81,48 @@ class PendingLabels:
     def pop(self, seq: int) -> Pending | None:
         """The entry of ``seq``, removed; None if it is not pending."""
         return self._items.pop(seq, None)
+
+    def hold(self, seq: int, label: Early) -> list[tuple[int, Early]]:
+        """Hold ``label`` for reading ``seq``, not yet come; returns the held labels that fell
+        out (the oldest beyond ``max_pending``, or held longer than `EARLY_HOLD_S`), oldest first."""
+        dropped = self.expire_early(label.t)
+        early = self._early
+        while early and len(early) >= self.max_pending:
+            dropped.append(early.popitem(last=False))
+        if self.max_pending:
+            early[seq] = label
+        else:
+            dropped.append((seq, label))
+        return dropped
+
+    def held(self, seq: int) -> bool:
+        """Whether a label waits for reading ``seq``."""
+        return seq in self._early
+
+    def take(self, seq: int) -> Early | None:
+        """The label held for reading ``seq``, removed; None if there is none."""
+        return self._early.pop(seq, None)
+
+    def expire_early(self, now: float) -> list[tuple[int, Early]]:
+        """Drop and return the labels held more than `EARLY_HOLD_S` before ``now`` (unix s)."""
+        early, limit, dropped = self._early, now - EARLY_HOLD_S, []
+        while early:
+            seq, label = next(iter(early.items()))
+            if label.t >= limit:
+                break
+            dropped.append(early.popitem(last=False))
+        return dropped
+
+    def drop_early(self) -> list[tuple[int, Early]]:
+        """Drop and return every held label (a reboot: their seqs now name new readings)."""
+        dropped = list(self._early.items())
+        self._early.clear()
+        return dropped
+
+    @property
+    def n_early(self) -> int:
+        """Labels held for their reading."""
+        return len(self._early)
 
     def clear(self) -> None:
         """Drop every entry (counted): after a reboot a label's ``seq`` means a new reading."""
@@ -91,6 +151,7 @@ class PendingLabels:
             "n_overflow": self.n_overflow,
             "n_expired": self.n_expired,
             "n_rebooted": self.n_rebooted,
+            "early": [[seq, e.t, e.y, e.topic] for seq, e in self._early.items()],
         }
 
     def load_state(self, state: dict, n_features: int | None = None,
@@ -105,7 +166,9 @@ class PendingLabels:
             ValueError: an entry whose seq is not an int in [0, 2**53), whose time is not
                 finite, whose ``x`` a model would refuse to learn (see ``as_floats``), or whose
                 predictions are not a list of ``n_models``; a counter that is not an int in
-                [0, 2**63). KeyError, TypeError: a missing or mistyped part.
+                [0, 2**63); a held label whose seq or time is wrong, whose label is not a str
+                or int, or whose topic is not a str. KeyError, TypeError: a missing or
+                mistyped part.
         """
         items = OrderedDict()
         for seq, t, x, yp in state["items"]:
@@ -118,7 +181,16 @@ class PendingLabels:
         while len(items) > self.max_pending:
             items.popitem(last=False)
             n_overflow += 1
+        early = OrderedDict()
+        for seq, t, y, topic in state["early"]:
+            if (type(seq) is not int or not 0 <= seq < SEQ_LIMIT or not math.isfinite(t)
+                    or type(y) not in (int, str) or type(topic) is not str):
+                raise ValueError(f"held label: seq {seq!r:.40}, time {t!r:.40}, label {y!r:.40}, topic {topic!r:.80}")
+            early[seq] = Early(float(t), y, topic)
+        while len(early) > self.max_pending:
+            early.popitem(last=False)  # a smaller max_pending now: the oldest go, as they would live
         self._items = items
+        self._early = early
         self.n_overflow = n_overflow
         self.n_expired = check_count("n_expired", state["n_expired"])
         self.n_rebooted = check_count("n_rebooted", state.get("n_rebooted", 0))  # absent in old ones

@@ -3,7 +3,8 @@
 A reading is checked against its device's ``seq`` and ``ts`` bounds (``Device.check_seq``)
 and its inline label against the device's label type, predicted by every model, published,
 then learned (inline label) or kept pending for its delayed label; a label is learned with
-the predictions made when its reading came (prequential, test-then-train). A refusal, an
+the predictions made when its reading came (prequential, test-then-train). A label whose
+reading may still come is held for it (``PendingLabels.hold``) and learned when it does. A refusal, an
 internal error and a model that raised are each counted and reported (``ErrorReports``).
 """
 
@@ -17,7 +18,7 @@ from edgebayes.runtime.device import Device
 from edgebayes.runtime.ingest.intake import Intake
 from edgebayes.runtime.messages import ErrorKind, Label, ProtocolError, Reading, Refusal
 from edgebayes.runtime.payloads import Outbox
-from edgebayes.runtime.pending import Pending
+from edgebayes.runtime.pending import Early, Pending
 from edgebayes.runtime.registry import DeviceRegistry
 from edgebayes.runtime.reports import ErrorReports
 
@@ -86,7 +87,7 @@ class Serving:
                     self.registry.check_new(device, topic, item.seq)
                 self._reading(item, t_recv, out)
             else:
-                self._label(item, out)
+                self._label(item, topic, out)
         except ProtocolError as exc:
             self.reports.report(exc, topic, device, out)
         except Exception as exc:
@@ -108,12 +109,14 @@ class Serving:
         now = self.now()
         how = dev.check_seq(r.seq, r.ts, now)  # refused: duplicate, seq_jump, ts_ahead
         y = _check_label(dev, r.y, r.seq) if r.y is not None else None  # refused: the whole reading
+        self._unmatched(dev, dev.pending.expire_early(now), "its reading did not come in time", out)
         if how == "late":
             self.n_late += 1
         elif how == "reboot":
             n = dev.reboot()
             log.info("device %s restarted its seq at %d after %d (reboot %d); %d pending readings "
                      "dropped", r.device, r.seq, dev.last_seq, dev.n_reboots, n)
+            self._unmatched(dev, dev.pending.drop_early(), "the device restarted its seq", out)
         self.n_readings += 1
         y_preds, best, proba = dev.predict(r.x)
         # discovery publishes it again after HA restarts
@@ -122,6 +125,12 @@ class Serving:
         self.n_predictions += 1
         dev.accept(r.seq, r.ts, now, how)
         self.registry.dirty.add(r.device)
+        held = dev.pending.take(r.seq)
+        if held is not None and y is None:
+            y = held.y
+            self.n_labels += 1
+        elif held is not None:
+            self._unmatched(dev, [(r.seq, held)], "the reading came with its own label", out)
         if y is not None:
             self._learn(dev, r.seq, r.x, y, y_preds, out)
         else:
@@ -130,17 +139,32 @@ class Serving:
             # a reboot told by the arrival times (Device.check_seq) is not told again by a replay
             self.registry.save(r.device)
 
-    def _label(self, lab: Label, out: Outbox) -> None:
+    def _label(self, lab: Label, topic: str, out: Outbox) -> None:
         dev = self.registry.get(lab.device, create=False)
+        if dev is not None:
+            self._unmatched(dev, dev.pending.expire_early(self.now()), "its reading did not come in time", out)
         entry = dev.pending.get(lab.seq) if dev is not None else None
         if entry is None:
-            raise ProtocolError(ErrorKind.UNKNOWN_SEQ, f"no pending reading with seq {lab.seq} (never seen, "
-                                "already labelled, or fallen out of the pending buffer)", lab.seq)
+            if dev is None or not dev.may_come(lab.seq) or dev.pending.held(lab.seq):
+                raise ProtocolError(ErrorKind.UNKNOWN_SEQ, f"no pending reading with seq {lab.seq} (never seen, "
+                                    "already labelled, or fallen out of the pending buffer)", lab.seq)
+            y = _check_label(dev, lab.y, lab.seq)
+            # its reading may come after it (another topic, resent after a failover): held for it
+            self._unmatched(dev, dev.pending.hold(lab.seq, Early(self.now(), y, topic)),
+                            "more labels wait for their readings than [labels] max_pending", out)
+            self.registry.dirty.add(lab.device)
+            return
         y = _check_label(dev, lab.y, lab.seq)  # refused: the reading stays pending
         dev.pending.pop(lab.seq)
         self.n_labels += 1
         self.registry.dirty.add(lab.device)
         self._learn(dev, lab.seq, entry.x, y, entry.y_preds, out)
+
+    def _unmatched(self, dev: Device, dropped: list[tuple[int, Early]], why: str, out: Outbox) -> None:
+        """Report each held label of ``dropped`` as ``unknown_seq``: never learned, because ``why``."""
+        for seq, label in dropped:
+            self.reports.report(ProtocolError(ErrorKind.UNKNOWN_SEQ, f"the label for seq {seq} waited for its "
+                                              f"reading and was dropped: {why}", seq), label.topic, dev.device, out)
 
     def _learn(self, dev: Device, seq: int, x: list[float], y, y_preds: list, out: Outbox) -> None:
         alerts = dev.learn(seq, x, y, y_preds, self.now())
