@@ -106,10 +106,7 @@ class PendingLabels:
     def expire_early(self, now: float) -> list[tuple[int, Early]]:
         """Drop and return the labels held more than `EARLY_HOLD_S` before ``now`` (unix s)."""
         early, limit, dropped = self._early, now - EARLY_HOLD_S, []
-        while early:
-            seq, label = next(iter(early.items()))
-            if label.t >= limit:
-                break
+        while early and next(iter(early.values())).t < limit:
             dropped.append(early.popitem(last=False))
         return dropped
 
