@@ -75,4 +75,18 @@ def decode(payload: bytes, max_bytes: int | None = None) -> Any:
     try:
         return msgpack.unpackb(payload, raw=False, strict_map_key=False)
     except (msgpack.UnpackException, ValueError, TypeError) as exc:  # StackError: nested too deep
-        raise DecodeError(f"invalid msgpack: {type(exc).__name__}: {exc}") from None
+        text = _text(payload)
+        if text is not None:  # e.g. Tasmota's or a shell's plain "21.5" on a reading topic
+            raise DecodeError(f"a text payload that is not JSON ({text!r:.60}): a reading or label is a JSON "
+                              "object or a msgpack map") from None
+        raise DecodeError(f"invalid msgpack: {type(exc).__name__}" + (f": {exc}" if str(exc) else "")) from None
+
+
+def _text(payload: bytes) -> str | None:
+    """``payload`` as text if it is printable UTF-8, else None (binary: msgpack)."""
+    try:
+        text = payload.decode()
+    except UnicodeDecodeError:
+        return None
+    text = text.strip()
+    return text if text and text.isprintable() else None

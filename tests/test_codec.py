@@ -36,6 +36,19 @@ def test_bad_payloads_raise_decode_error(payload):
         decode(payload)
 
 
+@pytest.mark.parametrize("payload, shown", [(b"hello", "'hello'"), (b"21.5", "'21.5'"), (b"online\n", "'online'")])
+def test_plain_text_is_told_as_text_not_as_invalid_msgpack(payload, shown):
+    # a shell's or a sensor's plain value on a reading topic: the error names what a reading is
+    with pytest.raises(DecodeError, match=f"a text payload that is not JSON \\({shown}\\): a reading or label "
+                       "is a JSON object or a msgpack map"):
+        decode(payload)
+
+
+def test_binary_that_is_not_msgpack_is_invalid_msgpack():
+    with pytest.raises(DecodeError, match=r"^invalid msgpack: FormatError$"):
+        decode(b"\xc1\x00")
+
+
 def test_oversize_payload_is_refused():
     with pytest.raises(DecodeError, match="exceeds"):
         decode(encode({"x": list(range(100))}), max_bytes=10)
