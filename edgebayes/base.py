@@ -79,6 +79,13 @@ def learner_class(kind: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
+@functools.cache
+def init_parameters(cls: type) -> tuple[str, ...]:
+    """The names of the parameters ``cls(...)`` takes, in order (read once per class: an
+    ensemble clones its base learner for every member it builds)."""
+    return tuple(inspect.signature(cls).parameters)
+
+
 def make_learner(kind: str, **params: Any) -> Learner:
     """Build a learner from its config ``kind`` and its API parameters.
 
@@ -86,7 +93,7 @@ def make_learner(kind: str, **params: Any) -> Learner:
         ValueError: unknown kind, or a parameter the learner does not take (named).
     """
     cls = learner_class(kind)
-    accepted = inspect.signature(cls).parameters
+    accepted = init_parameters(cls)
     unknown = sorted(set(params) - set(accepted))
     if unknown:
         raise ValueError(
@@ -399,7 +406,7 @@ class Learner:
         return [self.predict_one(xi) for xi in X]
 
     def _params(self) -> dict:
-        return {name: getattr(self, name) for name in inspect.signature(type(self)).parameters}
+        return {name: getattr(self, name) for name in init_parameters(type(self))}
 
     def clone(self) -> Learner:
         """A fresh, untrained learner with the same parameters."""

@@ -642,3 +642,42 @@ def test_a_device_dropped_for_another_runtime_leaves_the_running_total(tmp_path)
     assert set(reg.devices) == {"d0", "d2"} and reg.sizes.committed(reg.devices) == recount
     assert reg.sizes.slot_bytes(reg.devices) == [sum(d.slots[i].memory_bytes() for d in reg.devices.values())
                                                  for i in range(len(TWO))]
+
+
+# --- a tree's kept byte count ----------------------------------------------------------------
+
+KEPT = {  # grows classes, nominal values, nodes; the bounded ones shed and re-lay leaves
+    "tree": lambda: HoeffdingTreeClassifier(grace_period=20, delta=0.05),
+    "tree_nominal_bounded": lambda: HoeffdingTreeClassifier(grace_period=20, delta=0.05, nominal_attributes=[1],
+                                                            max_size_bytes=12_000),
+    "srp_bounded": lambda: SRPClassifier(HoeffdingTreeClassifier(grace_period=20, delta=0.05, nominal_attributes=[1]),
+                                         n_models=4, seed=3, max_size_bytes=400_000),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEPT))
+def test_a_trees_kept_byte_count_equals_a_fresh_measure_after_every_change(name, backend):
+    """``memory_bytes()`` is measured once per change of an allocation (`arena.resized`);
+    asked after every sample, shed, restore and clone, it equals `arena.measure`."""
+    from edgebayes.base import learner_from_state
+    from edgebayes.tree import arena
+
+    def check(m):
+        trees = trees_in(m)
+        assert trees and all(t.memory_bytes() == arena.measure(t) for t in trees)
+
+    model = KEPT[name]()
+    rng = np.random.default_rng(4)
+    for i, (x, y) in enumerate(agr(1500, seed=2)):
+        x = [x[0], float(rng.integers(0, 8 + i // 50)), *x[2:]]  # ever more nominal values
+        model.learn_one(x, f"c{y}" if i < 300 else f"c{(y + i // 400) % 5}")  # new classes later
+        check(model)
+        if i % 500 == 499:
+            for t in trees_in(model):
+                t.shed_leaves()
+            check(model)
+            model = learner_from_state(model.state())
+            check(model)
+    fresh = model.clone()
+    fresh.learn_one(x, "c0")
+    check(fresh)

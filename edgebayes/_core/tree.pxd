@@ -5,7 +5,7 @@ from cpython cimport array
 cdef class Fields:
     cdef public object grace_period, delta, tau, leaf_prediction, nb_threshold, max_depth
     cdef public object n_split_points, nominal_attributes, max_size_bytes, features, seed
-    cdef public object n_features_in_
+    cdef public object n_features_in_, _bytes
     cdef public list classes_, _numeric_features, _nominal_features, _vocabs, _value_caps, _nominal_counts
     cdef public dict _class_index, _vocab_of
     cdef public Py_ssize_t _n_nodes, _node_cap, _slot_cap, _class_cap, _n_free_slots, _n_learned

@@ -44,7 +44,6 @@ most of the gap to MOA (docs/results.md, "Figures behind choices in the code").
 
 from __future__ import annotations
 
-import inspect
 import math
 import numbers
 
@@ -58,6 +57,7 @@ from edgebayes.base import (
     check_count,
     check_label,
     check_weight,
+    init_parameters,
     make_learner,
     refuse_malformed,
     rng_from_state,
@@ -585,7 +585,7 @@ def _takes_features_and_seed(proto, max_size_bytes) -> tuple[bool, bool]:
     Raises:
         ValueError: a ``max_size_bytes`` bound for a learner that does not take one.
     """
-    accepted = inspect.signature(type(proto)).parameters
+    accepted = init_parameters(type(proto))
     if max_size_bytes is not None and "max_size_bytes" not in accepted:
         raise ValueError(f"max_size_bytes needs a base learner that takes max_size_bytes; "
                          f"{type(proto).__name__} does not")

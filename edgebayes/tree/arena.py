@@ -59,7 +59,7 @@ N_NODE_FLOATS = 5
 
 
 #: Attributes a tree holds (`hoeffding_tree`'s ``__init__`` sets each one).
-N_ATTRIBUTES = 31
+N_ATTRIBUTES = 32
 
 
 def _object_bytes(n_attributes: int) -> int:
@@ -88,6 +88,26 @@ def py_bytes(tree) -> int:
         if p is not None:
             total += size(p) + sum(size(i) for i in p)
     return total
+
+
+def measure(tree) -> int:
+    """Bytes the tree holds now: `py_bytes` and every array's allocation."""
+    arrays = (tree._node_ints, tree._node_floats, tree._class_weights, tree._gaussians, tree._free_slots,
+              *tree._nominal_counts)
+    return py_bytes(tree) + sum(sys.getsizeof(a) for a in arrays)
+
+
+def measured(tree) -> int:
+    """`measure`, kept until the next `resized`."""
+    if tree._bytes is None:
+        tree._bytes = measure(tree)
+    return tree._bytes
+
+
+def resized(tree) -> None:
+    """Forget the tree's measured bytes: every function here that changes an allocation, a
+    vocabulary or the classes calls it (the arrays are written in place otherwise)."""
+    tree._bytes = None
 
 
 def array_bytes(tree, node_cap: int, slot_cap: int, ccap: int, vcaps: list) -> int:
@@ -203,6 +223,7 @@ def rebuild(tree, node_cap: int, slot_cap: int, ccap: int, vcaps: list, keep) ->
     tree._free_slots = storage.from_numpy("i", free)
     tree._n_free_slots = slot_cap - keep.size
     tree._node_cap, tree._slot_cap, tree._class_cap, tree._value_caps = node_cap, slot_cap, ccap, list(vcaps)
+    resized(tree)
 
 
 def _relaid_counts(tree, k: int, vcap: int, slot_cap: int, ccap: int, keep: np.ndarray) -> np.ndarray:
@@ -290,6 +311,7 @@ def fix_schema(tree, numeric: list, nominal: list) -> None:
     tree._vocab_of = dict(zip(nominal, tree._vocabs))
     tree._value_caps = [0] * len(nominal)
     tree._nominal_counts = [array("d") for _ in nominal]
+    resized(tree)
 
 
 def add_class(tree, y) -> int:
@@ -297,6 +319,7 @@ def add_class(tree, y) -> int:
     (`settle`)."""
     tree.classes_.append(y)
     c = tree._class_index[y] = len(tree.classes_) - 1
+    resized(tree)
     return c
 
 
@@ -304,6 +327,7 @@ def add_value(tree, k: int, v: float) -> int:
     """Give nominal feature ``k``'s new value ``v`` the next code, and return it."""
     voc = tree._vocabs[k]
     code = voc[v] = len(voc)
+    resized(tree)
     return code
 
 
@@ -331,6 +355,7 @@ def load(tree, state: dict) -> None:
     tree._free_slots = storage.filled("i", slot_cap)
     tree._n_free_slots = len(state["free"])
     tree._free_slots[: tree._n_free_slots] = array("i", state["free"])
+    resized(tree)
 
 
 # ---------------------------------------------------------------- node records

@@ -11,7 +11,6 @@ algorithm lives in the modules this one calls, as functions over the tree's arra
 
 from __future__ import annotations
 
-import sys
 from array import array
 
 import numpy as np
@@ -119,6 +118,7 @@ class HoeffdingTreeClassifier(Learner):
         self._gaussians = array("d")
         self._nominal_counts = []
         self._free_slots = array("i")
+        self._bytes = None  # memory_bytes() until the arena next changes a size (arena.resized)
 
     # ------------------------------------------------------------------ introspection
 
@@ -155,9 +155,7 @@ class HoeffdingTreeClassifier(Learner):
         Never above ``max_size_bytes`` when one is set: capacities are planned with the same
         formula (`arena.array_bytes`, `arena.py_bytes`) before any allocation.
         """
-        arrays = (self._node_ints, self._node_floats, self._class_weights, self._gaussians, self._free_slots,
-                  *self._nominal_counts)
-        return arena.py_bytes(self) + sum(sys.getsizeof(a) for a in arrays)
+        return arena.measured(self)
 
     def shed_leaves(self) -> int:
         """Deactivate the less promising half of the active leaves (at least one) and free their
