@@ -111,9 +111,13 @@ class ModelSlot:
         self.n_correct += correct
 
     def memory_bytes(self) -> int:
-        """The learner's bytes, plus the detector's and the window's."""
+        """The learner's bytes, plus the detector's and the window's (`signal_bytes`)."""
+        return self.learner.memory_bytes() + self.signal_bytes()
+
+    def signal_bytes(self) -> int:
+        """The bytes of the detector and the accuracy window."""
         extra = self.detector.memory_bytes() if self.detector is not None else 0
-        return self.learner.memory_bytes() + extra + sys.getsizeof(self.window)
+        return extra + sys.getsizeof(self.window)
 
     def state(self) -> dict:
         return {

@@ -150,8 +150,9 @@ class ModelBytes:
             dev = devices.get(device)
             if dev is None:
                 continue
-            slots = tuple(slot.memory_bytes() for slot in dev.slots)
-            learners = device_model_bytes(dev)
+            learner = [slot.learner.memory_bytes() for slot in dev.slots]  # read once: an SRP's walks its trees
+            slots = tuple(b + slot.signal_bytes() for b, slot in zip(learner, dev.slots))
+            learners = sum(learner)
             self._held[device] = (learners, slots)
             self._committed += max(learners, self.floor_bytes)
             self._slots.extend([0] * (len(slots) - len(self._slots)))
