@@ -332,7 +332,7 @@ class MqttClient:
 
     def has_room(self) -> bool:
         """Whether the consumer may process a message now: the broker is connected and the
-        backlog is under ``max_backlog_bytes`` and ``MAX_OUT_MESSAGES``."""
+        backlog is under ``max_backlog_bytes`` and `edgebayes.runtime.backlog.MAX_OUT_MESSAGES`."""
         return self.connected.is_set() and self.backlog.under_bounds()
 
     def wait_for_room(self, timeout_s: float) -> bool:
