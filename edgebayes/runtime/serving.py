@@ -4,8 +4,9 @@ A reading is checked against its device's ``seq`` and ``ts`` bounds (``Device.ch
 and its inline label against the device's label type, predicted by every model, published,
 then learned (inline label) or kept pending for its delayed label; a label is learned with
 the predictions made when its reading came (prequential, test-then-train). A label whose
-reading may still come is held for it (``PendingLabels.hold``) and learned when it does. A refusal, an
-internal error and a model that raised are each counted and reported (``ErrorReports``).
+reading may still come is held for it (``PendingLabels.hold``) and learned when it does. A
+refusal, an internal error and a model that raised are each counted and reported
+(``ErrorReports``).
 """
 
 from __future__ import annotations
@@ -145,7 +146,10 @@ class Serving:
             self._unmatched(dev, dev.pending.expire_early(self.now()), "its reading did not come in time", out)
         entry = dev.pending.get(lab.seq) if dev is not None else None
         if entry is None:
-            if dev is None or not dev.may_come(lab.seq) or dev.pending.held(lab.seq):
+            if dev is not None and dev.pending.held(lab.seq):
+                raise ProtocolError(ErrorKind.UNKNOWN_SEQ, f"a label for seq {lab.seq} waits for its reading "
+                                    "already (this one is not kept)", lab.seq)
+            if dev is None or not dev.may_come(lab.seq):
                 raise ProtocolError(ErrorKind.UNKNOWN_SEQ, f"no pending reading with seq {lab.seq} (never seen, "
                                     "already labelled, or fallen out of the pending buffer)", lab.seq)
             y = _check_label(dev, lab.y, lab.seq)
