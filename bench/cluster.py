@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import json
+import math
 import sys
 import tempfile
 import time
