@@ -142,17 +142,22 @@ FEATURES = [f"f{i}" for i in range(9)]  # firmware-sim's synth:AGR_A readings
 
 def runtime_config(folder: Path, name: str, urls: list[str], partitions: int, password: str,
                    lease_ttl_s: float = 3.0, features: list[str] = FEATURES,
-                   checkpoint_interval_s: float = 1.0) -> Path:
-    """A cluster runtime's TOML config in ``folder`` (its checkpoint folder ``folder/name``)."""
+                   checkpoint_interval_s: float = 1.0, discovery_port: int | None = None) -> Path:
+    """A cluster runtime's TOML config in ``folder`` (its checkpoint folder ``folder/name``);
+    with ``discovery_port``, ``[homeassistant] discovery`` through that MQTT gateway port."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.password").write_text(password + "\n")
     servers = ", ".join(f'"{u}"' for u in urls)
     path = folder / f"{name}.toml"
+    pw_file = folder / f"{name}.password"
+    gateway = "" if discovery_port is None else (
+        f'host = "127.0.0.1"\nport = {discovery_port}\nprotocol = "mqttv311"\npassword_file = "{pw_file}"\n')
+    ha = "" if discovery_port is None else "[homeassistant]\ndiscovery = true\n"
     path.write_text(f"""
 [broker]
 client_id = "{name}"
 username = "edgebayes"
-[topics]
+{gateway}{ha}[topics]
 prefix = "edgebayes"
 [schema]
 features = {list(features)!r}
@@ -172,7 +177,7 @@ partitions = {partitions}
 lease_ttl_s = {lease_ttl_s}
 checkpoint_interval_s = {checkpoint_interval_s}
 username = "edgebayes"
-password_file = "{folder / f'{name}.password'}"
+password_file = "{pw_file}"
 """)
     return path
 

@@ -174,6 +174,25 @@ def test_retire_clears_availability_and_attributes():
     assert json.loads(pub.sent_on("eb/t-0/attributes")[-1][0]) == {"model": "nb", "classes": ["a"]}
 
 
+def test_forget_publishes_nothing_and_a_device_back_here_is_announced_again():
+    d, pub, clock = discovery(offline_after_s=60, retire_after_s=100)
+    devices = {}
+    reading(devices, "t-0", {"a": 1.0})
+    d.tick(devices)
+    d.forget("t-0")  # another runtime of a pool serves it now; the worker drops it too
+    dev = devices.pop("t-0")
+    n = len(pub.published)
+    clock.now += 200
+    d.tick(devices)  # neither offline nor retired by this runtime, and no birth message
+    d.ha_status(b"online")
+    assert pub.published[n:] == [] and "t-0" not in d.announced
+    devices["t-0"] = dev  # back here with the same last seq (restored from its checkpoint)
+    d.tick(devices)
+    again = [(t, p) for t, p, *_ in pub.published[n:]]
+    assert again[:2] == [("eb/t-0/availability", b"online"), ("eb/t-0/attributes", b'{"classes": ["a"], "model": "nb"}')]
+    assert [t for t, p in again[-2:] if p] == list(d.config_topics("t-0").values())
+
+
 def test_offline_after_s_is_read_and_checked():
     problems = []
     assert parse_homeassistant({"discovery": True, "offline_after_s": 90}, "json", problems).offline_after_s == 90

@@ -12,8 +12,12 @@ It holds, made from the runtime config's ``[topics] prefix`` and ``[cluster] par
 - ``authorization``: the users of the Mosquitto ACL (``edgebayes acl``), as NATS permissions on
   the same topics as subjects. The runtime (``[cluster] username``, else ``[broker] username``)
   may use JetStream's API, its lease bucket, checkpoint heads and checkpoint store, and publish every device's
-  ``prediction``, ``drift``, ``error`` and its own ``<prefix>.runtime.>``; Home Assistant
-  (``--ha-user``) and ``monitor`` read the outputs; each ``--device`` writes its own readings and labels
+  ``prediction``, ``drift``, ``error`` and its own ``<prefix>.runtime.>``, and with
+  ``[homeassistant] discovery`` write and read its configs (``<ha prefix>.*.<node_id>.*.config``)
+  and write each device's ``availability`` and ``attributes`` and read Home Assistant's birth
+  message ``<ha prefix>.status``; Home Assistant (``--ha-user``) reads the outputs and its
+  discovery prefix and writes its birth message, ``monitor`` reads the outputs; each
+  ``--device`` writes its own readings and labels
   (the server checks the mapped subject: its partition's) and reads its own outputs (a static
   NATS config has no ``%u`` pattern: one user per device id), and ``--gateway-user`` every
   device's (a gateway, firmware-sim), over MQTT or as JetStream publishes on
@@ -35,6 +39,7 @@ from edgebayes.acl import HA_USER, MONITOR_USER, OUTPUTS
 from edgebayes.cluster.config import CHECKPOINTS, GATEWAY_SUBJECT, HEADS, LEASES, PARTITION_SUBJECT, ClusterConfig
 from edgebayes.cluster.subjects import KINDS, mappings, partition_of, subject
 from edgebayes.runtime.config import Config, ConfigError, load_config
+from edgebayes.runtime.discovery import DEFAULT_NODE
 from edgebayes.runtime.names import NAME_RE
 
 HEADER = """\
@@ -92,12 +97,20 @@ def nats_config_text(config: Config, cluster: ClusterConfig, devices: list[str] 
              *(f"  {json.dumps(src)}: {json.dumps(dst)}" for src, dst in
                mappings(config.topics.prefix, cluster.partitions).items()), "}", "",
              "authorization {", "  users = ["]
+    ha = config.homeassistant
+    ha_pre = subject(ha.prefix if ha is not None else "homeassistant")
+    ha_pub, ha_sub = [], []  # the runtime's MQTT connection of [homeassistant] discovery
+    if ha is not None and ha.discovery:
+        configs = f"{ha_pre}.*.{subject(ha.node_id or DEFAULT_NODE)}.*.config"  # read back too
+        ha_pub, ha_sub = [configs, f"{pre}.*.availability", f"{pre}.*.attributes"], [configs, f"{ha_pre}.status"]
     users = [(runtime, [f"{pre}.*.{k}" for k in ("prediction", "drift", "error")]
               + [f"{pre}.runtime.>", "$JS.API.>", "$JS.ACK.>", f"$KV.{LEASES}.>", f"$KV.{HEADS}.>",
-                 f"$O.{CHECKPOINTS}.>"],
-              ["_INBOX.>", f"$KV.{LEASES}.>", f"$KV.{HEADS}.>", f"$O.{CHECKPOINTS}.>"])]
+                 f"$O.{CHECKPOINTS}.>", *ha_pub],
+              ["_INBOX.>", f"$KV.{LEASES}.>", f"$KV.{HEADS}.>", f"$O.{CHECKPOINTS}.>", *ha_sub])]
     if ha_user is not None:
-        users.append((ha_user, [], [f"{pre}.*.{k}" for k in OUTPUTS] + [f"{pre}.runtime.>"]))
+        # an MQTT subscription to <ha prefix>/# is one to the prefix's subject and to all below it
+        users.append((ha_user, [f"{ha_pre}.status"],
+                      [ha_pre, f"{ha_pre}.>"] + [f"{pre}.*.{k}" for k in OUTPUTS] + [f"{pre}.runtime.>"]))
     users.append((MONITOR_USER, [], [f"{pre}.>"]))
     # the server checks a publish against the mapped subject: the device's own partition subjects
     users += [(d, [f"{GATEWAY_SUBJECT}.{partition_of(d, cluster.partitions)}.{d}.{k}" for k in KINDS],

@@ -22,7 +22,9 @@ So the next owner learns, in stream order, exactly the messages after the checkp
 restored: nothing processed is lost (the stream keeps it), nothing learned twice (the state
 and the position are one object; a device's seq refuses a duplicate as in a single runtime).
 Predictions of the messages the dead owner processed after its last upload are published
-again by the next owner.
+again by the next owner. With ``[homeassistant] discovery`` a ``PoolDiscovery``
+(``edgebayes.cluster.homeassistant``) announces the devices of the partitions this runtime
+serves, and again those of each partition it takes.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import zlib
 
 from edgebayes.cluster.config import STREAM, ClusterConfig
 from edgebayes.cluster.feed import PartitionFeed
+from edgebayes.cluster.homeassistant import PoolDiscovery
 from edgebayes.cluster.publisher import NatsPublisher
 from edgebayes.cluster.subjects import PARTITION_SUBJECT, partition_of
 from edgebayes.runtime.checkpoint import SUFFIXES, CheckpointStore
@@ -70,7 +73,10 @@ class ClusterRuntime:
         self.store = CheckpointStore(config.checkpoint.dir, config.schema.features)
         self.loop = asyncio.new_event_loop()
         self.publisher = NatsPublisher(self.loop, self._done)
-        self.worker = Worker(config, self.topics, self.store, None, session=self.publisher, tick_hooks=[self._tick])
+        ha = config.homeassistant
+        self.ha = PoolDiscovery(config, self.topics) if ha is not None and ha.discovery else None
+        self.worker = Worker(config, self.topics, self.store, None, session=self.publisher, tick_hooks=[self._tick],
+                             watchers=[self.ha] if self.ha else [])
         self.feed: PartitionFeed | None = None
         self.leases = self.pstore = self.nc = None
         self.owned: set[int] = set()  # leases held and fed
@@ -91,6 +97,8 @@ class ClusterRuntime:
         """Connect, then serve: raises what connecting raised (OSError, nats errors)."""
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._connect(), self.loop).result(timeout_s)
+        if self.ha is not None:
+            self.ha.start()
         self.worker.start()
         self._lease_task = asyncio.run_coroutine_threadsafe(self._lease_loop(), self.loop)
         self._fence_task = asyncio.run_coroutine_threadsafe(self._fence_loop(), self.loop)
@@ -105,6 +113,8 @@ class ClusterRuntime:
             time.sleep(0.05)
         self._call(self._stop_leasing(), timeout_s)
         self.worker.stop(timeout_s / 2)
+        if self.ha is not None:
+            self.ha.stop()
         if self.owned:
             log.error("partitions %s not handed over within %.0f s: they are taken after their lease expires",
                       sorted(self.owned), timeout_s)
@@ -233,6 +243,8 @@ class ClusterRuntime:
         self.renewed_at[p] = self.taken_at[p] = time.monotonic()
         self.owned.add(p)
         self.feed.start(p, seq, set(files))
+        if self.ha is not None:
+            self.ha.taken(set(files))
         log.info("partition %d taken: %d devices restored, reading from stream seq %d", p, len(files), seq + 1)
 
     def _lose(self, p: int) -> None:
@@ -326,7 +338,10 @@ class ClusterRuntime:
 
     def _forget(self, p: int) -> None:
         """Drop partition ``p``'s devices from memory and from the local folder."""
-        for d in self.feed.forget(p):
+        devices = self.feed.forget(p)
+        if self.ha is not None:
+            self.ha.forget(devices)
+        for d in devices:
             self.worker.registry.drop(d)
             self._remove_local(d)
 

@@ -227,12 +227,21 @@ class Discovery:
         ones too), and its retained availability and attributes."""
         for topic in [*self.config_topics(device).values(), *self.stale_topics(device), *self.state_topics(device)]:
             self.publish(topic, b"", qos=1, retain=True)
+        self._drop(device)
+        log.info("Home Assistant discovery: retired device %s", device)
+
+    def forget(self, device: str) -> None:
+        """Stop publishing for ``device`` and leave its configs and retained state as they are
+        (another runtime of a pool serves it now and announces it as its own)."""
+        self._drop(device)
+        self._seen_seq.pop(device, None)  # so that it is announced again if it comes back here
+
+    def _drop(self, device: str) -> None:
         self._cleared.discard(device)
         self.announced.pop(device, None)
         self.online.pop(device, None)
         self._attributes.pop(device, None)
         self._offline_seq.pop(device, None)
-        log.info("Home Assistant discovery: retired device %s", device)
 
     # --- incoming -----------------------------------------------------------------------------
     def handlers(self) -> dict[str, Callable[[str, bytes], None]]:
@@ -258,13 +267,7 @@ class Discovery:
         removals are ignored)."""
         if type(payload) is not Retained or not payload:
             return
-        component, _, obj = topic.split("/")[-4:-1]
-        if component == "device":
-            device = obj
-        else:
-            device, sep, _ = obj.rpartition("_")
-            if not sep:
-                return
+        device = config_device(topic)
         if device and device not in self.announced:
             self.announced[device] = self.clock()
             self.n_adopted += 1
@@ -343,6 +346,17 @@ class Discovery:
                 self.publish(self.topics.device_topic(name, "prediction"), dev.last_prediction, qos=1, retain=False)
                 self.n_republished += 1
         log.info("Home Assistant discovery: last predictions published again (%d so far)", self.n_republished)
+
+
+def config_device(topic: str) -> str | None:
+    """The device of one of our config topics (``<prefix>/<component>/<node>/<object>/config``:
+    ``<device>_prediction``, ``<device>_drift``, or the device itself for ``device``), None for
+    another topic."""
+    component, _, obj = topic.split("/")[-4:-1]
+    if component == "device":
+        return obj or None
+    device, sep, _ = obj.rpartition("_")
+    return device if sep and device else None
 
 
 def _entity_id(component: str, object_id: str) -> dict[str, str]:
