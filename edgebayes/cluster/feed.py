@@ -8,7 +8,10 @@ message is handed to ``Worker.submit`` under its device's normal topic
 (``<prefix>/<device>/<kind>``) only while the worker's queue has room (so the event loop never
 blocks), with a message id the worker's ``ack`` returns once it is processed: ``processed``
 then holds the partition's last stream sequence whose message the worker's state includes.
-A consumer lost with a NATS node is made again from the next sequence not handed over.
+A consumer lost with a NATS node is made again from the next sequence not handed over, and so
+is every consumer after the connection to NATS was lost and made again, or when a consumer's
+own sequence skips: a consumer without acknowledgements counts what it sent on a connection
+that then broke as delivered, and never sends it again.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class PartitionFeed:
         self.in_flight: Counter = Counter()  # partition -> messages submitted, not processed
         self._mids: dict[int, tuple[int, int]] = {}  # mid -> (partition, stream seq)
         self._next_mid = itertools.count(1)
+        self._next_seq: dict[int, int] = {}  # partition -> next stream seq to hand the worker (event loop)
         self._tasks: dict[int, asyncio.Task] = {}
 
     def start(self, partition: int, seq: int, devices: set[str]) -> None:
@@ -51,13 +55,22 @@ class PartitionFeed:
         with self.lock:
             self.processed[partition] = seq
             self.devices[partition] = set(devices)
-        self._tasks[partition] = asyncio.get_running_loop().create_task(self._run(partition, seq + 1))
+        self._next_seq[partition] = seq + 1
+        self._tasks[partition] = asyncio.get_running_loop().create_task(self._run(partition))
 
     def stop(self, partition: int) -> None:
         """Hand the worker nothing more of ``partition`` (what is submitted is still processed)."""
         task = self._tasks.pop(partition, None)
+        self._next_seq.pop(partition, None)
         if task is not None:
             task.cancel()
+
+    def restart(self) -> None:
+        """Read every partition again from the sequence after the last one handed over (the
+        connection was made again: what the consumers sent on the lost one never arrived)."""
+        for partition, task in list(self._tasks.items()):
+            task.cancel()  # it hands the worker nothing more: cancelled at its next step
+            self._tasks[partition] = asyncio.get_running_loop().create_task(self._run(partition))
 
     def feeding(self) -> list[int]:
         return list(self._tasks)
@@ -77,30 +90,34 @@ class PartitionFeed:
             self.in_flight.pop(partition, None)
             return self.devices.pop(partition, set())
 
-    async def _run(self, partition: int, start: int) -> None:
+    async def _run(self, partition: int) -> None:
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-        next_seq = start
         while True:
             sub = None
             try:
                 sub = await self.js.pull_subscribe(
                     partition_filter(partition), durable=None, stream=STREAM,
-                    config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=next_seq,
+                    config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                                          opt_start_seq=self._next_seq[partition],
                                           ack_policy=AckPolicy.NONE, inactive_threshold=self.inactive_s))
+                sent = 0  # the consumer's own sequence of the last message received
                 while True:
                     try:
                         msgs = await sub.fetch(BATCH, timeout=FETCH_WAIT_S)
                     except TimeoutError:  # nothing new (nats-py raises its own subclass, or the builtin)
                         continue
                     for m in msgs:
+                        sent += 1
+                        if m.metadata.sequence.consumer != sent:
+                            raise LookupError(f"the consumer sent message {m.metadata.sequence.consumer} "
+                                              f"after {sent - 1}: some never arrived")
                         await self._submit(partition, m)
-                        next_seq = m.metadata.sequence.stream + 1
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 (a node lost, a consumer gone: made again)
                 log.warning("partition %d: reading the stream failed (%s: %s); reading again from seq %d",
-                            partition, type(exc).__name__, exc, next_seq)
+                            partition, type(exc).__name__, exc, self._next_seq.get(partition, 0))
                 await asyncio.sleep(0.5)
             finally:
                 if sub is not None:
@@ -109,6 +126,7 @@ class PartitionFeed:
     async def _submit(self, partition: int, m) -> None:
         parsed = parse_partition_subject(m.subject)
         if parsed is None:
+            self._next_seq[partition] = m.metadata.sequence.stream + 1
             return
         _, device, kind = parsed
         while not self.worker.can_take():  # the worker's queue is full: the stream holds the rest
@@ -119,6 +137,7 @@ class PartitionFeed:
             self.in_flight[partition] += 1
             self.devices[partition].add(device)
         self.worker.submit(f"{self.prefix}/{device}/{kind}", m.data, mid, 1)
+        self._next_seq[partition] = m.metadata.sequence.stream + 1
 
 
 async def _quietly(coro) -> None:

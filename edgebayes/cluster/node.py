@@ -132,7 +132,8 @@ class ClusterRuntime:
 
         c = self.cluster
         self.nc = await nats.connect(list(c.servers), user=c.username, password=c.password(), name=self.owner,
-                                     max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+                                     max_reconnect_attempts=-1, reconnect_time_wait=0.2,
+                                     reconnected_cb=self._reconnected)
         deadline = time.monotonic() + SETUP_S
         while True:  # a cluster just started (or loaded) elects its JetStream leaders first
             try:
@@ -141,6 +142,12 @@ class ClusterRuntime:
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"JetStream did not answer within {SETUP_S:g} s: {exc}") from None
                 await asyncio.sleep(0.5)
+
+    async def _reconnected(self) -> None:
+        log.warning("connected to NATS again (%s): every partition is read again after its last message",
+                    self.nc.connected_url.netloc if self.nc.connected_url else "?")
+        if self.feed is not None:
+            self.feed.restart()
 
     async def _open_jetstream(self) -> None:
         """The partition stream (made when missing), the lease bucket, the checkpoint store."""
