@@ -22,7 +22,7 @@ from tests.nats_cluster import REQUIRE_ENV, NatsCluster, nats_server_exe
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy" / "nats"
 DEVICES = [f"dev-{i}" for i in range(8)]
-PASSWORDS = {"edgebayes": "rt-secret", "monitor": "mon-secret", "homeassistant": "ha-secret",
+PASSWORDS = {"edgebayes": "rt-secret", "monitor": "mon-secret", "homeassistant": "ha-secret", "site1": "site-secret",
              **{d: f"{d}-secret" for d in DEVICES}}
 
 
@@ -32,7 +32,7 @@ def _env() -> dict[str, str]:
 
 def test_shipped_include_is_the_command_output():
     out = subprocess.run([sys.executable, "-m", "edgebayes", "nats-config", "--config", str(DEPLOY / "runtime.toml"),
-                          "--device", "sensor-1"], capture_output=True, text=True, check=True).stdout
+                          "--device", "sensor-1", "--leaf-user", "site1"], capture_output=True, text=True, check=True).stdout
     assert out == (DEPLOY / "edgebayes-nats.conf").read_text()
 
 
@@ -45,7 +45,8 @@ def test_partition_of_is_fnv1a_mod_p():
 def test_shipped_leaf_config_parses():
     exe = nats_server_exe()
     env = {**_env(), password_variable("sensor-1"): "x", "EB_NATS_NAME": "leaf-1", "EB_NATS_STORE": "/tmp/unused", "EB_NATS_SITE": "site1",
-           "EB_NATS_HUB": "nats-leaf://127.0.0.1:7422"}
+           "EB_NATS_HUB": "nats-leaf://site1:site-secret@127.0.0.1:7422", "EB_NATS_LISTEN": "127.0.0.1:4222",
+           "EB_NATS_MQTT_LISTEN": "127.0.0.1:1883"}
     r = subprocess.run([exe, "-t", "-c", str(DEPLOY / "leaf.conf")], env={**os.environ, **env},
                        capture_output=True, text=True, cwd=DEPLOY, check=False)
     assert r.returncode == 0, r.stderr + r.stdout

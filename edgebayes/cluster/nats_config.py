@@ -21,7 +21,10 @@ It holds, made from the runtime config's ``[topics] prefix`` and ``[cluster] par
   (the server checks the mapped subject: its partition's) and reads its own outputs (a static
   NATS config has no ``%u`` pattern: one user per device id), and ``--gateway-user`` every
   device's (a gateway, firmware-sim), over MQTT or as JetStream publishes on
-  ``ebpart.<P>.>``. Every password is a variable the server reads from its
+  ``ebpart.<P>.>``; each ``--leaf-user`` is a site's leaf node (deploy/nats/leaf.conf) joining
+  the cluster: it forwards its devices' readings and labels into the partition stream (checked
+  per device at the site, whose nodes include this same file) and reads the outputs and Home
+  Assistant's discovery prefix for the site. Every password is a variable the server reads from its
   environment: ``$EDGEBAYES_NATS_PASSWORD_<USER>`` (the name upper-cased, ``-`` as ``_``).
 
 ``[[sources]]`` topics are not partitioned (not built). Exit 0, or 2 for a bad config, a config
@@ -54,6 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a device id that logs in as its own user (repeat for each)")
     parser.add_argument("--gateway-user", metavar="NAME",
                         help="a user that publishes for every device (a gateway, firmware-sim)")
+    parser.add_argument("--leaf-user", action="append", default=[], metavar="NAME",
+                        help="the user a site's leaf node joins the cluster as (repeat for each site)")
     parser.add_argument("--ha-user", default=HA_USER, metavar="NAME",
                         help=f"Home Assistant's user name (default {HA_USER}; '' for no Home Assistant)")
 
@@ -68,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
         if bad:
             raise ConfigError([f"--device {bad[0]!r}: not 1-64 characters from [A-Za-z0-9_-]"], "command line")
         text = nats_config_text(config, cluster, args.device, args.ha_user or None, args.config,
-                                args.gateway_user)
+                                args.gateway_user, args.leaf_user)
     except ConfigError as exc:
         print(f"edgebayes nats-config: {exc}", file=sys.stderr)
         return 2
@@ -82,7 +87,8 @@ def password_variable(user: str) -> str:
 
 
 def nats_config_text(config: Config, cluster: ClusterConfig, devices: list[str] = (),
-                     ha_user: str | None = HA_USER, source: str = "config", gateway_user: str | None = None) -> str:
+                     ha_user: str | None = HA_USER, source: str = "config", gateway_user: str | None = None,
+                     leaf_users: list[str] = ()) -> str:
     """The include file (see the module docstring).
 
     Raises:
@@ -119,6 +125,10 @@ def nats_config_text(config: Config, cluster: ClusterConfig, devices: list[str] 
         # over MQTT (mapped), or straight into the stream with JetStream's acknowledgement
         users.append((gateway_user, [f"{base}.*.*.{k}" for base in (GATEWAY_SUBJECT, PARTITION_SUBJECT) for k in KINDS],
                       [f"{pre}.*.{k}" for k in ("prediction", "drift", "error")] + ["_INBOX.>"]))
+    # a leaf node is sent the interest it may publish to: the stream's own ebpart.> (not per device)
+    users += [(leaf, [f"{PARTITION_SUBJECT}.>", f"{ha_pre}.status"],
+               [f"{pre}.*.{k}" for k in OUTPUTS] + [f"{pre}.runtime.>", ha_pre, f"{ha_pre}.>", "_INBOX.>"])
+              for leaf in dict.fromkeys(leaf_users)]
     for user, pub, sub in users:
         perms = {"publish": {"allow": pub} if pub else {"deny": [">"]}, "subscribe": {"allow": sub}}
         lines.append(f"    {{user: {json.dumps(user)}, password: ${password_variable(user)}, "
