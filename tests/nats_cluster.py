@@ -12,6 +12,7 @@ with one reason, or fails under ``EDGEBAYES_REQUIRE_NATS=1`` (CI).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 import shutil
@@ -286,3 +287,24 @@ def lease_owners(urls: list[str], user: str, password: str) -> dict[int, str]:
             await nc.close()
 
     return asyncio.run(read())
+
+
+def check_every_reading_learned_once(states, stats, predictions, n_devices: int, limit: int,
+                                      node_lost: bool = False):
+    """Every reading acknowledged, learned exactly once and predicted. With ``node_lost`` a
+    prediction a runtime had just published through the NATS node that died may be lost (core
+    NATS delivers at most once, docs/scale-out.md): at most one per device, never its learning."""
+    totals = stats["sim"].totals()
+    assert stats["sim"].completed and totals["lost"] == 0
+    assert totals["unconfirmed"] == 0  # every reading and label acknowledged by the gateway
+    expected = {(f"sim-{i}", s) for i in range(n_devices) for s in range(limit)}
+    assert sorted(states) == sorted(d for d, _ in expected if _ == 0)
+    learned = {d: s["models"][0]["n_labels"] for d, s in states.items()}
+    assert learned == dict.fromkeys(states, limit), learned  # less: lost; more: learned twice
+    assert {d: s["last_seq"] for d, s in states.items()} == dict.fromkeys(states, limit - 1)
+    missing = sorted(expected - set(predictions.first))
+    per_device = collections.Counter(d for d, _ in missing)
+    if node_lost:
+        assert max(per_device.values(), default=0) <= 1, f"{len(missing)} readings without a prediction: {missing[:8]}"
+    else:
+        assert not missing, f"{len(missing)} readings without a prediction, e.g. {missing[:5]}"

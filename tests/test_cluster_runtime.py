@@ -6,7 +6,6 @@ NATS node killed mid-stream. Devices are firmware-sim's, over MQTT 3.1.1 to the 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import statistics
 import threading
@@ -24,6 +23,7 @@ from tests.nats_cluster import (
     NatsCluster,
     Predictions,
     RuntimeProcess,
+    check_every_reading_learned_once,
     lease_owners,
     nats_server_exe,
     partition_checkpoints,
@@ -113,27 +113,6 @@ def _final_states(cluster, tmp_path) -> dict[str, dict]:
                                  tmp_path / "final")
 
 
-def _check_every_reading_learned_once(states, stats, predictions, n_devices: int, limit: int,
-                                      node_lost: bool = False):
-    """Every reading acknowledged, learned exactly once and predicted. With ``node_lost`` a
-    prediction a runtime had just published through the NATS node that died may be lost (core
-    NATS delivers at most once, docs/scale-out.md): at most one per device, never its learning."""
-    totals = stats["sim"].totals()
-    assert stats["sim"].completed and totals["lost"] == 0
-    assert totals["unconfirmed"] == 0  # every reading and label acknowledged by the gateway
-    expected = {(f"sim-{i}", s) for i in range(n_devices) for s in range(limit)}
-    assert sorted(states) == sorted(d for d, _ in expected if _ == 0)
-    learned = {d: s["models"][0]["n_labels"] for d, s in states.items()}
-    assert learned == dict.fromkeys(states, limit), learned  # less: lost; more: learned twice
-    assert {d: s["last_seq"] for d, s in states.items()} == dict.fromkeys(states, limit - 1)
-    missing = sorted(expected - set(predictions.first))
-    per_device = collections.Counter(d for d, _ in missing)
-    if node_lost:
-        assert max(per_device.values(), default=0) <= 1, f"{len(missing)} readings without a prediction: {missing[:8]}"
-    else:
-        assert not missing, f"{len(missing)} readings without a prediction, e.g. {missing[:5]}"
-
-
 def _wait_learned(cluster, tmp_path, n_devices: int, limit: int, timeout_s: float = 30.0) -> None:
     """Until the uploaded checkpoints hold every device's ``limit`` labels (or more: then the check fails)."""
     def done():
@@ -160,7 +139,7 @@ def test_one_runtime_serves_its_partitions_end_to_end(cluster, tmp_path):
         for rt in pool:
             rt.stop()
     assert not lease_owners(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"])  # released on a clean stop
-    _check_every_reading_learned_once(_final_states(cluster, tmp_path), stats, predictions, 6, 30)
+    check_every_reading_learned_once(_final_states(cluster, tmp_path), stats, predictions, 6, 30)
 
 
 def _failover(cluster, tmp_path, fault, sim_node: str = "a", sub_node: str = "c", node_lost: bool = False) -> dict:
@@ -189,7 +168,7 @@ def _failover(cluster, tmp_path, fault, sim_node: str = "a", sub_node: str = "c"
         predictions.close()
         for rt in pool:
             rt.stop()
-    _check_every_reading_learned_once(_final_states(cluster, tmp_path), stats, predictions, n_devices, limit,
+    check_every_reading_learned_once(_final_states(cluster, tmp_path), stats, predictions, n_devices, limit,
                                       node_lost)
     out["predictions"] = predictions
     return out
