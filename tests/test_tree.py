@@ -495,3 +495,29 @@ def test_memory_never_exceeds_the_budget_on_a_drifting_stream():
     assert reactivated  # a leaf deactivated at one check learned again at a later one
     majority = max(np.bincount(y[190_000:])) / 10_000
     assert correct / 10_000 > majority  # still a useful model at the end
+
+
+@pytest.mark.parametrize("budget", [None, 40_000])
+def test_a_samples_new_nominal_values_take_one_relayout_and_end_as_one_at_a_time(budget, monkeypatch):
+    from edgebayes.tree import arena
+
+    d = 24
+    rng = np.random.default_rng(5)
+    X = rng.integers(0, 3, size=(200, d)).astype(float)
+    y = [int(r[:3].sum()) % 4 for r in X]
+    kw = {"grace_period": 20, "nominal_attributes": list(range(d)), "max_size_bytes": budget}
+    one_by_one = HoeffdingTreeClassifier(**kw)
+    with monkeypatch.context() as m:  # the values' re-lays one value at a time, as before
+        m.setattr(arena, "doubled_caps_fit", lambda tree, vcaps, values: False, raising=False)
+        for xi, yi in zip(X, y):
+            one_by_one.learn_one(xi, yi)
+    calls = []
+    rebuild = arena.rebuild
+    monkeypatch.setattr(arena, "rebuild", lambda tree, *a: calls.append(1) or rebuild(tree, *a))
+    tree = HoeffdingTreeClassifier(**kw)
+    tree.learn_one(X[0], y[0])
+    assert len(calls) == 2  # the first class (and root), then the 24 first values at once
+    for xi, yi in zip(X[1:], y[1:]):
+        tree.learn_one(xi, yi)
+    assert encode(tree.state()) == encode(one_by_one.state())
+    assert tree.memory_bytes() == one_by_one.memory_bytes()

@@ -276,6 +276,23 @@ def grow_nodes(tree, need: int, exclude: int) -> bool:
     return relayout(tree, need, tree._class_cap, tree._value_caps, exclude=exclude)
 
 
+def doubled(tree, vcaps: list) -> list:
+    """The value capacities `settle` grows ``vcaps`` to, one feature at a time, when each
+    fits: twice the current capacity (1 from none) where ``vcaps`` needs more, else as now."""
+    return [2 * old or 1 if need > old else old for need, old in zip(vcaps, tree._value_caps)]
+
+
+def doubled_caps_fit(tree, vcaps: list, values: dict) -> bool:
+    """Whether `settle`, called for each of ``values`` (nominal feature k -> its new value)
+    in turn, would double every capacity it grows: the doubled capacities fit with the
+    values' most bytes (then every step's own check passes, and one `relayout` to them
+    ends where the steps end). False when no capacity grows (each step only checks)."""
+    grown = doubled(tree, vcaps)
+    if grown == tree._value_caps:
+        return False
+    return slots_that_fit(tree, tree._node_cap or 1, tree._class_cap, grown, growth_bytes(tree, [], values)) >= 0
+
+
 def settle(tree, ccap: int, vcaps: list, final_ccap: int, final_vcaps: list, later: dict) -> None:
     """Re-lay to at least ``ccap`` / ``vcaps`` (one of them grown), doubling the grown
     capacity when the ``later`` values still fit at ``final_*`` beside it; with unchanged

@@ -128,7 +128,9 @@ def make_room(tree, y, add_class: bool, xl: list, codes: list) -> tuple[int, lis
     """Add class ``y`` (if ``add_class``) and the nominal values of ``xl`` that ``codes``
     marks None (new), re-laying the arrays: first the class, then each value, each at
     twice its capacity where the rest still fits, else exactly; leaves are deactivated
-    to make room. The first class creates the root. Returns (class index, codes).
+    to make room. The first class creates the root. When every grown value capacity fits
+    doubled, the values take one re-lay, not one each (a young tree of d nominal features
+    would re-lay d times at its first sample). Returns (class index, codes).
 
     Raises:
         ClassLimitError: even a tree with no active leaf could not hold them; nothing
@@ -149,6 +151,10 @@ def make_room(tree, y, add_class: bool, xl: list, codes: list) -> tuple[int, lis
         if not tree._n_nodes:  # VFDT's start: a single active leaf, the root
             arena.add_root(tree)
             activate(tree, 0)
+    if new and arena.doubled_caps_fit(tree, vcaps, new):
+        for k in list(new):  # one re-lay for them all: what settling them one by one ends at
+            codes[k] = arena.add_value(tree, k, new.pop(k))
+        arena.relayout(tree, tree._node_cap or 1, tree._class_cap, arena.doubled(tree, vcaps))
     for k in list(new):
         codes[k] = arena.add_value(tree, k, new.pop(k))
         step = list(tree._value_caps)
