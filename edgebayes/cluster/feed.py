@@ -93,7 +93,7 @@ class PartitionFeed:
     async def _run(self, partition: int) -> None:
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-        while True:
+        while self._current(partition):
             sub = None
             try:
                 sub = await self.js.pull_subscribe(
@@ -102,7 +102,7 @@ class PartitionFeed:
                                           opt_start_seq=self._next_seq[partition],
                                           ack_policy=AckPolicy.NONE, inactive_threshold=self.inactive_s))
                 sent = 0  # the consumer's own sequence of the last message received
-                while True:
+                while self._current(partition):
                     try:
                         msgs = await sub.fetch(BATCH, timeout=FETCH_WAIT_S)
                     except TimeoutError:  # nothing new (nats-py raises its own subclass, or the builtin)
@@ -112,7 +112,8 @@ class PartitionFeed:
                         if m.metadata.sequence.consumer != sent:
                             raise LookupError(f"the consumer sent message {m.metadata.sequence.consumer} "
                                               f"after {sent - 1}: some never arrived")
-                        await self._submit(partition, m)
+                        if not await self._submit(partition, m):
+                            return
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 (a node lost, a consumer gone: made again)
@@ -123,14 +124,22 @@ class PartitionFeed:
                 if sub is not None:
                     asyncio.get_running_loop().create_task(_quietly(sub.unsubscribe()))
 
-    async def _submit(self, partition: int, m) -> None:
+    def _current(self, partition: int) -> bool:
+        """Whether the running task is ``partition``'s reader (nats-py's fetch can turn a
+        cancellation into a timeout: a stopped or replaced reader then ends here)."""
+        return self._tasks.get(partition) is asyncio.current_task()
+
+    async def _submit(self, partition: int, m) -> bool:
+        """Hand ``m`` to the worker; False (nothing handed) when this reader was stopped or replaced."""
         parsed = parse_partition_subject(m.subject)
+        while parsed is not None and not self.worker.can_take():  # the stream holds the rest
+            await asyncio.sleep(0.005)
+        if not self._current(partition):
+            return False
         if parsed is None:
             self._next_seq[partition] = m.metadata.sequence.stream + 1
-            return
+            return True
         _, device, kind = parsed
-        while not self.worker.can_take():  # the worker's queue is full: the stream holds the rest
-            await asyncio.sleep(0.005)
         mid = next(self._next_mid)
         with self.lock:
             self._mids[mid] = (partition, m.metadata.sequence.stream)
@@ -138,6 +147,7 @@ class PartitionFeed:
             self.devices[partition].add(device)
         self.worker.submit(f"{self.prefix}/{device}/{kind}", m.data, mid, 1)
         self._next_seq[partition] = m.metadata.sequence.stream + 1
+        return True
 
 
 async def _quietly(coro) -> None:

@@ -15,7 +15,13 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError, NoKeysError
+from nats.js.errors import (
+    BadRequestError,
+    BucketNotFoundError,
+    KeyNotFoundError,
+    KeyWrongLastSequenceError,
+    NoKeysError,
+)
 
 from edgebayes.cluster.config import LEASES
 
@@ -72,7 +78,7 @@ class Leases:
         if rev is not None:
             try:
                 await self.kv.delete(f"partition.{partition}", last=rev)
-            except KeyWrongLastSequenceError:
+            except (KeyWrongLastSequenceError, BadRequestError):  # nats-py raises either for a stale revision
                 log.warning("partition %d: lease taken by another before its release", partition)
 
     async def heartbeat(self) -> None:
