@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.broker import free_port, wait_port
+from tests.runtime_client import wait_for
 
 REQUIRE_ENV = "EDGEBAYES_REQUIRE_NATS"
 MISSING = "nats-server not installed"
@@ -287,6 +288,24 @@ def lease_owners(urls: list[str], user: str, password: str) -> dict[int, str]:
             await nc.close()
 
     return asyncio.run(read())
+
+
+def settled_owners(urls: list[str], user: str, password: str, partitions: int, n_owners: int,
+                   timeout_s: float = 30.0) -> dict[int, str]:
+    """Partition -> owner once every partition is leased to one of ``n_owners`` runtimes and none
+    holds more than its fair share, ceil(partitions / n_owners): no hand-over is then under way
+    (a runtime started first takes everything and gives the excess up one partition a round)."""
+    share = -(-partitions // n_owners)
+    seen: dict[int, str] = {}
+
+    def settled() -> bool:
+        nonlocal seen
+        seen = lease_owners(urls, user, password)
+        counts = collections.Counter(seen.values())
+        return len(seen) == partitions and len(counts) == n_owners and max(counts.values()) <= share
+
+    wait_for(settled, timeout_s, f"{partitions} partitions settled over {n_owners} runtimes")
+    return seen
 
 
 def check_every_reading_learned_once(states, stats, predictions, n_devices: int, limit: int,

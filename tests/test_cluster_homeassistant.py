@@ -18,7 +18,15 @@ from edgebayes.cluster.subjects import partition_of
 from edgebayes.runtime.config import ClusterConfig, parse_config
 from firmware_sim.mqtt import BrokerOptions
 from firmware_sim.runner import run_devices
-from tests.nats_cluster import FEATURES, NatsCluster, RuntimeProcess, lease_owners, nats_server_exe, runtime_config
+from tests.nats_cluster import (
+    FEATURES,
+    NatsCluster,
+    RuntimeProcess,
+    lease_owners,
+    nats_server_exe,
+    runtime_config,
+    settled_owners,
+)
 from tests.runtime_client import wait_for
 
 PASSWORDS = {"edgebayes": "rt-secret", "homeassistant": "ha-secret", "monitor": "mon-secret", "sim": "sim-secret"}
@@ -109,12 +117,10 @@ def test_pool_devices_are_announced_by_their_owner_and_again_by_the_runtime_taki
     ha = HomeAssistant(cluster.mqtt_port("b"))
     try:
         owners_of = lambda: lease_owners(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"])
-        wait_for(lambda: len(set(owners_of().values())) == 2 and len(owners_of()) == PARTITIONS, 30,
-                 "both runtimes owning partitions")
+        owners = settled_owners(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"], PARTITIONS, 2)
         wait_for(lambda: ha.status_of("rt-0") == b"online" and ha.status_of("rt-1") == b"online", 20,
                  "both runtimes' retained status online")
         _sim(cluster)
-        owners = owners_of()
         wait_for(lambda: _announced_by_owners(ha, owners), 20, "every device announced by its partition's owner")
         assert all(ha.availability(d)[1] == f"edgebayes/{d}/availability" for d in DEVICES)
         wait_for(lambda: all(ha.last.get(f"edgebayes/{d}/availability") == b"online" for d in DEVICES), 10,

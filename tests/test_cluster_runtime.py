@@ -28,6 +28,7 @@ from tests.nats_cluster import (
     nats_server_exe,
     partition_checkpoints,
     runtime_config,
+    settled_owners,
 )
 from tests.runtime_client import wait_for
 
@@ -103,11 +104,6 @@ def _pool(cluster, tmp_path, n: int) -> list[RuntimeProcess]:
                                           PASSWORDS["edgebayes"])) for i in range(n)]
 
 
-def _all_partitions_owned(cluster, n_owners: int | None = None) -> bool:
-    owners = lease_owners(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"])
-    return len(owners) == PARTITIONS and (n_owners is None or len(set(owners.values())) == n_owners)
-
-
 def _final_states(cluster, tmp_path) -> dict[str, dict]:
     return partition_checkpoints(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"], PARTITIONS, FEATURES,
                                  tmp_path / "final")
@@ -128,7 +124,7 @@ def test_one_runtime_serves_its_partitions_end_to_end(cluster, tmp_path):
     pool = _pool(cluster, tmp_path, 1)
     predictions = Predictions(cluster.mqtt_port("c"), "monitor", PASSWORDS["monitor"])
     try:
-        wait_for(lambda: _all_partitions_owned(cluster, 1), 20, "rt-0 owning every partition")
+        settled_owners(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"], PARTITIONS, 1, 20)
         stats = {}
         _sim(cluster, "a", 6, 30, 20.0, stats)
         wait_for(lambda: len(predictions.first) >= 6 * 30, 20, "a prediction of every reading")
@@ -151,7 +147,7 @@ def _failover(cluster, tmp_path, fault, sim_node: str = "a", sub_node: str = "c"
     predictions = Predictions(cluster.mqtt_port(sub_node), "monitor", PASSWORDS["monitor"])
     out: dict = {}
     try:
-        wait_for(lambda: _all_partitions_owned(cluster, 3), 30, "the three runtimes owning every partition")
+        settled_owners(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"], PARTITIONS, 3, 30)
         stats: dict = {}
         sim = threading.Thread(target=_sim, args=(cluster, sim_node, n_devices, limit, 5.0, stats))
         sim.start()

@@ -29,6 +29,7 @@ from tests.nats_cluster import (
     nats_server_exe,
     partition_checkpoints,
     runtime_config,
+    settled_owners,
 )
 from tests.runtime_client import wait_for
 
@@ -78,8 +79,7 @@ def test_pool_of_three_at_64_partitions_and_200_devices_through_a_runtime_kill_t
                                           PASSWORDS["edgebayes"])) for i in range(3)]
     predictions = Predictions(cluster.mqtt_port("c"), "monitor", PASSWORDS["monitor"])
     try:
-        wait_for(lambda: len(_owners(cluster)) == PARTITIONS and len(set(_owners(cluster).values())) == 3, 40,
-                 "the three runtimes owning every partition")
+        settled_owners(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"], PARTITIONS, 3, 40)
         stats: dict = {}
         sim = threading.Thread(target=_sim, args=(cluster, stats))
         sim.start()
