@@ -218,3 +218,30 @@ def test_a_checkpoint_folder_that_cannot_be_made_is_not_said_to_keep_learning(tm
         _say_where(config, CheckpointStore(where, FEATURES))
     said = [(r.levelname, r.getMessage()) for r in caplog.records]
     assert [level for level, _ in said] == ["ERROR"] and "cannot create it" in said[0][1]
+
+
+def test_the_objects_made_at_start_are_left_out_of_later_garbage_collections(broker, tmp_path):
+    """A full collection of a serving runtime walks what serving made, not the modules and
+    config made at start (``gc.freeze``), so its pause of the readings in flight stays short."""
+    cfg = write_config(tmp_path / "rt.toml", broker, checkpoint_dir=tmp_path / "ck")
+    report = tmp_path / "gc.txt"
+    wrapper = ("import atexit, gc, sys\n"
+               f"atexit.register(lambda: open({str(report)!r}, 'w').write(f'{{gc.get_freeze_count()}} "
+               "{len(gc.get_objects())}'))\n"
+               "from edgebayes.cli import main\n"
+               "sys.exit(main(sys.argv[1:]))\n")
+    dev = Device(broker)
+    with (tmp_path / "rt.log").open("ab") as log:
+        proc = subprocess.Popen([sys.executable, "-c", wrapper, "run", "--config", str(cfg)], cwd=ROOT,
+                                stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_online(dev)
+        for i, (x, y) in enumerate(blobs(20, seed=3)):
+            dev.publish("d1", "reading", {"seq": i, "x": x, "y": y})
+        wait_for(lambda: len(dev.predictions()) == 20, what="20 predictions")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    frozen, tracked = map(int, report.read_text().split())
+    assert frozen > 10_000  # the interpreter, numpy, paho and edgebayes's modules at least
+    assert tracked < frozen  # what serving made since is the smaller part

@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 
-from edgebayes.runtime.cli import add_log_level, start_logging
+from edgebayes.runtime.cli import add_log_level, freeze_startup_objects, start_logging
 from edgebayes.runtime.config import ConfigError, load_config
 
 log = logging.getLogger("edgebayes.cluster")
@@ -36,6 +36,7 @@ def main(args: argparse.Namespace) -> int:
         from edgebayes.cluster.node import ClusterRuntime
 
         runtime = ClusterRuntime(config, cluster)
+        freeze_startup_objects()
         runtime.start()
     except (ConfigError, ValueError, OSError, TimeoutError) as exc:
         print(f"edgebayes cluster: {exc}", file=sys.stderr)

@@ -12,6 +12,7 @@ manager restarts the runtime; the last line says which), 3 when the broker refus
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import signal
@@ -43,6 +44,14 @@ def start_logging(args: argparse.Namespace) -> None:
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+def freeze_startup_objects() -> None:
+    """Leave the objects made at start (modules, config, the runtime's parts) out of every
+    later garbage collection (``gc.freeze``): a full collection, which pauses every reading in
+    flight, then walks only what serving made, not the whole heap."""
+    gc.collect()
+    gc.freeze()
+
+
 def main(args: argparse.Namespace) -> int:
     start_logging(args)
     try:
@@ -66,6 +75,7 @@ def main(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: stop.set())
+    freeze_startup_objects()
     runtime.start()
     while not stop.wait(0.5):
         if not runtime.worker.is_alive():
