@@ -18,7 +18,7 @@ from libc.stdlib cimport free, malloc
 
 from edgebayes._core.adwin cimport Window, window_update
 from edgebayes._core.inputs cimport read_x
-from edgebayes._core.tree cimport Codes, Fields, learn_codes, predict_index, predict_proba, value_codes
+from edgebayes._core.tree cimport Codes, Fields, Tested, learn_codes, predict_index, predict_proba, value_codes
 
 import numpy as np
 
@@ -95,12 +95,14 @@ cdef inline bint _compiled(learner, take):
     return take is None and isinstance(learner, Fields) and (<Fields>learner).n_features_in_ is not None
 
 
-cdef object _predict_one(learner, take, Sample x, Codes codes):
+cdef object _predict_one(learner, take, Sample x, Codes codes, Tested* tested):
     """``learner.predict_one`` on the member's view of the sample; ``codes``: the compiled
-    tree's `value_codes` of it (None for any other learner)."""
+    tree's `value_codes` of it (None for any other learner); ``tested``: see `predict_index`."""
     cdef Py_ssize_t k
+    if tested != NULL:
+        tested.node = -1
     if codes is not None:
-        k = predict_index(<Fields>learner, x.xd, codes.at, x.scratch)
+        k = predict_index(<Fields>learner, x.xd, codes.at, x.scratch, tested)
         return None if k < 0 else (<Fields>learner).classes_[k]
     return learner.predict_one(x.xs if take is None else x.v[take])
 
@@ -110,16 +112,17 @@ cdef Codes _codes(learner, take, Sample x):
     return value_codes(<Fields>learner, x.xd) if _compiled(learner, take) else None
 
 
-cdef Codes _learn_one(learner, take, Sample x, y, double w, Codes codes):
+cdef Codes _learn_one(learner, take, Sample x, y, double w, Codes codes, const Tested* tested):
     """``learner.learn_one(x, y, w)`` on the member's view (``w`` > 0, ``y`` checked); returns
     the codes to test it with next (a tree's first sample fixes its schema in Python, after
-    which it is compiled)."""
+    which it is compiled). ``tested``: `_predict_one`'s of this sample just before, or NULL."""
     if codes is None:
         if not _compiled(learner, take):
             learner.learn_one(x.xs if take is None else x.v[take], y, w)
             return _codes(learner, take, x)
         codes = value_codes(<Fields>learner, x.xd)
-    learn_codes(<Fields>learner, x.xd, codes, y, w)
+        tested = NULL
+    learn_codes(<Fields>learner, x.xd, codes, y, w, tested)
     return codes
 
 
@@ -177,11 +180,12 @@ class Member(_ReferenceMember):
 
     def train(self, Sample x, y, double w, long k):
         """The reference's ``Member.train``, step for step; the test's codes serve the
-        training and the test after it."""
+        training and the test after it, and its naive Bayes votes the training's nba score."""
         cdef double kw, error = 0.0
+        cdef Tested tested
         learner, take = self.learner, self.take
         codes = _codes(learner, take, x)
-        prediction = _predict_one(learner, take, x, codes)
+        prediction = _predict_one(learner, take, x, codes, &tested)
         x.predictions.append(prediction)
         self.n_tested += w
         if prediction == y:
@@ -189,13 +193,13 @@ class Member(_ReferenceMember):
         if not k:
             return 0
         kw = k * w
-        codes = _learn_one(learner, take, x, y, kw, codes)
+        codes = _learn_one(learner, take, x, y, kw, codes, &tested)
         if self.drift is not None:
-            error = 0.0 if _predict_one(learner, take, x, codes) == y else 1.0
+            error = 0.0 if _predict_one(learner, take, x, codes, NULL) == y else 1.0
         if self.bkg is not None:
-            _learn_one(self.bkg, self.bkg_take, x, y, kw, _codes(self.bkg, self.bkg_take, x))
+            _learn_one(self.bkg, self.bkg_take, x, y, kw, _codes(self.bkg, self.bkg_take, x), NULL)
         elif self.promoted:
-            _learn_one(learner, take, x, y, kw, codes)
+            _learn_one(learner, take, x, y, kw, codes, NULL)
         if self.drift is None:
             return 0
         signals = WARNING if self.warning is not None and _signal(self.warning, error) else 0

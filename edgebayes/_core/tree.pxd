@@ -15,8 +15,14 @@ cdef class Codes:
     cdef Py_ssize_t* at
     cdef Py_ssize_t stack[32]
 
+cdef struct Tested:
+    # what a test's prediction computed that the training right after it reuses
+    Py_ssize_t node  # the leaf whose naive Bayes votes it computed, -1 for none
+    Py_ssize_t best  # the first class of highest vote there, -1 when none is finite
+
 cdef Codes value_codes(Fields t, const double* xs)
 cdef bint predict_proba(Fields t, const double* xs, double* out) except -1
-cdef Py_ssize_t predict_index(Fields t, const double* xs, const Py_ssize_t* codes, double* scratch) except -2
+cdef Py_ssize_t predict_index(Fields t, const double* xs, const Py_ssize_t* codes, double* scratch,
+                              Tested* tested) except -2
 cdef int learn_sample(Fields t, const double* xs, object y, double w) except -1
-cdef int learn_codes(Fields t, const double* xs, Codes gc, object y, double w) except -1
+cdef int learn_codes(Fields t, const double* xs, Codes gc, object y, double w, const Tested* tested) except -1

@@ -19,7 +19,8 @@ new class or nominal value; `learning.split` when the Hoeffding test passes;
 
 `tree.pxd` declares `value_codes`, `predict_index` and `learn_codes` for the compiled SRP
 (`edgebayes._core.srp`), which drives its members through them, looking a member's nominal
-codes up once per sample for its test, training and second test.
+codes up once per sample for its test, training and second test, and taking the test's naive
+Bayes votes for the training's nba score at the same leaf (`Tested`).
 """
 
 from cpython cimport array
@@ -105,15 +106,19 @@ cdef class Fields:
 # ---------------------------------------------------------------- the SRP's entry points
 
 
-cdef Py_ssize_t predict_index(Fields t, const double* xs, const Py_ssize_t* codes, double* scratch) except -2:
+cdef Py_ssize_t predict_index(Fields t, const double* xs, const Py_ssize_t* codes, double* scratch,
+                              Tested* tested) except -2:
     """The class index the reference's ``predict_one`` names (the first most probable), -1
     for no prediction; ``codes`` from `value_codes` (an unseen value's code routes and votes
     as a missing one, as in the reference's prediction); ``scratch`` holds at least
-    2 len(classes_) doubles."""
+    2 len(classes_) doubles. ``tested`` (or NULL) receives the naive Bayes votes' winner, for
+    a `learn_codes` of the same sample and codes right after."""
+    if tested != NULL:
+        tested.node = -1
     if not t._n_nodes:
         return -1
     cdef Py_ssize_t K = len(t.classes_), k, best = 0
-    if not _predict_proba(t, xs, codes, scratch):
+    if not _predict_proba(t, xs, codes, scratch, tested):
         return -1
     for k in range(1, K):
         if scratch[k] > scratch[best]:
@@ -123,7 +128,7 @@ cdef Py_ssize_t predict_index(Fields t, const double* xs, const Py_ssize_t* code
 
 cdef int learn_sample(Fields t, const double* xs, object y, double w) except -1:
     """The reference's ``learn_one`` after its checks (schema fixed, ``w`` > 0)."""
-    return learn_codes(t, xs, _value_codes(t, xs, UNSEEN), y, w)
+    return learn_codes(t, xs, _value_codes(t, xs, UNSEEN), y, w, NULL)
 
 
 cdef Codes value_codes(Fields t, const double* xs):
@@ -132,10 +137,12 @@ cdef Codes value_codes(Fields t, const double* xs):
     return _value_codes(t, xs, UNSEEN)
 
 
-cdef int learn_codes(Fields t, const double* xs, Codes gc, object y, double w) except -1:
+cdef int learn_codes(Fields t, const double* xs, Codes gc, object y, double w, const Tested* tested) except -1:
     """`learn_sample` with the codes of `value_codes`: a new class or nominal value first
     makes room (`learning.make_room`), then `learn`. The codes of new values are written into
-    ``gc``, which then holds no `UNSEEN` (valid for this tree until it learns again)."""
+    ``gc``, which then holds no `UNSEEN` (valid for this tree until it learns again).
+    ``tested``: `predict_index`'s of this sample and codes just before (NULL for none), whose
+    naive Bayes winner nba's score takes at the same leaf instead of voting again."""
     cdef Py_ssize_t k, g
     cdef bint new = False
     c = t._class_index.get(y)
@@ -147,7 +154,8 @@ cdef int learn_codes(Fields t, const double* xs, Codes gc, object y, double w) e
         c, codes = learning.make_room(t, y, c is None, xl, codes)
         for k in range(len(codes)):
             gc.at[<Py_ssize_t>t._nominal_features[k]] = codes[k]
-    _learn(t, xs, gc.at, c, w)
+        tested = NULL  # re-laid, and the votes' vocabulary sizes changed
+    _learn(t, xs, gc.at, c, w, tested)
     return 0
 
 
@@ -203,7 +211,8 @@ cdef Py_ssize_t _code_of(dict vocab, double v, Py_ssize_t unseen) except? -3:
 # ---------------------------------------------------------------- learning (`learning`)
 
 
-cdef int _learn(Fields t, const double* xs, const Py_ssize_t* codes, Py_ssize_t c, double w) except -1:
+cdef int _learn(Fields t, const double* xs, const Py_ssize_t* codes, Py_ssize_t c, double w,
+                const Tested* tested) except -1:
     """`learning.learn`: route adding ``w`` on the way, score nba, observe, attempt a split
     every grace period, rank the leaves every `REBALANCE_PERIOD` samples (bounded trees)."""
     cdef Py_ssize_t parent
@@ -213,7 +222,7 @@ cdef int _learn(Fields t, const double* xs, const Py_ssize_t* codes, Py_ssize_t 
     cdef double since
     if s >= 0:
         if t.leaf_prediction == "nba":
-            _score_nba(t, node, s, xs, codes, c, w)
+            _score_nba(t, node, s, xs, codes, c, w, tested)
         _observe(t, s, xs, codes, c, w)
     t._class_weights.data.as_doubles[node * t._class_cap + c] += w
     t._n_learned += 1
@@ -563,13 +572,15 @@ cdef bint predict_proba(Fields t, const double* xs, double* out) except -1:
     """`leaves.predict` at the leaf ``xs`` reaches: probabilities into ``out[:K]`` (``out``
     holds 2 K doubles, the rest scratch); False for no prediction (no class has weight there)."""
     cdef Codes codes = _value_codes(t, xs, -1)  # held while its buffer is read
-    return _predict_proba(t, xs, codes.at, out)
+    return _predict_proba(t, xs, codes.at, out, NULL)
 
 
-cdef bint _predict_proba(Fields t, const double* xs, const Py_ssize_t* codes, double* out) except -1:
-    """`predict_proba` with the codes of ``xs``'s nominal values (negative: missing or unseen)."""
+cdef bint _predict_proba(Fields t, const double* xs, const Py_ssize_t* codes, double* out,
+                         Tested* tested) except -1:
+    """`predict_proba` with the codes of ``xs``'s nominal values (negative: missing or unseen);
+    where it computes naive Bayes votes at the leaf, their winner into ``tested`` (or NULL)."""
     cdef Py_ssize_t parent
-    cdef Py_ssize_t node = _route(t, xs, codes, 0.0, &parent), K = len(t.classes_), c, s
+    cdef Py_ssize_t node = _route(t, xs, codes, 0.0, &parent), K = len(t.classes_), c, s, best
     cdef double* nf = t._node_floats.data.as_doubles
     cdef double total, top
     if nf[node * N_NODE_FLOATS + WEIGHT_SEEN] <= 0.0 and parent >= 0:
@@ -580,10 +591,12 @@ cdef bint _predict_proba(Fields t, const double* xs, const Py_ssize_t* codes, do
     if (s >= 0 and mode != "mc" and nf[fb + WEIGHT_SEEN] >= <double>t.nb_threshold
             and not (mode == "nba" and nf[fb + MC_CORRECT] > nf[fb + NB_CORRECT])):
         _nb_log_votes(t, node, s, xs, codes, out)
-        top = -INFINITY
+        top, best = -INFINITY, -1
         for c in range(K):
             if out[c] > top:
-                top = out[c]
+                top, best = out[c], c
+        if tested != NULL:
+            tested.node, tested.best = node, best
         if isfinite(top):
             total = 0.0
             for c in range(K):
@@ -604,8 +617,9 @@ cdef bint _predict_proba(Fields t, const double* xs, const Py_ssize_t* codes, do
 
 
 cdef int _score_nba(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs, const Py_ssize_t* codes,
-                    Py_ssize_t c, double w) except -1:
-    """`leaves.score_nba`: credit mc and nb with ``w`` where each predicted class ``c``."""
+                    Py_ssize_t c, double w, const Tested* tested) except -1:
+    """`leaves.score_nba`: credit mc and nb with ``w`` where each predicted class ``c``; nb's
+    class is ``tested``'s when the test voted at this leaf (the same votes: nothing changed)."""
     cdef Py_ssize_t K = len(t.classes_), k, arg = -1
     cdef double* nf = t._node_floats.data.as_doubles
     cdef double* cc = t._class_weights.data.as_doubles + node * t._class_cap
@@ -615,20 +629,31 @@ cdef int _score_nba(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs, c
             best, arg = cc[k], k
     if arg == c:
         nf[node * N_NODE_FLOATS + MC_CORRECT] += w
+    if tested != NULL and tested.node == node:
+        arg = tested.best
+    else:
+        arg = _nb_winner(t, node, s, xs, codes)
+    if (arg if arg > 0 else 0) == c:
+        nf[node * N_NODE_FLOATS + NB_CORRECT] += w
+    return 0
+
+
+cdef Py_ssize_t _nb_winner(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs,
+                           const Py_ssize_t* codes) except -2:
+    """The first class of highest naive Bayes vote at ``node``, -1 when none is finite."""
+    cdef Py_ssize_t K = len(t.classes_), k, arg = -1
+    cdef double best = -INFINITY
     cdef double* votes = <double*>malloc(2 * K * sizeof(double))
     if votes == NULL:
         raise MemoryError()
     try:
         _nb_log_votes(t, node, s, xs, codes, votes)
-        best, arg = -INFINITY, -1
         for k in range(K):
             if votes[k] > best:
                 best, arg = votes[k], k
     finally:
         free(votes)
-    if (arg if arg > 0 else 0) == c:
-        nf[node * N_NODE_FLOATS + NB_CORRECT] += w
-    return 0
+    return arg
 
 
 cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs, const Py_ssize_t* codes,
