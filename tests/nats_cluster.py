@@ -142,6 +142,23 @@ class NatsCluster:
 FEATURES = [f"f{i}" for i in range(9)]  # firmware-sim's synth:AGR_A readings
 
 
+@contextlib.contextmanager
+def pool_cluster(folder: Path, partitions: int, passwords: dict[str, str], tables: dict | None = None, **include):
+    """A running cluster for a pool of runtimes logged in as ``edgebayes``: the include of
+    `nats_config_text` for a naive Bayes config over `FEATURES` (plus ``tables``) at
+    ``partitions``, ``include`` its other arguments; ``passwords`` per user (``edgebayes`` too)."""
+    from edgebayes.cluster.nats_config import nats_config_text, password_variable
+    from edgebayes.runtime.config import ClusterConfig, parse_config
+
+    nats_server_exe()
+    config = parse_config({"broker": {"username": "edgebayes"}, "schema": {"features": FEATURES},
+                           "models": [{"name": "nb", "kind": "gaussian_nb"}], **(tables or {})})
+    text = nats_config_text(config, ClusterConfig(partitions=partitions), **include)
+    c = NatsCluster(folder, text, {password_variable(u): pw for u, pw in passwords.items()})
+    with c.running("edgebayes", passwords["edgebayes"]):
+        yield c
+
+
 def runtime_config(folder: Path, name: str, urls: list[str], partitions: int, password: str,
                    lease_ttl_s: float = 3.0, features: list[str] = FEATURES,
                    checkpoint_interval_s: float = 1.0, discovery_port: int | None = None) -> Path:

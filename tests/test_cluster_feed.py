@@ -13,9 +13,7 @@ import pytest
 
 from edgebayes.cluster.config import STREAM
 from edgebayes.cluster.feed import PartitionFeed
-from edgebayes.cluster.nats_config import nats_config_text, password_variable
-from edgebayes.runtime.config import ClusterConfig, parse_config
-from tests.nats_cluster import FEATURES, NatsCluster, nats_server_exe
+from tests.nats_cluster import pool_cluster
 
 PASSWORD = "rt-secret"
 PASSWORDS = {"edgebayes": PASSWORD, "monitor": "mon-secret", "sim": "sim-secret"}
@@ -23,12 +21,7 @@ PASSWORDS = {"edgebayes": PASSWORD, "monitor": "mon-secret", "sim": "sim-secret"
 
 @pytest.fixture
 def cluster(tmp_path):
-    nats_server_exe()
-    config = parse_config({"broker": {"username": "edgebayes"}, "schema": {"features": FEATURES},
-                           "models": [{"name": "nb", "kind": "gaussian_nb"}]})
-    include = nats_config_text(config, ClusterConfig(partitions=4), ha_user=None, gateway_user="sim")
-    c = NatsCluster(tmp_path / "nats", include, {password_variable(u): p for u, p in PASSWORDS.items()})
-    with c.running("edgebayes", PASSWORD):
+    with pool_cluster(tmp_path / "nats", 4, PASSWORDS, ha_user=None, gateway_user="sim") as c:
         yield c
 
 

@@ -13,17 +13,13 @@ import threading
 
 import pytest
 
-from edgebayes.cluster.nats_config import nats_config_text, password_variable
 from edgebayes.cluster.subjects import partition_of
-from edgebayes.runtime.config import ClusterConfig, parse_config
 from firmware_sim.mqtt import BrokerOptions
 from firmware_sim.runner import run_devices
 from tests.nats_cluster import (
-    FEATURES,
-    NatsCluster,
     RuntimeProcess,
     lease_owners,
-    nats_server_exe,
+    pool_cluster,
     runtime_config,
     settled_owners,
 )
@@ -36,12 +32,8 @@ DEVICES = [f"sim-{i}" for i in range(8)]
 
 @pytest.fixture
 def cluster(tmp_path):
-    nats_server_exe()
-    config = parse_config({"broker": {"username": "edgebayes"}, "schema": {"features": FEATURES},
-                           "models": [{"name": "nb", "kind": "gaussian_nb"}], "homeassistant": {"discovery": True}})
-    include = nats_config_text(config, ClusterConfig(partitions=PARTITIONS), gateway_user="sim")
-    c = NatsCluster(tmp_path / "nats", include, {password_variable(u): p for u, p in PASSWORDS.items()})
-    with c.running("edgebayes", PASSWORDS["edgebayes"]):
+    with pool_cluster(tmp_path / "nats", PARTITIONS, PASSWORDS, {"homeassistant": {"discovery": True}},
+                      gateway_user="sim") as c:
         yield c
 
 

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from edgebayes.cluster.nats_config import nats_config_text, password_variable
-from edgebayes.runtime.config import ClusterConfig, parse_config
 from firmware_sim.mqtt import BrokerOptions
 from firmware_sim.runner import run_devices
 from tests.broker import free_port, wait_port
@@ -26,8 +24,8 @@ from tests.nats_cluster import (
     Predictions,
     RuntimeProcess,
     lease_owners,
-    nats_server_exe,
     partition_checkpoints,
+    pool_cluster,
     runtime_config,
 )
 from tests.runtime_client import wait_for
@@ -39,13 +37,8 @@ PARTITIONS = 8
 
 @pytest.fixture
 def cluster(tmp_path):
-    nats_server_exe()
-    config = parse_config({"broker": {"username": "edgebayes"}, "schema": {"features": FEATURES},
-                           "models": [{"name": "nb", "kind": "gaussian_nb"}]})
-    include = nats_config_text(config, ClusterConfig(partitions=PARTITIONS), ha_user=None, gateway_user="sim",
-                               leaf_users=["site1"])
-    c = NatsCluster(tmp_path / "hub", include, {password_variable(u): p for u, p in PASSWORDS.items()})
-    with c.running("edgebayes", PASSWORDS["edgebayes"]):
+    with pool_cluster(tmp_path / "hub", PARTITIONS, PASSWORDS, ha_user=None, gateway_user="sim",
+                      leaf_users=["site1"]) as c:
         yield c
 
 

@@ -13,20 +13,17 @@ import time
 
 import pytest
 
-from edgebayes.cluster.nats_config import nats_config_text, password_variable
 from edgebayes.cluster.subjects import partition_of
-from edgebayes.runtime.config import parse_config
 from firmware_sim.mqtt import BrokerOptions
 from firmware_sim.runner import run_devices
 from tests.nats_cluster import (
     FEATURES,
-    NatsCluster,
     Predictions,
     RuntimeProcess,
     check_every_reading_learned_once,
     lease_owners,
-    nats_server_exe,
     partition_checkpoints,
+    pool_cluster,
     runtime_config,
     settled_owners,
 )
@@ -38,14 +35,7 @@ PARTITIONS = 16
 
 @pytest.fixture
 def cluster(tmp_path):
-    nats_server_exe()
-    config = parse_config({"broker": {"username": "edgebayes"}, "schema": {"features": FEATURES},
-                           "models": [{"name": "nb", "kind": "gaussian_nb"}]})
-    from edgebayes.runtime.config import ClusterConfig
-
-    include = nats_config_text(config, ClusterConfig(partitions=PARTITIONS), ha_user=None, gateway_user="sim")
-    c = NatsCluster(tmp_path / "nats", include, {password_variable(u): p for u, p in PASSWORDS.items()})
-    with c.running("edgebayes", PASSWORDS["edgebayes"]):
+    with pool_cluster(tmp_path / "nats", PARTITIONS, PASSWORDS, ha_user=None, gateway_user="sim") as c:
         yield c
 
 
