@@ -349,7 +349,7 @@ cdef int _attempt_split(Fields t, Py_ssize_t node) except -1:
     cdef double m1 = -INFINITY, m2 = -INFINITY, merit, thr
     cdef Py_ssize_t g1 = -1, g2 = -1, g, j
     cdef Py_ssize_t n_num = len(t._numeric_features), n_nom = len(t._nominal_features)
-    cdef double* scratch = <double*>malloc(2 * K * sizeof(double))
+    cdef double* scratch = <double*>malloc(3 * K * sizeof(double))
     if scratch == NULL:
         raise MemoryError()
     try:
@@ -383,7 +383,9 @@ cdef int _split(Fields t, Py_ssize_t node, Py_ssize_t s, Py_ssize_t g, double th
     """`learning.split` on the winner, its class weights per branch computed again (the same
     floats as in the evaluation)."""
     cdef Py_ssize_t K = len(t.classes_), j, c
-    cdef double* sides = <double*>malloc(2 * K * sizeof(double))
+    cdef double* sides = <double*>malloc(3 * K * sizeof(double))
+    cdef double* st = t._gaussians.data.as_doubles
+    cdef Py_ssize_t first, step = len(t._numeric_features) * N_FIELDS
     if sides == NULL:
         raise MemoryError()
     try:
@@ -391,8 +393,9 @@ cdef int _split(Fields t, Py_ssize_t node, Py_ssize_t s, Py_ssize_t g, double th
             dists = _nominal_branches(t, s, t._nominal_features.index(g), K)
             learning.split(t, node, g, float("nan"), dists)
         else:
-            j = t._numeric_features.index(g)
-            _sides(<double*>t._gaussians.data.as_doubles, _first(t, s, j), len(t._numeric_features) * N_FIELDS, K, thr, sides)
+            first = _first(t, s, t._numeric_features.index(g))
+            _spreads(st, first, step, K, sides + 2 * K)
+            _sides(st, first, step, K, thr, sides + 2 * K, sides)
             dists = [[sides[c] for c in range(K)], [sides[K + c] for c in range(K)]]
             learning.split(t, node, g, thr, dists)
     finally:
@@ -408,7 +411,7 @@ cdef inline Py_ssize_t _first(Fields t, Py_ssize_t s, Py_ssize_t j):
 cdef double _numeric_split(Fields t, Py_ssize_t s, Py_ssize_t j, Py_ssize_t K, double h_pre,
                            double* thr, double* sides) except? -1:
     """`observers.numeric_splits` for numeric feature ``j``: the best merit (-inf for none)
-    and its threshold in ``thr[0]``; ``sides`` is scratch of 2 K doubles."""
+    and its threshold in ``thr[0]``; ``sides`` is scratch of 3 K doubles."""
     cdef double* st = t._gaussians.data.as_doubles
     cdef Py_ssize_t step = len(t._numeric_features) * N_FIELDS, first = _first(t, s, j), c, k, i
     cdef Py_ssize_t n_points = t.n_split_points
@@ -423,11 +426,12 @@ cdef double _numeric_split(Fields t, Py_ssize_t s, Py_ssize_t j, Py_ssize_t K, d
     if not lo < hi:
         return best
     bin_size = (hi - lo) / (n_points + 1.0)
+    _spreads(st, first, step, K, sides + 2 * K)  # the same for every candidate
     for i in range(1, n_points + 1):
         cand = lo + bin_size * <double>i
         if not (lo < cand < hi):
             continue
-        _sides(st, first, step, K, cand, sides)
+        _sides(st, first, step, K, cand, sides + 2 * K, sides)
         merit = _info_gain(h_pre, sides, 2, K)
         if merit > best:
             best = merit
@@ -435,9 +439,23 @@ cdef double _numeric_split(Fields t, Py_ssize_t s, Py_ssize_t j, Py_ssize_t K, d
     return best
 
 
+cdef void _spreads(const double* st, Py_ssize_t first, Py_ssize_t step, Py_ssize_t K, double* std):
+    """`observers._sides`'s standard deviation of each class into ``std[:K]``."""
+    cdef Py_ssize_t c, k
+    cdef double w
+    for c in range(K):
+        k = first + c * step
+        w = st[k + WEIGHT]
+        if w > 1.0:
+            std[c] = sqrt((st[k + M2] if st[k + M2] > 0.0 else 0.0) / (w - 1.0))
+        else:
+            std[c] = 0.0
+
+
 cdef void _sides(const double* st, Py_ssize_t first, Py_ssize_t step, Py_ssize_t K, double t,
-                 double* out):
-    """`observers._sides`: class weights at or below ``t`` into ``out[:K]``, above into ``out[K:2K]``."""
+                 const double* stds, double* out):
+    """`observers._sides`: class weights at or below ``t`` into ``out[:K]``, above into
+    ``out[K:2K]``; ``stds`` from `_spreads`."""
     cdef Py_ssize_t c, k
     cdef double w, mean, lo_c, hi_c, std, frac, below, above
     for c in range(K):
@@ -446,10 +464,7 @@ cdef void _sides(const double* st, Py_ssize_t first, Py_ssize_t step, Py_ssize_t
         mean = st[k + MEAN]
         lo_c = st[k + MIN]
         hi_c = st[k + MAX]
-        if w > 1.0:
-            std = sqrt((st[k + M2] if st[k + M2] > 0.0 else 0.0) / (w - 1.0))
-        else:
-            std = 0.0
+        std = stds[c]
         if t < lo_c:
             frac = 0.0
         elif t >= hi_c:
