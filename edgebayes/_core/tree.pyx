@@ -382,7 +382,7 @@ cdef int _attempt_split(Fields t, Py_ssize_t node) except -1:
 cdef int _split(Fields t, Py_ssize_t node, Py_ssize_t s, Py_ssize_t g, double thr) except -1:
     """`learning.split` on the winner, its class weights per branch computed again (the same
     floats as in the evaluation)."""
-    cdef Py_ssize_t K = len(t.classes_), j, c
+    cdef Py_ssize_t K = len(t.classes_), c
     cdef double* sides = <double*>malloc(3 * K * sizeof(double))
     cdef double* st = t._gaussians.data.as_doubles
     cdef Py_ssize_t first, step = len(t._numeric_features) * N_FIELDS
