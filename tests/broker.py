@@ -10,6 +10,7 @@ persistence file, so tests can take the broker away mid-stream and bring it back
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -22,9 +23,17 @@ import pytest
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free loopback ports: each socket stays bound until all are chosen (one
+    at a time, the kernel may hand a port just released out again)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
 
 
 def wait_port(host: str, port: int, timeout_s: float = 10.0) -> None:

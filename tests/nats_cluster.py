@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.broker import free_port, wait_port
+from tests.broker import free_ports, wait_port
 from tests.runtime_client import wait_for
 
 REQUIRE_ENV = "EDGEBAYES_REQUIRE_NATS"
@@ -57,7 +57,9 @@ class NatsCluster:
         shutil.copy(NODE_CONF, folder / "node.conf")
         (folder / "edgebayes-nats.conf").write_text(include_text)
         self.names = NAMES[:n]
-        self.ports = {k: {p: free_port() for p in ("client", "mqtt", "cluster", "leaf")} for k in self.names}
+        kinds = ("client", "mqtt", "cluster", "leaf")
+        ports = iter(free_ports(len(kinds) * len(self.names)))
+        self.ports = {k: {p: next(ports) for p in kinds} for k in self.names}
         self.passwords = passwords
         self.procs: dict[str, subprocess.Popen] = {}
 

@@ -17,7 +17,7 @@ import pytest
 
 from firmware_sim.mqtt import BrokerOptions
 from firmware_sim.runner import run_devices
-from tests.broker import free_port, wait_port
+from tests.broker import free_ports, wait_port
 from tests.nats_cluster import (
     FEATURES,
     NatsCluster,
@@ -49,10 +49,10 @@ class LeafNode:
         folder.mkdir(parents=True)
         shutil.copy(LEAF_CONF, folder / "leaf.conf")
         shutil.copy(cluster.folder / "edgebayes-nats.conf", folder / "edgebayes-nats.conf")
-        self.mqtt_port = free_port()
+        self.mqtt_port, client_port = free_ports(2)
         hub = f"nats-leaf://site1:{PASSWORDS['site1']}@127.0.0.1:{cluster.ports['a']['leaf']}"
         env = {**os.environ, **cluster.passwords, "EB_NATS_NAME": "leaf-site1", "EB_NATS_STORE": str(folder / "store"),
-               "EB_NATS_SITE": "site1", "EB_NATS_HUB": hub, "EB_NATS_LISTEN": f"127.0.0.1:{free_port()}",
+               "EB_NATS_SITE": "site1", "EB_NATS_HUB": hub, "EB_NATS_LISTEN": f"127.0.0.1:{client_port}",
                "EB_NATS_MQTT_LISTEN": f"127.0.0.1:{self.mqtt_port}"}
         self.log = folder / "leaf.log"
         with open(self.log, "ab") as log:
