@@ -4,7 +4,7 @@ from tests.broker import free_ports
 
 
 def test_ports_chosen_together_are_distinct():
-    # one at a time, 2 of 200 sets of 12 held a port twice: a NATS node then failed to bind
+    # chosen one at a time, a port just released can come back: a NATS node then fails to bind
     for _ in range(500):
         ports = free_ports(12)
         assert len(set(ports)) == 12

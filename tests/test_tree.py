@@ -508,7 +508,7 @@ def test_a_samples_new_nominal_values_take_one_relayout_and_end_as_one_at_a_time
     kw = {"grace_period": 20, "nominal_attributes": list(range(d)), "max_size_bytes": budget}
     one_by_one = HoeffdingTreeClassifier(**kw)
     with monkeypatch.context() as m:  # the values' re-lays one value at a time, as before
-        m.setattr(arena, "doubled_caps_fit", lambda tree, vcaps, values: False, raising=False)
+        m.setattr(arena, "doubled_caps_fit", lambda tree, vcaps, values: False)
         for xi, yi in zip(X, y):
             one_by_one.learn_one(xi, yi)
     calls = []
