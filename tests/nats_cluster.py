@@ -89,6 +89,13 @@ class NatsCluster:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
 
+    def pause(self, name: str) -> None:
+        """SIGSTOP node ``name``: its connections stay open and nothing answers (an overloaded host)."""
+        os.kill(self.procs[name].pid, signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        os.kill(self.procs[name].pid, signal.SIGCONT)
+
     def stop(self) -> None:
         for k in list(self.procs):
             proc = self.procs.pop(k)
@@ -229,6 +236,10 @@ class RuntimeProcess:
             self.kill9()
             return -9
 
+    def tail(self, n: int = 30) -> str:
+        """The last ``n`` lines of the process's log (what an assertion on its exit shows)."""
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+
 
 class Predictions:
     """An MQTT 3.1.1 subscriber of ``edgebayes/+/prediction`` on one node's gateway, as Home
@@ -307,6 +318,34 @@ def lease_owners(urls: list[str], user: str, password: str) -> dict[int, str]:
             await nc.close()
 
     return asyncio.run(read())
+
+
+def place_leaders(urls: list[str], user: str, password: str, leaders: dict[str, str],
+                  timeout_s: float = 30.0) -> None:
+    """Move each JetStream stream's Raft leader to the named node (``{stream: "nats-a"}``) with
+    JetStream's leader step-down and a preferred placement; until each leads its stream."""
+    import json
+
+    import nats
+
+    async def place():
+        nc = await nats.connect(urls, user=user, password=password)
+        js = nc.jetstream()
+        try:
+            deadline = time.monotonic() + timeout_s
+            for stream, node in leaders.items():
+                while (await js.stream_info(stream)).cluster.leader != node:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{stream}: led by {(await js.stream_info(stream)).cluster.leader}, "
+                                           f"not {node}")
+                    with contextlib.suppress(nats.errors.TimeoutError):
+                        await nc.request(f"$JS.API.STREAM.LEADER.STEPDOWN.{stream}",
+                                         json.dumps({"placement": {"preferred": node}}).encode(), timeout=5)
+                    await asyncio.sleep(0.5)
+        finally:
+            await nc.close()
+
+    asyncio.run(place())
 
 
 def settled_owners(urls: list[str], user: str, password: str, partitions: int, n_owners: int,

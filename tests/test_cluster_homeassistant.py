@@ -141,7 +141,7 @@ def test_pool_devices_are_announced_by_their_owner_and_again_by_the_runtime_taki
         ha.birth()  # Home Assistant restarted: it is sent every device's configs again
         wait_for(lambda: ha.n_configs >= before + len(DEVICES) * 2, 10, "the configs sent again")
 
-        assert pool[int(survivor[-1])].stop() == 0
+        assert pool[int(survivor[-1])].stop() == 0, pool[int(survivor[-1])].tail()
         wait_for(lambda: ha.status_of(survivor) == b"offline", 10, f"{survivor} offline after a clean stop")
     finally:
         ha.close()

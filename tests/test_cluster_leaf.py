@@ -88,7 +88,7 @@ def test_devices_at_a_leaf_site_are_served_by_the_cluster(cluster, tmp_path):
         assert stats.completed and totals["lost"] == 0 and totals["unconfirmed"] == 0
         expected = {(f"sim-{i}", s) for i in range(n_devices) for s in range(limit)}
         wait_for(lambda: expected <= set(predictions.first), 20, "a prediction of every reading, at the site")
-        assert rt.stop() == 0
+        assert rt.stop() == 0, rt.tail()
         states = partition_checkpoints(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"], PARTITIONS, FEATURES,
                                        tmp_path / "final")
     finally:

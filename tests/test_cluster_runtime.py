@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from edgebayes.cluster.config import CHECKPOINTS, HEADS, LEASES, STREAM
 from edgebayes.cluster.subjects import partition_of
 from firmware_sim.mqtt import BrokerOptions
 from firmware_sim.runner import run_devices
@@ -23,6 +24,7 @@ from tests.nats_cluster import (
     check_every_reading_learned_once,
     lease_owners,
     partition_checkpoints,
+    place_leaders,
     pool_cluster,
     runtime_config,
     settled_owners,
@@ -119,13 +121,44 @@ def test_one_runtime_serves_its_partitions_end_to_end(cluster, tmp_path):
         _sim(cluster, "a", 6, 30, 20.0, stats)
         wait_for(lambda: len(predictions.first) >= 6 * 30, 20, "a prediction of every reading")
         _wait_learned(cluster, tmp_path, 6, 30)
-        assert pool[0].stop() == 0
+        assert pool[0].stop() == 0, pool[0].tail()
     finally:
         predictions.close()
         for rt in pool:
             rt.stop()
     assert not lease_owners(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"])  # released on a clean stop
     check_every_reading_learned_once(_final_states(cluster, tmp_path), stats, predictions, 6, 30)
+
+
+def test_a_clean_stop_tries_its_lease_deletions_again_while_the_lease_bucket_does_not_answer(cluster, tmp_path):
+    """The lease bucket's leader paused (SIGSTOP) for 2 s as the runtime stops, every other
+    stream led by the runtime's node: the runtime hands its partitions over, tries deleting
+    its leases and heartbeat again until the leader answers, and exits 0 with nothing leased."""
+    pool = [RuntimeProcess(runtime_config(tmp_path / "pool", "rt-0", cluster.urls(["a"]), PARTITIONS,
+                                          PASSWORDS["edgebayes"]))]
+    predictions = Predictions(cluster.mqtt_port("a"), "monitor", PASSWORDS["monitor"])
+    try:
+        settled_owners(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"], PARTITIONS, 1, 20)
+        stats = {}
+        _sim(cluster, "a", 3, 10, 20.0, stats)
+        wait_for(lambda: len(predictions.first) >= 3 * 10, 20, "a prediction of every reading")
+        _wait_learned(cluster, tmp_path, 3, 10)
+        place_leaders(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"],
+                      {f"KV_{LEASES}": "nats-c", f"KV_{HEADS}": "nats-a", f"OBJ_{CHECKPOINTS}": "nats-a",
+                       STREAM: "nats-a"})
+        cluster.pause("c")
+        try:
+            pool[0].proc.terminate()
+            time.sleep(2.0)
+        finally:
+            cluster.resume("c")
+        assert pool[0].stop() == 0, pool[0].tail()
+    finally:
+        predictions.close()
+        for rt in pool:
+            rt.stop()
+    assert not lease_owners(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"])
+    check_every_reading_learned_once(_final_states(cluster, tmp_path), stats, predictions, 3, 10)
 
 
 def _failover(cluster, tmp_path, fault, sim_node: str = "a", sub_node: str = "c", node_lost: bool = False) -> dict:

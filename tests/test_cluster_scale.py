@@ -87,7 +87,7 @@ def test_pool_of_three_at_64_partitions_and_200_devices_through_a_runtime_kill_t
         wait_for(lambda: len(predictions.first) >= N_DEVICES * LIMIT - N_DEVICES, 40, "a prediction of every reading")
         wait_for(lambda: _learned_all(cluster, tmp_path), 40, f"the checkpoints holding {LIMIT} labels per device")
         for rt in pool[1:]:
-            assert rt.stop() == 0
+            assert rt.stop() == 0, rt.tail()
     finally:
         predictions.close()
         for rt in pool:

@@ -12,9 +12,12 @@ compare-and-set is JetStream's ``Nats-Expected-Last-Subject-Sequence``.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import time
 
+from nats.errors import Error as NatsError
 from nats.js.errors import (
     BadRequestError,
     BucketNotFoundError,
@@ -26,6 +29,9 @@ from nats.js.errors import (
 from edgebayes.cluster.config import LEASES
 
 log = logging.getLogger(__name__)
+
+#: seconds between two tries of a deletion JetStream did not answer
+RETRY_S = 0.25
 
 
 class Leases:
@@ -72,21 +78,36 @@ class Leases:
             return False
         return True
 
-    async def release(self, partition: int) -> None:
-        """Delete the lease (a clean hand-over: the next owner need not wait for the TTL)."""
+    async def release(self, partition: int, patience_s: float = 0.0) -> None:
+        """Delete the lease (a clean hand-over: the next owner need not wait for the TTL).
+
+        Raises:
+            nats.errors.Error, TimeoutError: JetStream did not answer for ``patience_s`` seconds
+                (tried again every `RETRY_S`); the lease is free once it expires.
+        """
         rev = self.held.pop(partition, None)
-        if rev is not None:
-            try:
-                await self.kv.delete(f"partition.{partition}", last=rev)
-            except (KeyWrongLastSequenceError, BadRequestError):  # nats-py raises either for a stale revision
+        if rev is None:
+            return
+        tries = 0
+
+        async def delete():
+            nonlocal tries
+            tries += 1
+            return await self.kv.delete(f"partition.{partition}", last=rev)
+
+        try:
+            await _patiently(delete, patience_s)
+        except (KeyWrongLastSequenceError, BadRequestError):  # nats-py raises either for a stale revision
+            if tries == 1:  # else an earlier try, answered late, deleted it
                 log.warning("partition %d: lease taken by another before its release", partition)
 
     async def heartbeat(self) -> None:
         await self.kv.put(f"member.{self.owner}", b"")
 
-    async def leave(self) -> None:
+    async def leave(self, patience_s: float = 0.0) -> None:
+        """Delete this runtime's heartbeat; raises as `release`."""
         with contextlib.suppress(KeyNotFoundError):
-            await self.kv.delete(f"member.{self.owner}")
+            await _patiently(lambda: self.kv.delete(f"member.{self.owner}"), patience_s)
 
     async def keys(self) -> list[str]:
         try:
@@ -104,3 +125,19 @@ class Leases:
                 except KeyNotFoundError:
                     continue  # expired or released meanwhile
         return out
+
+
+async def _patiently(request, patience_s: float):
+    """``await request()``, tried again while JetStream does not answer (a stream's leader being
+    elected, a node paused), until ``patience_s`` seconds have passed; its answers (a refusal
+    too) are returned or raised at once."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            return await request()
+        except (KeyWrongLastSequenceError, BadRequestError, KeyNotFoundError):
+            raise
+        except (NatsError, TimeoutError):
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(RETRY_S)

@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 FENCE = 0.8
 #: seconds ``start`` waits for JetStream to answer (leaders being elected)
 SETUP_S = 30.0
+#: seconds a clean stop waits for the NATS connection to drain (then it is closed)
+DRAIN_S = 5.0
 
 
 class ClusterRuntime:
@@ -118,7 +120,7 @@ class ClusterRuntime:
         if self.owned:
             log.error("partitions %s not handed over within %.0f s: they are taken after their lease expires",
                       sorted(self.owned), timeout_s)
-        self._call(self._close(), timeout_s)
+        self._call(self._close(), timeout_s + self.cluster.lease_ttl_s)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout_s)
 
@@ -272,11 +274,25 @@ class ClusterRuntime:
         self._fence_task.cancel()
 
     async def _close(self) -> None:
-        await asyncio.gather(*self._releases, return_exceptions=True)  # before the connection drains
-        for p in list(self.leases.held):
-            await self.leases.release(p)
-        await self.leases.leave()
-        await self.nc.drain()
+        """Delete the leases and the heartbeat (before the connection drains), then drain it."""
+        ttl = self.cluster.lease_ttl_s
+        await asyncio.gather(*self._releases, *map(self._release, list(self.leases.held)),
+                             self._quietly("heartbeat not deleted", self.leases.leave(ttl)))
+        await self._quietly("the NATS connection not drained", asyncio.wait_for(self.nc.drain(), DRAIN_S))
+        if not self.nc.is_closed:
+            await self.nc.close()
+
+    async def _release(self, p: int) -> None:
+        """Delete ``p``'s lease, trying for up to ``lease_ttl_s`` (past it the lease is free anyway)."""
+        await self._quietly(f"partition {p}: lease not deleted; it is free {self.cluster.lease_ttl_s:g} s "
+                            "after its last renewal", self.leases.release(p, self.cluster.lease_ttl_s))
+
+    @staticmethod
+    async def _quietly(what: str, coro) -> None:
+        try:
+            await coro
+        except Exception as exc:  # noqa: BLE001 (a clean stop goes on: nothing it holds is lost)
+            log.warning("%s (%s: %s)", what, type(exc).__name__, exc)
 
     # --- worker thread ---------------------------------------------------------------------
     def _done(self, mid: int) -> None:
@@ -303,7 +319,7 @@ class ClusterRuntime:
     def _released(self, p: int) -> None:
         self.owned.discard(p)
         self.releasing.discard(p)
-        self._releases.add(self.loop.create_task(self.leases.release(p)))
+        self._releases.add(self.loop.create_task(self._release(p)))
 
     def _upload(self, partitions: list[int]) -> set[int]:
         """Upload, all at once, each changed partition's devices' checkpoint files with its last
