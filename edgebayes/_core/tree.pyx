@@ -673,24 +673,35 @@ cdef Py_ssize_t _nb_winner(Fields t, Py_ssize_t node, Py_ssize_t s, const double
 
 cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs, const Py_ssize_t* codes,
                        double* votes) except -1:
-    """`leaves.nb_log_votes` into ``votes[:K]``; ``votes[K:2K]`` is scratch (the products)."""
+    """`leaves.nb_log_votes` into ``votes[:K]``; ``votes[K:2K]`` is scratch (the products).
+    The same operations in the same order; the fields read once into locals (C reads them
+    again after each store through a double pointer)."""
     cdef double* st = t._gaussians.data.as_doubles
     cdef double* cc = t._class_weights.data.as_doubles + node * t._class_cap
-    cdef Py_ssize_t K = len(t.classes_), n_num = len(t._numeric_features), nfe = n_num * N_FIELDS
-    cdef Py_ssize_t c, j, k, i, b, vcap, code, n_values
-    cdef Py_ssize_t g
-    cdef double n_c, ll, d, iv, total
+    cdef list numeric = t._numeric_features, nominal = t._nominal_features
+    cdef Py_ssize_t K = len(t.classes_), n_num = len(numeric), nfe = n_num * N_FIELDS, base = s * t._class_cap
+    cdef Py_ssize_t c, j, k, i, vcap, code, n_values, g
+    cdef Py_ssize_t on_stack[32]
+    cdef Py_ssize_t* columns = &on_stack[0]
+    cdef double n_c, ll, d, iv, total, prod, tiny = TINY_PRODUCT
+    cdef double* row
     cdef double* counts
     cdef bint zero
+    if n_num > 32:
+        columns = <Py_ssize_t*>malloc(n_num * sizeof(Py_ssize_t))
+        if columns == NULL:
+            raise MemoryError()
+    for j in range(n_num):
+        columns[j] = numeric[j]
     for c in range(K):
         votes[c] = -INFINITY
         n_c = cc[c]
         if n_c <= 0.0:
             continue
         ll = log(n_c)
-        k = (s * t._class_cap + c) * nfe
+        k = (base + c) * nfe
         for j in range(n_num):
-            d = xs[<Py_ssize_t>t._numeric_features[j]] - st[k + MEAN]
+            d = xs[columns[j]] - st[k + MEAN]
             if d == d:
                 iv = st[k + HALF_INV_VAR]
                 if iv:
@@ -705,11 +716,13 @@ cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs
                         break
             k += N_FIELDS
         votes[c] = ll
+    if n_num > 32:
+        free(columns)
     cdef double* prods = votes + K
     for c in range(K):
         prods[c] = 1.0
-    for j in range(len(t._nominal_features)):
-        g = t._nominal_features[j]
+    for j in range(len(nominal)):
+        g = nominal[j]
         if xs[g] != xs[g]:
             continue
         vcap = t._value_caps[j]
@@ -719,15 +732,16 @@ cdef int _nb_log_votes(Fields t, Py_ssize_t node, Py_ssize_t s, const double* xs
         for c in range(K):
             if votes[c] == -INFINITY:
                 continue
-            b = (s * t._class_cap + c) * vcap
+            row = counts + (base + c) * vcap
             total = 0.0
             for i in range(vcap):
-                total += counts[b + i]
+                total += row[i]
             if total > 0.0:
-                if prods[c] < TINY_PRODUCT:
-                    votes[c] += log(prods[c])
-                    prods[c] = 1.0
-                prods[c] *= ((counts[b + code] if code >= 0 else 0.0) + 1.0) / (total + n_values)
+                prod = prods[c]
+                if prod < tiny:
+                    votes[c] += log(prod)
+                    prod = 1.0
+                prods[c] = prod * (((row[code] if code >= 0 else 0.0) + 1.0) / (total + n_values))
     for c in range(K):
         if prods[c] != 1.0 and votes[c] != -INFINITY:
             votes[c] += log(prods[c])
