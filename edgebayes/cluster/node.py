@@ -319,7 +319,9 @@ class ClusterRuntime:
     def _released(self, p: int) -> None:
         self.owned.discard(p)
         self.releasing.discard(p)
-        self._releases.add(self.loop.create_task(self._release(p)))
+        task = self.loop.create_task(self._release(p))
+        self._releases.add(task)
+        task.add_done_callback(self._releases.discard)
 
     def _upload(self, partitions: list[int]) -> set[int]:
         """Upload, all at once, each changed partition's devices' checkpoint files with its last
