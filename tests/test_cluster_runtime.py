@@ -76,6 +76,35 @@ def test_lease_one_owner_and_takeover_after_ttl(cluster):
     assert out["a_takes_released"]  # a release frees it at once
 
 
+def test_a_lease_write_applied_after_its_reply_timed_out_is_still_the_runtimes(cluster):
+    """JetStream applied a renewal whose reply the runtime never got (a timeout): the key
+    names the runtime at a revision it does not hold. Its next renewal and its release take
+    the key's own revision; a key another runtime wrote stays that runtime's."""
+    from edgebayes.cluster.lease import Leases
+
+    async def run():
+        import nats
+
+        nc = await nats.connect(cluster.urls(), user="edgebayes", password=PASSWORDS["edgebayes"])
+        a = await Leases.open(nc.jetstream(), "rt-a", 30.0, 3)
+        out = {}
+        for p in (1, 2, 3):
+            assert await a.acquire(p)
+            await a.kv.put(f"partition.{p}", b"rt-a" if p < 3 else b"rt-b")  # the write a lost reply was for
+        out["renewed"] = await a.renew(1)
+        out["renewed_again"] = out["renewed"] and await a.renew(1)  # at the revision it now holds
+        await a.release(2)
+        out["b_renewed"] = await a.renew(3)
+        out["owners"] = await a.owners()
+        await nc.close()
+        return out
+
+    out = asyncio.run(run())
+    assert out["renewed"] and out["renewed_again"]
+    assert out["b_renewed"] is False
+    assert out["owners"] == {1: "rt-a", 3: "rt-b"}  # 2 released at the key's revision
+
+
 def _sim(cluster, node: str, n_devices: int, limit: int, rate_hz: float, stats: dict):
     broker = BrokerOptions("127.0.0.1", cluster.mqtt_port(node), username="sim", protocol="mqttv311",
                            password_file=None)

@@ -69,37 +69,53 @@ class Leases:
         return True
 
     async def renew(self, partition: int) -> bool:
-        """Rewrite the lease; False (and no longer held) when another took it meanwhile."""
+        """Rewrite the lease; False (and no longer held) when another took it meanwhile. A
+        lease that names this runtime at another revision (a renewal JetStream applied after
+        its reply timed out) is still this runtime's, and renewed at that revision."""
+        key, owner = f"partition.{partition}", self.owner.encode()
         try:
-            self.held[partition] = await self.kv.update(f"partition.{partition}", self.owner.encode(),
-                                                        last=self.held[partition])
-        except (KeyWrongLastSequenceError, KeyNotFoundError):  # another wrote it, or it expired
-            del self.held[partition]
-            return False
-        return True
+            self.held[partition] = await self.kv.update(key, owner, last=self.held[partition])
+            return True
+        except (KeyWrongLastSequenceError, KeyNotFoundError):  # another wrote it, it expired, or a late write
+            holder = await self._holder(key)
+            if holder is not None and holder[1] == owner:
+                with contextlib.suppress(KeyWrongLastSequenceError, KeyNotFoundError):
+                    self.held[partition] = await self.kv.update(key, owner, last=holder[0])
+                    return True
+        del self.held[partition]
+        return False
 
     async def release(self, partition: int, patience_s: float = 0.0) -> None:
-        """Delete the lease (a clean hand-over: the next owner need not wait for the TTL).
+        """Delete the lease (a clean hand-over: the next owner need not wait for the TTL), at
+        the revision this runtime wrote last, or at the key's own while it names this runtime
+        (a renewal applied after its reply timed out).
 
         Raises:
             nats.errors.Error, TimeoutError: JetStream did not answer for ``patience_s`` seconds
                 (tried again every `RETRY_S`); the lease is free once it expires.
         """
         rev = self.held.pop(partition, None)
-        if rev is None:
-            return
-        tries = 0
+        key = f"partition.{partition}"
+        for _ in range(2 if rev is not None else 0):
+            try:
+                await _patiently(lambda: self.kv.delete(key, last=rev), patience_s)
+                return
+            except (KeyWrongLastSequenceError, BadRequestError):  # nats-py raises either for a stale revision
+                holder = await self._holder(key)
+                if holder is None:  # deleted by a try answered late, or expired
+                    return
+                rev, who = holder
+                if who != self.owner.encode():
+                    log.warning("partition %d: lease taken by another before its release", partition)
+                    return
 
-        async def delete():
-            nonlocal tries
-            tries += 1
-            return await self.kv.delete(f"partition.{partition}", last=rev)
-
+    async def _holder(self, key: str) -> tuple[int, bytes] | None:
+        """``(revision, owner id)`` of a lease key, None when it has none (deleted or expired)."""
         try:
-            await _patiently(delete, patience_s)
-        except (KeyWrongLastSequenceError, BadRequestError):  # nats-py raises either for a stale revision
-            if tries == 1:  # else an earlier try, answered late, deleted it
-                log.warning("partition %d: lease taken by another before its release", partition)
+            entry = await self.kv.get(key)
+        except KeyNotFoundError:
+            return None
+        return entry.revision, entry.value
 
     async def heartbeat(self) -> None:
         await self.kv.put(f"member.{self.owner}", b"")
