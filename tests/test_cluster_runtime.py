@@ -141,15 +141,22 @@ def _wait_learned(cluster, tmp_path, n_devices: int, limit: int, timeout_s: floa
     wait_for(done, timeout_s, f"the checkpoints of {n_devices} devices holding {limit} labels each")
 
 
+def _served_by_one(cluster, tmp_path, predictions, n_devices: int, limit: int) -> dict:
+    """Once one runtime leases every partition, ``n_devices`` devices send ``limit`` readings
+    each to node a; until each is predicted and its label in the uploaded checkpoints."""
+    settled_owners(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"], PARTITIONS, 1, 20)
+    stats = {}
+    _sim(cluster, "a", n_devices, limit, 20.0, stats)
+    wait_for(lambda: len(predictions.first) >= n_devices * limit, 20, "a prediction of every reading")
+    _wait_learned(cluster, tmp_path, n_devices, limit)
+    return stats
+
+
 def test_one_runtime_serves_its_partitions_end_to_end(cluster, tmp_path):
     pool = _pool(cluster, tmp_path, 1)
     predictions = Predictions(cluster.mqtt_port("c"), "monitor", PASSWORDS["monitor"])
     try:
-        settled_owners(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"], PARTITIONS, 1, 20)
-        stats = {}
-        _sim(cluster, "a", 6, 30, 20.0, stats)
-        wait_for(lambda: len(predictions.first) >= 6 * 30, 20, "a prediction of every reading")
-        _wait_learned(cluster, tmp_path, 6, 30)
+        stats = _served_by_one(cluster, tmp_path, predictions, 6, 30)
         assert pool[0].stop() == 0, pool[0].tail()
     finally:
         predictions.close()
@@ -167,11 +174,7 @@ def test_a_clean_stop_tries_its_lease_deletions_again_while_the_lease_bucket_doe
                                           PASSWORDS["edgebayes"]))]
     predictions = Predictions(cluster.mqtt_port("a"), "monitor", PASSWORDS["monitor"])
     try:
-        settled_owners(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"], PARTITIONS, 1, 20)
-        stats = {}
-        _sim(cluster, "a", 3, 10, 20.0, stats)
-        wait_for(lambda: len(predictions.first) >= 3 * 10, 20, "a prediction of every reading")
-        _wait_learned(cluster, tmp_path, 3, 10)
+        stats = _served_by_one(cluster, tmp_path, predictions, 3, 10)
         place_leaders(cluster.urls(), "edgebayes", PASSWORDS["edgebayes"],
                       {f"KV_{LEASES}": "nats-c", f"KV_{HEADS}": "nats-a", f"OBJ_{CHECKPOINTS}": "nats-a",
                        STREAM: "nats-a"})
