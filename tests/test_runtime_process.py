@@ -132,8 +132,13 @@ def test_a_config_without_a_checkpoint_table_keeps_its_learning_across_a_restart
         assert f"stopped; 1 of 1 devices saved in {where}" in log.read_text()
         proc = _run(cfg, log)
         _wait_online(dev, 1)
+        n_before = len(dev.raw)
         dev.publish("d1", "reading", {"seq": 30, "x": data[30][0]})
-        wait_for(lambda: len(dev.predictions()) == 31, what="the 31st prediction")
+        try:
+            wait_for(lambda: len(dev.predictions()) == 31, what="the 31st prediction")
+        except AssertionError as exc:  # what the device got after the restart, and the runtime's log
+            got = [(t, bytes(pl[:120])) for t, pl, _ in list(dev.raw)[n_before:]]
+            raise AssertionError(f"{exc}; the device got {got}; log: {log.read_text()[-1500:]}") from None
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(15)
