@@ -95,8 +95,10 @@ class Leases:
                 (tried again every `RETRY_S`); the lease is free once it expires.
         """
         rev = self.held.pop(partition, None)
+        if rev is None:
+            return
         key = f"partition.{partition}"
-        for _ in range(2 if rev is not None else 0):
+        for _ in range(2):  # the revision written last, then the key's own while it names this runtime
             try:
                 await _patiently(lambda: self.kv.delete(key, last=rev), patience_s)
                 return
