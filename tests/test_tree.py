@@ -512,8 +512,8 @@ def test_a_samples_new_nominal_values_take_one_relayout_and_end_as_one_at_a_time
         for xi, yi in zip(X, y):
             one_by_one.learn_one(xi, yi)
     calls = []
-    rebuild = arena.rebuild
-    monkeypatch.setattr(arena, "rebuild", lambda tree, *a: calls.append(1) or rebuild(tree, *a))
+    rebuild = HoeffdingTreeClassifier._rebuild  # the reference's arena.rebuild, or the compiled core's
+    monkeypatch.setattr(HoeffdingTreeClassifier, "_rebuild", lambda tree, *a: calls.append(1) or rebuild(tree, *a))
     tree = HoeffdingTreeClassifier(**kw)
     tree.learn_one(X[0], y[0])
     assert len(calls) == 2  # the first class (and root), then the 24 first values at once

@@ -4,14 +4,22 @@ sets their empty values; and `observers.observe`, which updates a slot's observe
 Read from the source: every assignment, augmented assignment or mutating call whose target
 is a tree's private field (``tree._x``, ``self._x``, an item of one, or a local bound to one)
 in the other modules of edgebayes/tree is listed; the list must be empty.
+
+The compiled core's re-layout passes (``_rebuild``, ``_active_slots``) write and rank what
+`arena.rebuild` and `arena.active_slots` do, compared array for array on one tree.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
+import numpy as np
+
 import edgebayes.tree
+from edgebayes.tree import arena, storage
+from tests.conftest import implementation
 
 TREE_DIR = Path(edgebayes.tree.__file__).parent
 #: (module, function) -> the fields it may write (None: every field)
@@ -119,3 +127,63 @@ def f(tree, xl):
         ("learning.py", "f", 8, "_vocabs"),
         ("learning.py", "f", 10, "_class_index"),
     ]
+
+
+# ---------------------------------------------------------------- the compiled re-layout
+
+
+def _arrays(tree) -> list:
+    """Every arena field of ``tree``, arrays as (type code, bytes, sys.getsizeof)."""
+    def a(x):
+        return (x.typecode, x.tobytes(), sys.getsizeof(x))
+    return [a(tree._node_ints), a(tree._node_floats), a(tree._class_weights), a(tree._gaussians),
+            [a(c) for c in tree._nominal_counts], a(tree._free_slots), tree._n_free_slots, tree._node_cap,
+            tree._slot_cap, tree._class_cap, list(tree._value_caps), tree._bytes, tree.memory_bytes()]
+
+
+def _grown_tree():
+    """A compiled tree of numeric and nominal features under a budget: active and inactive leaves."""
+    compiled = implementation("HoeffdingTreeClassifier", "compiled")
+    rng = np.random.default_rng(3)
+    tree = compiled(grace_period=20, nominal_attributes=[3, 4], max_size_bytes=16_000)
+    for _ in range(3000):
+        x = [*rng.normal(0, 1, 3), float(rng.integers(0, 4)), float(rng.integers(0, 3))]
+        tree.learn_one(x, int(x[0] > 0) + 2 * int(x[3] > 1) + (x[1] > 1.5))
+    ints = arena.node_ints(tree)
+    leaves = ints[:, arena.SPLIT_FEATURE] < 0
+    assert (ints[leaves, arena.SLOT] >= 0).sum() >= 3 and (ints[leaves, arena.SLOT] < 0).any()
+    return tree
+
+
+def test_the_compiled_relayout_writes_the_arrays_the_reference_writes():
+    tree = _grown_tree()
+    state = tree.state()
+    active = arena.active_slots(tree)
+    n, s, c, v = tree._n_nodes, tree._slot_cap, tree._class_cap, tree._value_caps
+    cases = [  # (node_cap, slot_cap, ccap, vcaps, keep)
+        (2 * n + 3, s + 3, c + 2, [x + 1 for x in v], active[::-1]),
+        (n, len(active) // 2, c, v, active[1::2]),
+        (n, 0, c, v, []),
+        (n, s, c, [x + 2 for x in v], active),
+    ]
+    for case in cases:
+        ours, ref = type(tree).from_state(state), type(tree).from_state(state)
+        ours._rebuild(*case)
+        arena.rebuild(ref, *case)
+        assert _arrays(ours) == _arrays(ref), case
+        assert ours.state() == ref.state()
+
+
+def test_the_compiled_active_slots_rank_as_the_reference_ranks_ties_included():
+    tree = _grown_tree()
+    leaves = np.flatnonzero(arena.node_ints(tree)[:, arena.SPLIT_FEATURE] < 0).tolist()
+    for exclude in (-1, leaves[0], leaves[-1]):
+        assert tree._active_slots(exclude) == arena.active_slots(tree, exclude)
+    floats = arena.node_floats(tree)  # every promise 0: the ranking is the node order
+    weights = storage.view(tree._class_weights, (tree._node_cap, tree._class_cap))[: tree._n_nodes]
+    floats[:, arena.WEIGHT_SEEN] = weights.max(axis=1)
+    ranked = tree._active_slots()
+    assert ranked == arena.active_slots(tree)
+    ints = arena.node_ints(tree)
+    in_node_order = [int(ints[i, arena.SLOT]) for i in leaves if ints[i, arena.SLOT] >= 0]
+    assert ranked == in_node_order and ranked != sorted(ranked)

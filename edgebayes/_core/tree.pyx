@@ -10,7 +10,10 @@ here, each function the reference function of the same name (`edgebayes.tree.lea
 `leaves`, `observers`, `criterion`), loop for loop and in the same operation order, built
 with ``-ffp-contract=off``: every float of ``state()`` and every probability is
 bit-identical to the reference's. What changes the tree's shape (a new class or value, a
-split, a ranking of the leaves) calls the reference functions themselves.
+split, a ranking of the leaves) calls the reference functions themselves, but for their two
+re-layout passes, which they call as the tree's ``_rebuild`` and ``_active_slots``: those are
+`arena.rebuild` and `arena.active_slots` in C loops here (a young tree re-lays at each of its
+first classes and splits, and numpy's per-call cost made those re-lays most of its samples' time).
 
 Hooks, the reference code called from here: ``HoeffdingTreeClassifier.learn_one`` and
 ``predict_proba_one`` before the first sample fixes the schema; `learning.make_room` for a
@@ -28,7 +31,8 @@ from cpython.dict cimport PyDict_Next
 from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
 from cpython.object cimport PyObject
 from libc.math cimport INFINITY, erf, exp, isfinite, log, log2, sqrt
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, qsort
+from libc.string cimport memcpy
 
 from edgebayes._core.inputs cimport read_x
 from edgebayes.base import MAX_ABS_X, MAX_WEIGHT, check_label, check_weight
@@ -101,6 +105,14 @@ cdef class Fields:
         finally:
             free(xs)
             free(out)
+
+    def _rebuild(self, Py_ssize_t node_cap, Py_ssize_t slot_cap, Py_ssize_t ccap, list vcaps, keep):
+        """`arena.rebuild` (same arguments, same arrays written)."""
+        _rebuild(self, node_cap, slot_cap, ccap, vcaps, keep)
+
+    def _active_slots(self, Py_ssize_t exclude=-1):
+        """`arena.active_slots` (the same slots in the same order)."""
+        return _active_slots(self, exclude)
 
 
 # ---------------------------------------------------------------- the SRP's entry points
@@ -578,6 +590,129 @@ cdef void _clear_slot(Fields t, Py_ssize_t s):
         counts = (<array.array>t._nominal_counts[k]).data.as_doubles + s * t._class_cap * vcap
         for i in range(t._class_cap * vcap):
             counts[i] = 0.0
+
+
+# ---------------------------------------------------------------- re-layout (`arena`)
+
+
+cdef array.array INTS = array.array("i"), DOUBLES = array.array("d")
+
+
+cdef int _rebuild(Fields t, Py_ssize_t node_cap, Py_ssize_t slot_cap, Py_ssize_t ccap, list vcaps,
+                  object keep_slots) except -1:
+    """`arena.rebuild`: each array re-laid at the new capacities (``array.clone``: exactly
+    sized, zeroed), the used records copied, slot keep[i] of the old pool as slot i."""
+    cdef list keep = list(keep_slots)
+    cdef Py_ssize_t n = t._n_nodes, old_c = t._class_cap, old_s = t._slot_cap, ks = len(keep)
+    cdef Py_ssize_t rec = len(t._numeric_features) * N_FIELDS, i, j, c, k, vcap, old_v, s
+    if node_cap < n or ccap < old_c or not 0 <= ks <= slot_cap or len(vcaps) != len(t._value_caps):
+        raise ValueError(f"cannot re-lay {n} nodes, {old_c} classes and {ks} kept slots at "
+                         f"({node_cap}, {slot_cap}, {ccap}, {vcaps})")
+    cdef Py_ssize_t* kp = <Py_ssize_t*>malloc((ks + old_s + 1) * sizeof(Py_ssize_t))
+    if kp == NULL:
+        raise MemoryError()
+    cdef Py_ssize_t* remap = kp + ks  # old slot -> new slot, -1 for a slot not kept
+    cdef array.array ints, floats, weights, stats, counts, slots
+    cdef double* dst
+    cdef list nominal = []
+    try:
+        for j in range(old_s):
+            remap[j] = -1
+        for j in range(ks):
+            kp[j] = keep[j]
+            if not 0 <= kp[j] < old_s:
+                raise IndexError(f"slot {kp[j]} is not in a pool of {old_s}")
+            remap[kp[j]] = j
+        ints = array.clone(INTS, node_cap * N_NODE_INTS, True)
+        memcpy(ints.data.as_ints, t._node_ints.data.as_ints, n * N_NODE_INTS * sizeof(int))
+        for i in range(n):
+            s = ints.data.as_ints[i * N_NODE_INTS + SLOT]
+            ints.data.as_ints[i * N_NODE_INTS + SLOT] = remap[s] if s >= 0 else -1
+        floats = array.clone(DOUBLES, node_cap * N_NODE_FLOATS, True)
+        memcpy(floats.data.as_doubles, t._node_floats.data.as_doubles, n * N_NODE_FLOATS * sizeof(double))
+        weights = array.clone(DOUBLES, node_cap * ccap, True)
+        for i in range(n):
+            for c in range(old_c):
+                weights.data.as_doubles[i * ccap + c] = t._class_weights.data.as_doubles[i * old_c + c]
+        stats = array.clone(DOUBLES, slot_cap * ccap * rec, True)
+        dst = stats.data.as_doubles
+        for i in range(0, slot_cap * ccap * rec, N_FIELDS):  # empty observers (`arena.empty_stats`)
+            dst[i + MIN] = INFINITY
+            dst[i + MAX] = -INFINITY
+        for j in range(ks):
+            for c in range(old_c):
+                memcpy(dst + (j * ccap + c) * rec, t._gaussians.data.as_doubles + (kp[j] * old_c + c) * rec,
+                       rec * sizeof(double))
+        for k in range(len(vcaps)):
+            vcap, old_v = vcaps[k], t._value_caps[k]
+            if vcap < old_v:
+                raise ValueError(f"value capacity {vcap} under the {old_v} of feature {k}")
+            counts = array.clone(DOUBLES, slot_cap * ccap * vcap, True)
+            for j in range(ks):
+                for c in range(old_c):
+                    memcpy(counts.data.as_doubles + (j * ccap + c) * vcap,
+                           (<array.array>t._nominal_counts[k]).data.as_doubles + (kp[j] * old_c + c) * old_v,
+                           old_v * sizeof(double))
+            nominal.append(counts)
+        slots = array.clone(INTS, slot_cap, True)  # a stack: the lowest free slot on top
+        for i in range(slot_cap - ks):
+            slots.data.as_ints[i] = slot_cap - 1 - i
+    finally:
+        free(kp)
+    t._node_ints, t._node_floats, t._class_weights, t._gaussians = ints, floats, weights, stats
+    t._nominal_counts, t._free_slots, t._n_free_slots = nominal, slots, slot_cap - ks
+    t._node_cap, t._slot_cap, t._class_cap, t._value_caps = node_cap, slot_cap, ccap, list(vcaps)
+    t._bytes = None  # `arena.resized`
+    return 0
+
+
+cdef struct Ranked:
+    double key  # minus the leaf's promise
+    Py_ssize_t at  # its place in node order
+    int slot
+
+
+cdef int _by_key(const void* a, const void* b) noexcept nogil:
+    """numpy's stable ascending order: by key, NaN last, then by place."""
+    cdef const Ranked* x = <const Ranked*>a
+    cdef const Ranked* y = <const Ranked*>b
+    cdef bint xn = x.key != x.key, yn = y.key != y.key
+    if xn != yn:
+        return 1 if xn else -1
+    if not xn and x.key != y.key:
+        return -1 if x.key < y.key else 1
+    return (x.at > y.at) - (x.at < y.at)
+
+
+cdef list _active_slots(Fields t, Py_ssize_t exclude):
+    """`arena.active_slots`: the active leaves but ``exclude`` by promise (`arena.promise`:
+    weight seen minus the largest class weight), highest first, ties in node order."""
+    cdef Py_ssize_t n = t._n_nodes, ccap = t._class_cap, i, c, m = 0
+    cdef const int* ints = t._node_ints.data.as_ints
+    cdef const double* cw = t._class_weights.data.as_doubles
+    cdef double top, v
+    cdef Ranked* ranked = <Ranked*>malloc((n + 1) * sizeof(Ranked))
+    if ranked == NULL:
+        raise MemoryError()
+    try:
+        for i in range(n):
+            if ints[i * N_NODE_INTS + SPLIT_FEATURE] >= 0 or ints[i * N_NODE_INTS + SLOT] < 0 or i == exclude:
+                continue
+            if ccap == 0:
+                raise ValueError("a leaf's promise with no class column")
+            top = cw[i * ccap]
+            for c in range(1, ccap):
+                v = cw[i * ccap + c]
+                if top == top and (v > top or v != v):  # numpy's max: a NaN wins
+                    top = v
+            ranked[m].key = -(t._node_floats.data.as_doubles[i * N_NODE_FLOATS + WEIGHT_SEEN] - top)
+            ranked[m].at = m
+            ranked[m].slot = ints[i * N_NODE_INTS + SLOT]
+            m += 1
+        qsort(ranked, m, sizeof(Ranked), _by_key)
+        return [ranked[i].slot for i in range(m)]
+    finally:
+        free(ranked)
 
 
 # ---------------------------------------------------------------- predictions (`leaves`)

@@ -29,8 +29,9 @@ This module is the only writer of the tree's private fields (``__init__`` aside,
 their empty values): the other modules read them and change them through the functions here,
 per sample (`add_weight`, `due_for_attempt`, `credit`), at a change of shape (`add_class`,
 `add_value`, `add_root`, `split_node`, `start_leaf`, the slot pool, `rebuild`) and when a
-state is loaded (`fix_schema`, `load`). One exception, by design: a slot's observer records
-are updated in place by `observers.observe`, their only other writer.
+state is loaded (`fix_schema`, `load`); the compiled core's ``_rebuild`` is `rebuild` in C.
+One exception, by design: a slot's observer records are updated in place by
+`observers.observe`, their only other writer.
 """
 
 from __future__ import annotations
@@ -196,7 +197,8 @@ def empty_stats(n_slots: int, ccap: int, n_num: int) -> np.ndarray:
 
 def rebuild(tree, node_cap: int, slot_cap: int, ccap: int, vcaps: list, keep) -> None:
     """Re-lay every array at new capacities; ``keep`` lists the old slots that survive,
-    new slot i holding old slot keep[i]; leaves of the other slots become inactive."""
+    new slot i holding old slot keep[i]; leaves of the other slots become inactive. Called as
+    the tree's ``_rebuild`` (the compiled core's is this function in C loops)."""
     n, old_c, n_num = tree._n_nodes, tree._class_cap, len(tree._numeric_features)
     ints = np.zeros((node_cap, N_NODE_INTS), np.intc)
     ints[:n] = node_ints(tree)
@@ -243,7 +245,8 @@ def promise(tree, nodes: np.ndarray) -> np.ndarray:
 
 
 def active_slots(tree, exclude: int = -1) -> list:
-    """Slots of the active leaves but ``exclude``, highest promise (weight x error) first."""
+    """Slots of the active leaves but ``exclude``, highest promise (weight x error) first
+    (ties in node order). Called as the tree's ``_active_slots`` (the compiled core's: in C)."""
     ints = node_ints(tree)
     leaves = np.flatnonzero((ints[:, SPLIT_FEATURE] < 0) & (ints[:, SLOT] >= 0))
     leaves = leaves[leaves != exclude]
@@ -258,9 +261,9 @@ def relayout(tree, node_cap: int, ccap: int, vcaps: list, exclude: int = -1) -> 
     fit = slots_that_fit(tree, node_cap, ccap, vcaps)
     if fit < 0:
         return False
-    active = active_slots(tree, exclude)
+    active = tree._active_slots(exclude)
     slot_cap = min(fit, max(tree._slot_cap, 2 * len(active), 1))
-    rebuild(tree, node_cap, slot_cap, ccap, vcaps, active[:slot_cap])
+    tree._rebuild(node_cap, slot_cap, ccap, vcaps, active[:slot_cap])
     return True
 
 
@@ -271,7 +274,7 @@ def grow_nodes(tree, need: int, exclude: int) -> bool:
         return True
     for cap in (max(2 * tree._node_cap, need), need):
         if fits(tree, cap, tree._slot_cap, tree._class_cap, tree._value_caps):
-            rebuild(tree, cap, tree._slot_cap, tree._class_cap, tree._value_caps, active_slots(tree))
+            tree._rebuild(cap, tree._slot_cap, tree._class_cap, tree._value_caps, tree._active_slots())
             return True
     return relayout(tree, need, tree._class_cap, tree._value_caps, exclude=exclude)
 
@@ -462,7 +465,7 @@ def take_slot(tree) -> int:
         slot_cap = min(fit, 2 * tree._slot_cap or 1)
         if slot_cap <= tree._slot_cap:
             return -1
-        rebuild(tree, tree._node_cap, slot_cap, tree._class_cap, tree._value_caps, active_slots(tree))
+        tree._rebuild(tree._node_cap, slot_cap, tree._class_cap, tree._value_caps, tree._active_slots())
     tree._n_free_slots -= 1
     return tree._free_slots[tree._n_free_slots]
 

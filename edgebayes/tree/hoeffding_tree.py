@@ -120,6 +120,11 @@ class HoeffdingTreeClassifier(Learner):
         self._free_slots = array("i")
         self._bytes = None  # memory_bytes() until the arena next changes a size (arena.resized)
 
+    # the arena's two re-layout passes, called through the tree: the compiled core
+    # (`edgebayes._core.tree`) replaces them with C loops that write the same arrays
+    _rebuild = arena.rebuild
+    _active_slots = arena.active_slots
+
     # ------------------------------------------------------------------ introspection
 
     @property

@@ -268,7 +268,7 @@ def rebalance(tree) -> None:
     if (top_slots >= 0).all() and n_active <= tree._slot_cap:
         return  # the most promising leaves already learn
     keep = top_slots[top_slots >= 0].tolist()
-    arena.rebuild(tree, tree._node_cap, max(n_active, len(keep)), tree._class_cap, tree._value_caps, keep)
+    tree._rebuild(tree._node_cap, max(n_active, len(keep)), tree._class_cap, tree._value_caps, keep)
     for node in top[top_slots < 0].tolist():
         activate(tree, node)
 
@@ -276,9 +276,9 @@ def rebalance(tree) -> None:
 def shed_leaves(tree) -> int:
     """Deactivate the less promising half of the active leaves (at least one); returns how
     many were deactivated."""
-    active = arena.active_slots(tree)
+    active = tree._active_slots()
     keep = active[: len(active) // 2]
     if len(keep) == len(active):
         return 0
-    arena.rebuild(tree, tree._node_cap, len(keep), tree._class_cap, tree._value_caps, keep)
+    tree._rebuild(tree._node_cap, len(keep), tree._class_cap, tree._value_caps, keep)
     return len(active) - len(keep)
