@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import edgebayes.tree
 from edgebayes.tree import arena, storage
@@ -187,3 +188,13 @@ def test_the_compiled_active_slots_rank_as_the_reference_ranks_ties_included():
     ints = arena.node_ints(tree)
     in_node_order = [int(ints[i, arena.SLOT]) for i in leaves if ints[i, arena.SLOT] >= 0]
     assert ranked == in_node_order and ranked != sorted(ranked)
+
+
+def test_the_compiled_relayout_refuses_arrays_that_do_not_match_their_capacities():
+    tree = _grown_tree()
+    n, s, c, v = tree._n_nodes, tree._slot_cap, tree._class_cap, tree._value_caps
+    tree._gaussians = tree._gaussians[:-1]  # as the reference's reshape, not a read past the end
+    for relay in (lambda: tree._rebuild(n, s, c, v, tree._active_slots()), tree._active_slots,
+                  lambda: arena.rebuild(tree, n, s, c, v, [])):
+        with pytest.raises(ValueError):
+            relay()

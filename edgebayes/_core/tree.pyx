@@ -608,6 +608,7 @@ cdef int _rebuild(Fields t, Py_ssize_t node_cap, Py_ssize_t slot_cap, Py_ssize_t
     if node_cap < n or ccap < old_c or not 0 <= ks <= slot_cap or len(vcaps) != len(t._value_caps):
         raise ValueError(f"cannot re-lay {n} nodes, {old_c} classes and {ks} kept slots at "
                          f"({node_cap}, {slot_cap}, {ccap}, {vcaps})")
+    _check_lengths(t)
     cdef Py_ssize_t* kp = <Py_ssize_t*>malloc((ks + old_s + 1) * sizeof(Py_ssize_t))
     if kp == NULL:
         raise MemoryError()
@@ -627,6 +628,8 @@ cdef int _rebuild(Fields t, Py_ssize_t node_cap, Py_ssize_t slot_cap, Py_ssize_t
         memcpy(ints.data.as_ints, t._node_ints.data.as_ints, n * N_NODE_INTS * sizeof(int))
         for i in range(n):
             s = ints.data.as_ints[i * N_NODE_INTS + SLOT]
+            if s >= old_s:
+                raise IndexError(f"node {i}'s slot {s} is not in a pool of {old_s}")
             ints.data.as_ints[i * N_NODE_INTS + SLOT] = remap[s] if s >= 0 else -1
         floats = array.clone(DOUBLES, node_cap * N_NODE_FLOATS, True)
         memcpy(floats.data.as_doubles, t._node_floats.data.as_doubles, n * N_NODE_FLOATS * sizeof(double))
@@ -666,6 +669,20 @@ cdef int _rebuild(Fields t, Py_ssize_t node_cap, Py_ssize_t slot_cap, Py_ssize_t
     return 0
 
 
+cdef int _check_lengths(Fields t) except -1:
+    """Each array holds what its capacities say (where numpy's reshape of it would fail)."""
+    cdef Py_ssize_t n_cap = t._node_cap, s_cap = t._slot_cap, c_cap = t._class_cap, k
+    cdef Py_ssize_t rec = len(t._numeric_features) * N_FIELDS
+    cdef bint ok = (len(t._node_ints) == n_cap * N_NODE_INTS and len(t._node_floats) == n_cap * N_NODE_FLOATS
+                    and len(t._class_weights) == n_cap * c_cap and len(t._gaussians) == s_cap * c_cap * rec
+                    and len(t._nominal_counts) == len(t._value_caps) and t._n_nodes <= n_cap)
+    for k in range(len(t._nominal_counts) if ok else 0):
+        ok = ok and len(t._nominal_counts[k]) == s_cap * c_cap * <Py_ssize_t>t._value_caps[k]
+    if not ok:
+        raise ValueError("the tree's arrays do not match its capacities")
+    return 0
+
+
 cdef struct Ranked:
     double key  # minus the leaf's promise
     Py_ssize_t at  # its place in node order
@@ -691,6 +708,7 @@ cdef list _active_slots(Fields t, Py_ssize_t exclude):
     cdef const int* ints = t._node_ints.data.as_ints
     cdef const double* cw = t._class_weights.data.as_doubles
     cdef double top, v
+    _check_lengths(t)
     cdef Ranked* ranked = <Ranked*>malloc((n + 1) * sizeof(Ranked))
     if ranked == NULL:
         raise MemoryError()
