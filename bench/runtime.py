@@ -261,6 +261,9 @@ def run(broker, tmp: Path, models: str, n_devices: int, args, latency: bool) -> 
         print(f"runtime CPU: {cpu:.2f} s = {r['us']:.0f} us per reading (all its threads); floor "
               f"{r['floor_us']:.0f} us per reading; load average {load:.1f} on {os.cpu_count()} cores")
         print(f"runtime RSS: {rss_start:.1f} MB after start, {rss_after:.1f} MB after {args.n:,} readings")
+        held = {name: v["bytes"] for name, v in m.get("models", {}).items()}
+        print(f"models' bytes (metrics, every device's slots): {held}, {sum(held.values()):,} in all"
+              + (f" of a model_budget_bytes of {budget:,}" if budget else ""))
         if latency:
             latency_phase(pub, col, data, args, n_devices)
         return r

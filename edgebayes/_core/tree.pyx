@@ -64,7 +64,7 @@ cdef double WEIGHT_LIMIT = MAX_WEIGHT
 
 cdef class Fields:
     """The reference's attributes, as C fields (declared in tree.pxd; `edgebayes.tree.arena`
-    describes the arrays), and the two per-sample methods."""
+    describes the arrays), the two per-sample methods and the re-layout's two passes."""
 
     def learn_one(self, x, y, w=1.0):
         """Learn one sample (see the reference's ``learn_one``: same arguments, errors, result)."""
